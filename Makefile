@@ -1,0 +1,47 @@
+# The commands the README names. Each creates the virtual environment first if needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: demo test check lint typecheck migrations-check install benchmark clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Set up, load the demo collection and serve on http://$(HOST):$(PORT)
+demo: $(STAMP)
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+## Set up and run the whole test suite (DATABASE_URL selects PostgreSQL; default SQLite)
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy annotations ndcg_platform
+
+migrations-check: $(STAMP)
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+## Everything CI checks: lint, types, migrations, tests
+check: lint typecheck migrations-check test
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/bench_scoring.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,204 @@
+"""Django admin for organisers; judgement writes go through the services (history, rescoring)."""
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from annotations import services
+from annotations.models import (
+    Adjudication,
+    Collection,
+    Document,
+    GradeLevel,
+    IdealScore,
+    Judgement,
+    JudgementHistory,
+    Membership,
+    Query,
+    QueryScore,
+    Result,
+    Run,
+    RunScore,
+)
+
+
+class GradeLevelInline(admin.TabularInline):
+    model = GradeLevel
+    extra = 0
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Collection)
+class CollectionAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "gain", "cutoffs", "missing_queries", "aggregation", "updated"]
+    search_fields = ["slug", "name"]
+    inlines = [GradeLevelInline, MembershipInline]
+
+    def save_model(self, request: HttpRequest, obj: Collection, form: Any, change: bool) -> None:
+        changed = set(form.changed_data) & set(services.SCORING_FIELDS)
+        super().save_model(request, obj, form, change)
+        if change and changed:
+            services.collection_mark_stale(collection=obj)
+
+
+@admin.register(Query)
+class QueryAdmin(admin.ModelAdmin):
+    list_display = ["qid", "collection", "title", "judgements_version", "scored_version"]
+    list_filter = ["collection"]
+    search_fields = ["qid", "title"]
+    readonly_fields = ["judgements_version", "scored_version"]
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["docno", "collection", "title"]
+    list_filter = ["collection"]
+    search_fields = ["docno", "title"]
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["name", "collection", "owner", "created", "scored_at"]
+    list_filter = ["collection"]
+    search_fields = ["name"]
+    readonly_fields = ["scored_at"]
+
+
+@admin.register(Result)
+class ResultAdmin(admin.ModelAdmin):
+    list_display = ["run", "query", "document", "position", "rank", "score"]
+    list_select_related = ["run", "query", "document"]
+    raw_id_fields = ["run", "query", "document"]
+    show_full_result_count = False  # counting millions of results on every page is slow
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # results change only by importing a run again
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+class JudgementAdminForm(forms.ModelForm):
+    class Meta:
+        model = Judgement
+        fields = ["query", "document", "assessor", "grade", "note"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        query, grade = data.get("query"), data.get("grade")
+        if query is not None and grade is not None:
+            levels = services.grade_values(query.collection)
+            if grade not in levels:
+                self.add_error("grade", f"{grade} is not on this collection's scale {levels}.")
+        document = data.get("document")
+        if query is not None and document is not None:
+            if document.collection_id != query.collection_id:
+                self.add_error("document", "The document belongs to another collection.")
+        return data
+
+
+@admin.register(Judgement)
+class JudgementAdmin(admin.ModelAdmin):
+    form = JudgementAdminForm
+    list_display = ["query", "document", "assessor", "grade", "updated"]
+    list_filter = ["query__collection", "grade"]
+    list_select_related = ["query", "document", "assessor"]
+    search_fields = ["query__qid", "document__docno", "assessor__username"]
+    raw_id_fields = ["query", "document"]
+    actions = ["delete_with_history"]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # bulk delete would bypass history and rescoring
+        return actions
+
+    def save_model(self, request: HttpRequest, obj: Judgement, form: Any, change: bool) -> None:
+        recorded = services.judgement_record(
+            query=obj.query,
+            document=obj.document,
+            assessor=obj.assessor,
+            grade=obj.grade,
+            note=obj.note,
+            source="admin",
+            changed_by=request.user,  # type: ignore[arg-type]
+        )
+        obj.pk = recorded.pk
+
+    def delete_model(self, request: HttpRequest, obj: Judgement) -> None:
+        services.judgement_delete(judgement=obj, source="admin", changed_by=request.user)  # type: ignore[arg-type]
+
+    @admin.action(description="Delete selected judgements (history kept, scores follow)")
+    def delete_with_history(self, request: HttpRequest, queryset: QuerySet[Judgement]) -> None:
+        for judgement in queryset:
+            services.judgement_delete(
+                judgement=judgement,
+                source="admin",
+                changed_by=request.user,  # type: ignore[arg-type]
+            )
+
+
+@admin.register(JudgementHistory)
+class JudgementHistoryAdmin(admin.ModelAdmin):
+    list_display = ["query", "document", "assessor", "old_grade", "new_grade", "source", "changed_at"]
+    list_filter = ["source", "query__collection"]
+    list_select_related = ["query", "document", "assessor"]
+
+    # Append-only: nobody edits or deletes history.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    list_display = ["query", "document", "grade", "organiser", "updated"]
+    raw_id_fields = ["query", "document"]
+
+
+class ReadOnlyScoreAdmin(admin.ModelAdmin):
+    """Scores are computed, never edited by hand."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(QueryScore)
+class QueryScoreAdmin(ReadOnlyScoreAdmin):
+    list_display = ["run", "query", "k", "ndcg", "judged", "ndcg_condensed"]
+    list_filter = ["k", "run__collection"]
+    list_select_related = ["run", "query"]
+
+
+@admin.register(RunScore)
+class RunScoreAdmin(ReadOnlyScoreAdmin):
+    list_display = ["run", "k", "ndcg", "ndcg_condensed", "judged", "queries", "updated"]
+    list_filter = ["k", "run__collection"]
+    list_select_related = ["run"]
+
+
+@admin.register(IdealScore)
+class IdealScoreAdmin(ReadOnlyScoreAdmin):
+    list_display = ["query", "k", "idcg"]
+    list_select_related = ["query"]
+
+
+admin.site.register(Membership)

@@ -1,0 +1,71 @@
+"""Shared pieces of the import and export commands: collection lookup and error reporting."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import IntegrityError
+
+from annotations.models import Collection
+from annotations.trec import TrecFormatError
+
+T = TypeVar("T")
+
+
+def collection_get(slug: str) -> Collection:
+    try:
+        return Collection.objects.get(slug=slug)
+    except Collection.DoesNotExist:
+        known = ", ".join(Collection.objects.values_list("slug", flat=True)[:20]) or "none yet"
+        raise CommandError(f"unknown collection {slug!r} (known: {known})") from None
+
+
+def validation_message(error: ValidationError) -> str:
+    if hasattr(error, "error_dict"):
+        return "; ".join(
+            f"{field}: {' '.join(m for e in errors for m in e.messages)}"
+            for field, errors in error.error_dict.items()
+        )
+    return " ".join(error.messages)
+
+
+def run_reporting_errors(action: Callable[[], T]) -> T:
+    """Run a service call; turn the errors it may raise into one clear CommandError line."""
+    try:
+        return action()
+    except TrecFormatError as error:
+        raise CommandError(f"{error} (nothing was imported)") from None
+    except ValidationError as error:
+        raise CommandError(f"{validation_message(error)} (nothing was changed)") from None
+    except IntegrityError as error:
+        raise CommandError(
+            f"the database refused the change ({error}); nothing was changed"
+        ) from None
+
+
+class CollectionCommand(BaseCommand):
+    """A command whose first argument is a collection slug."""
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("slug", help="the collection's slug")
+
+
+class FileImportCommand(CollectionCommand):
+    """`SLUG FILE` commands that hand the file to one import service and print its summary."""
+
+    label = "rows"
+
+    def add_arguments(self, parser: Any) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("file")
+
+    def import_file(self, collection: Collection, path: str) -> Any:
+        raise NotImplementedError
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        collection = collection_get(options["slug"])
+        summary = run_reporting_errors(lambda: self.import_file(collection, options["file"]))
+        self.stdout.write(f"{self.label}: {summary}")

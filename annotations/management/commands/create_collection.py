@@ -1,0 +1,55 @@
+"""Create a collection with its grade scale, gain and cutoffs."""
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotations import services
+from annotations.management.commands._base import run_reporting_errors
+from annotations.models import Collection
+
+
+class Command(BaseCommand):
+    help = "Create a collection: python manage.py create_collection SLUG [--name ...]"
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("--name", default="")
+        parser.add_argument("--description", default="")
+        parser.add_argument("--gain", choices=["linear", "exponential"], default="linear")
+        parser.add_argument("--cutoffs", default="5,10,20", help="comma-separated k values")
+        parser.add_argument("--grades", default="0-3", help="grade scale, e.g. 0-3 or 0,1,2")
+        parser.add_argument(
+            "--missing", choices=["zero", "skip"], default="zero",
+            help="a judged query a run did not answer counts 0 (zero, trec_eval -c) or is skipped",
+        )  # fmt: skip
+        parser.add_argument(
+            "--aggregation", choices=["median", "majority", "mean"], default="median"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        slug = options["slug"]
+        if Collection.objects.filter(slug=slug).exists():
+            raise CommandError(f"collection {slug!r} already exists")
+        try:
+            cutoffs = [int(part) for part in options["cutoffs"].split(",") if part.strip()]
+        except ValueError:
+            raise CommandError(f"--cutoffs {options['cutoffs']!r}: write integers like 5,10,20") from None
+        grades = run_reporting_errors(lambda: services.grade_levels_from_spec(options["grades"]))
+        collection = run_reporting_errors(
+            lambda: services.collection_create(
+                slug=slug,
+                name=options["name"],
+                description=options["description"],
+                gain=options["gain"],
+                cutoffs=cutoffs,
+                grades=grades,
+                missing_queries=options["missing"],
+                aggregation=options["aggregation"],
+            )
+        )
+        levels = ", ".join(str(value) for value, _, _ in grades)
+        self.stdout.write(
+            f"created collection {collection.slug}: gain {collection.gain}, "
+            f"cutoffs {collection.sorted_cutoffs}, grades {levels}"
+        )

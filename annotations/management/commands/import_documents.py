@@ -1,0 +1,14 @@
+"""Import documents from a JSONL or TSV file."""
+
+from annotations import services
+from annotations.management.commands._base import FileImportCommand
+from annotations.models import Collection
+from annotations.services import ImportSummary
+
+
+class Command(FileImportCommand):
+    help = 'Import documents (JSONL {"docno", "title", "text", "url"} or TSV) into a collection'
+    label = "documents"
+
+    def import_file(self, collection: Collection, path: str) -> ImportSummary:
+        return services.documents_import(collection=collection, source=path)

@@ -1,0 +1,29 @@
+"""Import TREC qrels as one assessor's judgements."""
+
+from typing import Any
+
+from annotations import services
+from annotations.management.commands._base import FileImportCommand, run_reporting_errors
+from annotations.models import Collection
+from annotations.services import ImportSummary
+
+
+class Command(FileImportCommand):
+    help = "Import TREC qrels (qid iter docno grade); re-importing updates, with history"
+    label = "judgements"
+
+    def add_arguments(self, parser: Any) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--assessor",
+            default=None,
+            help=f"username the judgements belong to (default: the '{services.IMPORT_ASSESSOR}'"
+            " account, created without a password)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.assessor = run_reporting_errors(lambda: services.import_assessor(options["assessor"]))
+        super().handle(*args, **options)
+
+    def import_file(self, collection: Collection, path: str) -> ImportSummary:
+        return services.judgements_import(collection=collection, source=path, assessor=self.assessor)

@@ -1,0 +1,418 @@
+"""Collections, queries, documents, runs, judgements with their history, and stored scores."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+GAIN_CHOICES = [("linear", "Linear (grade; trec_eval)"), ("exponential", "Exponential (2^grade - 1)")]
+MISSING_CHOICES = [
+    ("zero", "Counts 0 (trec_eval -c)"),
+    ("skip", "Left out of the run's mean (trec_eval default)"),
+]
+AGGREGATION_CHOICES = [
+    ("median", "Median (lower median on a tie)"),
+    ("majority", "Majority"),
+    ("mean", "Mean, rounded"),
+]
+DEFAULT_CUTOFFS = [5, 10, 20]
+DEFAULT_GRADES = [
+    (0, "Not relevant", "The document has nothing useful for the query."),
+    (1, "Marginally relevant", "Mentions the topic but would not satisfy the information need."),
+    (2, "Highly relevant", "Substantially answers the query; a searcher would be glad to see it."),
+    (3, "Perfectly relevant", "Exactly what the query asks for; the best possible answer."),
+]
+ID_MAX_LENGTH = 200
+
+
+def default_cutoffs() -> list[int]:
+    return list(DEFAULT_CUTOFFS)
+
+
+class Collection(models.Model):
+    """A test collection: queries, documents, runs and judgements scored together."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    gain = models.CharField(max_length=12, choices=GAIN_CHOICES, default="linear")
+    cutoffs = models.JSONField(default=default_cutoffs, help_text="nDCG cutoffs k, e.g. [5, 10, 20]")
+    missing_queries = models.CharField(
+        max_length=4,
+        choices=MISSING_CHOICES,
+        default="zero",
+        help_text="What a judged query that a run did not answer counts as.",
+    )
+    aggregation = models.CharField(max_length=10, choices=AGGREGATION_CHOICES, default="median")
+    public_leaderboard = models.BooleanField(
+        default=False, help_text="Anyone, logged in or not, may read the leaderboard."
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="collections", blank=True
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(gain__in=["linear", "exponential"]), name="collection_gain_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(missing_queries__in=["zero", "skip"]), name="collection_missing_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(aggregation__in=["median", "majority", "mean"]),
+                name="collection_aggregation_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        cutoffs = self.cutoffs
+        if (
+            not isinstance(cutoffs, list)
+            or not cutoffs
+            or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in cutoffs)
+        ):
+            raise ValidationError({"cutoffs": "Cutoffs must be a non-empty list of integers >= 1."})
+        if len(set(cutoffs)) != len(cutoffs):
+            raise ValidationError({"cutoffs": "Cutoffs must not repeat."})
+        if max(cutoffs) > 1000:
+            raise ValidationError({"cutoffs": "Cutoffs above 1000 are not supported."})
+
+    @property
+    def sorted_cutoffs(self) -> list[int]:
+        return sorted(int(k) for k in self.cutoffs)
+
+
+class GradeLevel(models.Model):
+    """One level of a collection's grade scale, with the definition shown to assessors."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="grades")
+    value = models.SmallIntegerField()
+    label = models.CharField(max_length=100)
+    definition = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["collection", "value"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "value"], name="grade_level_unique"),
+            models.CheckConstraint(
+                condition=Q(value__gte=-9) & Q(value__lte=99), name="grade_level_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.value}: {self.label}"
+
+
+class Membership(models.Model):
+    """A user's role in a collection."""
+
+    ORGANISER = "organiser"
+    ASSESSOR = "assessor"
+    OWNER = "owner"
+    ROLE_CHOICES = [(ORGANISER, "Organiser"), (ASSESSOR, "Assessor"), (OWNER, "System owner")]
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=ROLE_CHOICES)
+
+    class Meta:
+        ordering = ["collection", "user", "role"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "user", "role"], name="membership_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["organiser", "assessor", "owner"]), name="membership_role"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.role} of {self.collection}"
+
+
+class Query(models.Model):
+    """A topic of a collection, addressed by its external id `qid`.
+
+    `judgements_version` grows in every transaction that changes one of the query's
+    judgements; `scored_version` is the version its stored scores were computed from. The
+    scores are stale (pending) while the two differ.
+    """
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="queries")
+    qid = models.CharField(max_length=ID_MAX_LENGTH)
+    title = models.TextField(blank=True)
+    description = models.TextField(blank=True)
+    narrative = models.TextField(blank=True)
+    judgements_version = models.BigIntegerField(default=0)
+    scored_version = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["collection", "qid"]
+        verbose_name_plural = "queries"
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "qid"], name="query_qid_unique"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["collection"],
+                condition=Q(judgements_version__gt=models.F("scored_version")),
+                name="query_stale_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection.slug}/{self.qid}"
+
+    @property
+    def scores_pending(self) -> bool:
+        return self.judgements_version != self.scored_version
+
+
+class Document(models.Model):
+    """A document of a collection, addressed by its external id `docno`."""
+
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="documents"
+    )
+    docno = models.CharField(max_length=ID_MAX_LENGTH)
+    title = models.TextField(blank=True)
+    text = models.TextField(blank=True)
+    url = models.URLField(max_length=2000, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True, help_text="SHA-256 of title+text")
+
+    class Meta:
+        ordering = ["collection", "docno"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "docno"], name="document_docno_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection.slug}/{self.docno}"
+
+
+class Run(models.Model):
+    """A system's submission: a ranked list of documents per query."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=ID_MAX_LENGTH)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runs",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["collection", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "name"], name="run_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection.slug}/{self.name}"
+
+
+class Result(models.Model):
+    """One retrieved document of a run for a query.
+
+    `rank` and `score` are as submitted; `position` is the effective 1-based rank after
+    trec_eval's ordering (score descending, ties by docno descending), fixed at import so
+    that scoring reads a run's top of a query by index instead of sorting.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="results")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="results")
+    rank = models.IntegerField()
+    score = models.FloatField(null=True, blank=True)
+    position = models.IntegerField(validators=[MinValueValidator(1)])
+
+    class Meta:
+        ordering = ["run", "query", "position"]
+        constraints = [
+            # Serves the scoring read: one query's top positions across every run.
+            models.UniqueConstraint(
+                fields=["query", "position", "run"], name="result_position_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["run", "query", "document"], name="result_document_unique"
+            ),
+            models.CheckConstraint(condition=Q(position__gte=1), name="result_position_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.query_id}:{self.position}"
+
+
+class Judgement(models.Model):
+    """One assessor's grade for a (query, document) pair."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="judgements")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="judgements")
+    assessor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgements"
+    )
+    grade = models.SmallIntegerField()
+    note = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["query", "document", "assessor"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["query", "document", "assessor"], name="judgement_unique_per_assessor"
+            ),
+            models.CheckConstraint(
+                condition=Q(grade__gte=-9) & Q(grade__lte=99), name="judgement_grade_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id} by {self.assessor_id}: {self.grade}"
+
+
+class JudgementHistory(models.Model):
+    """Append-only record of every judgement change; rows are never updated or deleted."""
+
+    SOURCE_CHOICES = [
+        ("form", "Assessor form"),
+        ("api", "REST API"),
+        ("import", "Qrels import"),
+        ("admin", "Admin"),
+        ("adjudication", "Adjudication"),
+        ("other", "Other (direct database change)"),
+    ]
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="judgement_history")
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="judgement_history"
+    )
+    assessor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgement_history"
+    )
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="judgement_changes",
+    )
+    old_grade = models.SmallIntegerField(null=True, blank=True, help_text="Empty when created")
+    new_grade = models.SmallIntegerField(null=True, blank=True, help_text="Empty when deleted")
+    note = models.TextField(blank=True)
+    source = models.CharField(max_length=12, choices=SOURCE_CHOICES)
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["query", "document", "changed_at", "id"]
+        verbose_name_plural = "judgement history"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(old_grade__isnull=False) | Q(new_grade__isnull=False),
+                name="history_has_a_grade",
+            ),
+        ]
+        indexes = [models.Index(fields=["query", "document"], name="history_pair_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id}: {self.old_grade} -> {self.new_grade}"
+
+
+class IdealScore(models.Model):
+    """A query's ideal DCG at k, from every judged document of the query."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="ideal_scores")
+    k = models.PositiveIntegerField()
+    idcg = models.FloatField()
+
+    class Meta:
+        ordering = ["query", "k"]
+        constraints = [models.UniqueConstraint(fields=["query", "k"], name="ideal_unique")]
+
+
+class QueryScore(models.Model):
+    """A run's scores for one evaluated query at one cutoff k."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="query_scores")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="scores")
+    k = models.PositiveIntegerField()
+    ndcg = models.FloatField()
+    dcg = models.FloatField()
+    judged = models.FloatField(help_text="Share of the top k that is judged")
+    ndcg_condensed = models.FloatField(help_text="nDCG' with unjudged documents removed")
+
+    class Meta:
+        ordering = ["run", "query", "k"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "run", "k"], name="query_score_unique"),
+        ]
+        indexes = [models.Index(fields=["run", "k"], name="query_score_run_idx")]
+
+
+class RunScore(models.Model):
+    """A run's mean scores at k over the collection's evaluated queries.
+
+    The `*_sum` fields hold the exact sum of the per-query values (every finite double is an
+    integer multiple of 2**-1074, so the sum is kept as that integer in hexadecimal); the
+    means are that sum divided by `queries`, correctly rounded. An incremental update after
+    one query changes therefore gives the same bits as a recomputation from scratch.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="run_scores")
+    k = models.PositiveIntegerField()
+    queries = models.PositiveIntegerField(default=0)
+    ndcg = models.FloatField(default=0.0)
+    ndcg_condensed = models.FloatField(default=0.0)
+    judged = models.FloatField(default=0.0)
+    ndcg_sum = models.TextField(default="0")
+    ndcg_condensed_sum = models.TextField(default="0")
+    judged_sum = models.TextField(default="0")
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["run", "k"]
+        constraints = [models.UniqueConstraint(fields=["run", "k"], name="run_score_unique")]
+
+
+class Adjudication(models.Model):
+    """An organiser's final grade for a (query, document); it overrides the assessors' grades."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="adjudications")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="adjudications")
+    grade = models.SmallIntegerField()
+    organiser = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="adjudications"
+    )
+    note = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["query", "document"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "document"], name="adjudication_unique"),
+            models.CheckConstraint(
+                condition=Q(grade__gte=-9) & Q(grade__lte=99), name="adjudication_grade_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id}: {self.grade} (adjudicated)"

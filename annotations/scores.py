@@ -1,0 +1,440 @@
+"""Stored scores: recompute after every change, schedule after commit, verify, heal stale ones."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations import scoring, selectors
+from annotations.bulk import bulk_insert
+from annotations.exact import ExactSum
+from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
+
+logger = logging.getLogger(__name__)
+
+# (ndcg, ndcg_condensed, judged) of one run, query and k: the values that feed the run means.
+Triple = tuple[float, float, float]
+QUERY_SCORE_COLUMNS = ("run_id", "query_id", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
+RUN_SCORE_COLUMNS = (
+    "run_id", "k", "queries", "ndcg", "ndcg_condensed", "judged",
+    "ndcg_sum", "ndcg_condensed_sum", "judged_sum", "updated",
+)  # fmt: skip
+
+
+@dataclass
+class _RunAccumulator:
+    """Exact sums of one run's per-query values at one k, plus how many queries count."""
+
+    queries: int = 0
+    ndcg: ExactSum = field(default_factory=ExactSum)
+    condensed: ExactSum = field(default_factory=ExactSum)
+    judged: ExactSum = field(default_factory=ExactSum)
+
+    @classmethod
+    def from_row(cls, row: RunScore) -> _RunAccumulator:
+        return cls(
+            queries=row.queries,
+            ndcg=ExactSum.from_text(row.ndcg_sum),
+            condensed=ExactSum.from_text(row.ndcg_condensed_sum),
+            judged=ExactSum.from_text(row.judged_sum),
+        )
+
+    def add(self, values: Triple) -> None:
+        self.ndcg.add(values[0])
+        self.condensed.add(values[1])
+        self.judged.add(values[2])
+
+    def remove(self, values: Triple) -> None:
+        self.ndcg.remove(values[0])
+        self.condensed.remove(values[1])
+        self.judged.remove(values[2])
+
+    def row(self, run_id: int, k: int, now: object) -> tuple[object, ...]:
+        n = self.queries
+        return (
+            run_id, k, n, self.ndcg.mean(n), self.condensed.mean(n), self.judged.mean(n),
+            self.ndcg.to_text(), self.condensed.to_text(), self.judged.to_text(), now,
+        )  # fmt: skip
+
+
+def _triple(scores: scoring.CutoffScores) -> Triple:
+    return (scores.ndcg, scores.ndcg_condensed, scores.judged)
+
+
+def _score_query(
+    collection: Collection,
+    query_id: int,
+    grades: Mapping[int, int],
+    run_ids: Iterable[int] | None = None,
+) -> tuple[dict[int, float], dict[tuple[int, int], scoring.CutoffScores]]:
+    """The IDCG per k and every (run, k) score of one query, from its current grades."""
+    if not grades:
+        return {}, {}
+    ks = collection.sorted_cutoffs
+    idcgs = scoring.idcgs_for(grades.values(), ks, collection.gain)
+    rankings = selectors.query_rankings(
+        query_id=query_id, depth=max(ks), grades=dict(grades), run_ids=run_ids
+    )
+    scores: dict[tuple[int, int], scoring.CutoffScores] = {}
+    for run_id, ranking in rankings.items():
+        for k, value in scoring.query_scores(ranking, grades, ks, collection.gain, idcgs).items():
+            scores[(run_id, k)] = value
+    return idcgs, scores
+
+
+def _lock_collection(collection_id: int) -> Collection:
+    # All score writers of a collection take this lock, so the run means (shared by every
+    # query) are always updated from the latest committed per-query values.
+    return Collection.objects.select_for_update().get(id=collection_id)
+
+
+def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
+    """Recompute one query for every run and update the run means; False if nothing to do.
+
+    Reads the query's judgement version before its grades, stores the scores and marks that
+    version scored; a judgement committed meanwhile leaves the query stale for its own
+    recomputation. Without `force`, a query that is not stale is left alone (coalescing).
+    """
+    with transaction.atomic():
+        collection_id = (
+            Query.objects.filter(id=query_id).values_list("collection_id", flat=True).first()
+        )
+        if collection_id is None:
+            return False  # deleted meanwhile
+        collection = _lock_collection(collection_id)
+        version, scored = Query.objects.values_list("judgements_version", "scored_version").get(
+            id=query_id
+        )
+        if version == scored and not force:
+            return False
+        grades = selectors.effective_grades(query_id=query_id, rule=collection.aggregation)
+        idcgs, new = _score_query(collection, query_id, grades)
+        _store_query(collection, query_id, idcgs, new)
+        Query.objects.filter(id=query_id).update(scored_version=version)
+    return True
+
+
+def _store_query(
+    collection: Collection,
+    query_id: int,
+    idcgs: dict[int, float],
+    new: dict[tuple[int, int], scoring.CutoffScores],
+) -> None:
+    old: dict[tuple[int, int], Triple] = {
+        (run_id, k): (ndcg, condensed, judged)
+        for run_id, k, ndcg, condensed, judged in QueryScore.objects.filter(
+            query_id=query_id
+        ).values_list("run_id", "k", "ndcg", "ndcg_condensed", "judged")
+    }
+    was_evaluated = IdealScore.objects.filter(query_id=query_id).exists()
+    is_evaluated = bool(idcgs)
+    changed = [key for key, value in new.items() if old.get(key) != _triple(value)]
+    gone = [key for key in old if key not in new]
+    stale_keys = [key for key in changed if key in old] + gone
+    if stale_keys:
+        _delete_query_scores(query_id, stale_keys)
+    if changed:
+        bulk_insert(
+            QueryScore,
+            QUERY_SCORE_COLUMNS,
+            (
+                (run_id, query_id, k, s.ndcg, s.dcg, s.judged, s.ndcg_condensed)
+                for (run_id, k), s in ((key, new[key]) for key in changed)
+            ),
+        )
+    old_ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
+    if old_ideal != idcgs:
+        IdealScore.objects.filter(query_id=query_id).delete()
+        bulk_insert(
+            IdealScore, ("query_id", "k", "idcg"), ((query_id, k, v) for k, v in idcgs.items())
+        )
+    count_delta = int(is_evaluated) - int(was_evaluated)
+    zero_mode = collection.missing_queries == "zero"
+    if not changed and not gone and not (zero_mode and count_delta):
+        return
+    touched_runs = {run_id for run_id, _ in changed} | {run_id for run_id, _ in gone}
+    rows = RunScore.objects.filter(run__collection=collection)
+    if not (zero_mode and count_delta):
+        rows = rows.filter(run_id__in=touched_runs)
+    run_rows = list(rows)
+    accumulators = {(row.run_id, row.k): _RunAccumulator.from_row(row) for row in run_rows}
+    for key in changed + gone:
+        acc = accumulators.get(key)
+        if acc is None:
+            continue  # the run's means were never stored: its own scoring (pending) builds them
+        if key in old:
+            acc.remove(old[key])
+            if not zero_mode:
+                acc.queries -= 1
+        if key in new:
+            acc.add(_triple(new[key]))
+            if not zero_mode:
+                acc.queries += 1
+    if zero_mode and count_delta:
+        for acc in accumulators.values():
+            acc.queries += count_delta
+    now = timezone.now()
+    RunScore.objects.filter(id__in=[row.id for row in run_rows]).delete()
+    bulk_insert(
+        RunScore,
+        RUN_SCORE_COLUMNS,
+        (acc.row(run_id, k, now) for (run_id, k), acc in accumulators.items()),
+    )
+
+
+def _delete_query_scores(query_id: int, keys: list[tuple[int, int]]) -> None:
+    by_k: dict[int, list[int]] = {}
+    for run_id, k in keys:
+        by_k.setdefault(k, []).append(run_id)
+    for k, run_ids in by_k.items():
+        QueryScore.objects.filter(query_id=query_id, k=k, run_id__in=run_ids).delete()
+
+
+@dataclass
+class _Computed:
+    """Every stored score of a collection (or of some runs of it), computed from scratch."""
+
+    ideal: dict[tuple[int, int], float] = field(default_factory=dict)
+    query_scores: dict[tuple[int, int, int], scoring.CutoffScores] = field(default_factory=dict)
+    runs: dict[tuple[int, int], _RunAccumulator] = field(default_factory=dict)
+    versions: dict[int, int] = field(default_factory=dict)
+
+
+def _compute_all(collection: Collection, run_ids: list[int] | None = None) -> _Computed:
+    computed = _Computed()
+    computed.versions = dict(
+        Query.objects.filter(collection=collection).values_list("id", "judgements_version")
+    )
+    runs = run_ids if run_ids is not None else list(
+        Run.objects.filter(collection=collection).values_list("id", flat=True)
+    )
+    ks = collection.sorted_cutoffs
+    for run_id in runs:
+        for k in ks:
+            computed.runs[(run_id, k)] = _RunAccumulator()
+    evaluated = 0
+    for query_id, grades in selectors.effective_grades_by_query(collection=collection):
+        idcgs, scores = _score_query(collection, query_id, grades, run_ids=run_ids)
+        if not idcgs:
+            continue
+        evaluated += 1
+        for k, value in idcgs.items():
+            computed.ideal[(query_id, k)] = value
+        for (run_id, k), value in scores.items():
+            computed.query_scores[(run_id, query_id, k)] = value
+            acc = computed.runs[(run_id, k)]
+            acc.add(_triple(value))
+            acc.queries += 1
+    if collection.missing_queries == "zero":
+        for acc in computed.runs.values():
+            acc.queries = evaluated
+    return computed
+
+
+def _write_all(collection: Collection, computed: _Computed, run_ids: list[int] | None) -> None:
+    now = timezone.now()
+    bulk_insert(
+        QueryScore,
+        QUERY_SCORE_COLUMNS,
+        (
+            (run_id, query_id, k, s.ndcg, s.dcg, s.judged, s.ndcg_condensed)
+            for (run_id, query_id, k), s in computed.query_scores.items()
+        ),
+    )
+    bulk_insert(
+        RunScore,
+        RUN_SCORE_COLUMNS,
+        (acc.row(run_id, k, now) for (run_id, k), acc in computed.runs.items()),
+    )
+    runs = Run.objects.filter(collection=collection)
+    if run_ids is not None:
+        runs = runs.filter(id__in=run_ids)
+    runs.update(scored_at=now)
+
+
+def scores_recompute_run(*, run_id: int) -> bool:
+    """Recompute every evaluated query of one run and its means (after an import)."""
+    with transaction.atomic():
+        collection_id = Run.objects.filter(id=run_id).values_list("collection_id", flat=True).first()
+        if collection_id is None:
+            return False
+        collection = _lock_collection(collection_id)
+        computed = _compute_all(collection, run_ids=[run_id])
+        QueryScore.objects.filter(run_id=run_id).delete()
+        RunScore.objects.filter(run_id=run_id).delete()
+        _write_all(collection, computed, [run_id])
+    return True
+
+
+def scores_rescore_collection(*, collection_id: int) -> None:
+    """Recompute every stored score of a collection from scratch."""
+    with transaction.atomic():
+        collection = _lock_collection(collection_id)
+        computed = _compute_all(collection)
+        QueryScore.objects.filter(query__collection=collection).delete()
+        IdealScore.objects.filter(query__collection=collection).delete()
+        RunScore.objects.filter(run__collection=collection).delete()
+        bulk_insert(
+            IdealScore,
+            ("query_id", "k", "idcg"),
+            ((query_id, k, v) for (query_id, k), v in computed.ideal.items()),
+        )
+        _write_all(collection, computed, None)
+        for query_id, version in computed.versions.items():
+            Query.objects.filter(id=query_id).update(scored_version=version)
+
+
+def scores_verify(*, collection: Collection) -> list[str]:
+    """Every difference between the stored scores and a recomputation from scratch."""
+    with transaction.atomic():
+        collection = _lock_collection(collection.id)
+        computed = _compute_all(collection)
+        return list(_differences(collection, computed))
+
+
+def _differences(collection: Collection, computed: _Computed) -> Iterator[str]:
+    qids = dict(Query.objects.filter(collection=collection).values_list("id", "qid"))
+    names = dict(Run.objects.filter(collection=collection).values_list("id", "name"))
+    stored_ideal = {
+        (q, k): v
+        for q, k, v in IdealScore.objects.filter(query__collection=collection).values_list(
+            "query_id", "k", "idcg"
+        )
+    }
+    for key in sorted(set(stored_ideal) | set(computed.ideal)):
+        if stored_ideal.get(key) != computed.ideal.get(key):
+            yield (
+                f"idcg query={qids[key[0]]} k={key[1]}: stored {stored_ideal.get(key)!r}, "
+                f"recomputed {computed.ideal.get(key)!r}"
+            )
+    fields = ("ndcg", "dcg", "judged", "ndcg_condensed")
+    stored = {
+        (r, q, k): vals
+        for r, q, k, *vals in QueryScore.objects.filter(query__collection=collection).values_list(
+            "run_id", "query_id", "k", *fields
+        )
+    }
+    for key in sorted(set(stored) | set(computed.query_scores)):
+        fresh = computed.query_scores.get(key)
+        fresh_vals = None if fresh is None else [getattr(fresh, name) for name in fields]
+        if stored.get(key) != fresh_vals:
+            run_id, query_id, k = key
+            yield (
+                f"run={names[run_id]} query={qids[query_id]} k={k}: stored "
+                f"{dict(zip(fields, stored[key], strict=True)) if key in stored else None}, "
+                f"recomputed {dict(zip(fields, fresh_vals, strict=True)) if fresh_vals else None}"
+            )
+    run_fields = ("queries", "ndcg", "ndcg_condensed", "judged")
+    stored_runs = {
+        (r, k): vals
+        for r, k, *vals in RunScore.objects.filter(run__collection=collection).values_list(
+            "run_id", "k", *run_fields
+        )
+    }
+    for key in sorted(set(stored_runs) | set(computed.runs)):
+        acc = computed.runs.get(key)
+        fresh_run = None if acc is None else list(acc.row(key[0], key[1], None)[2:6])
+        if stored_runs.get(key) != fresh_run:
+            yield (
+                f"run={names[key[0]]} k={key[1]} means (queries, ndcg, ndcg', judged): stored "
+                f"{stored_runs.get(key)}, recomputed {fresh_run}"
+            )
+    for query_id, version in Query.objects.filter(collection=collection).values_list(
+        "id", "judgements_version"
+    ):
+        if computed.versions.get(query_id) != version:
+            yield f"query={qids[query_id]}: judgements changed during verification"
+
+
+def scores_sweep_stale(*, collection: Collection | None = None) -> int:
+    """Recompute every query still marked stale and every run never scored; count them."""
+    queries = Query.objects.filter(judgements_version__gt=F("scored_version"))
+    runs = Run.objects.filter(scored_at__isnull=True)
+    if collection is not None:
+        queries = queries.filter(collection=collection)
+        runs = runs.filter(collection=collection)
+    done = 0
+    for run_id in list(runs.values_list("id", flat=True)):
+        done += scores_recompute_run(run_id=run_id)
+    for query_id in list(queries.values_list("id", flat=True)):
+        done += scores_recompute_query(query_id=query_id)
+    return done
+
+
+def pending_query_count(*, collection: Collection) -> int:
+    return Query.objects.filter(
+        collection=collection, judgements_version__gt=F("scored_version")
+    ).count() + Run.objects.filter(collection=collection, scored_at__isnull=True).count()
+
+
+# --- scheduling -------------------------------------------------------------------------
+
+_pending = threading.local()
+
+
+def _pending_sets() -> tuple[set[int], set[int], set[int]]:
+    if not hasattr(_pending, "queries"):
+        _pending.queries, _pending.runs, _pending.collections = set(), set(), set()
+    return _pending.queries, _pending.runs, _pending.collections
+
+
+def scores_schedule(
+    *,
+    query_ids: Iterable[int] = (),
+    run_ids: Iterable[int] = (),
+    collection_ids: Iterable[int] = (),
+) -> None:
+    """Recompute these after the current transaction commits, once each however often asked.
+
+    The caller has already marked them stale in its transaction, so a lost recomputation is
+    healed by the sweep; duplicates are harmless because a recomputation reads current state.
+    """
+    queries, runs, collections = _pending_sets()
+    queries.update(query_ids)
+    runs.update(run_ids)
+    collections.update(collection_ids)
+    transaction.on_commit(_dispatch)
+
+
+def _dispatch() -> None:
+    queries, runs, collections = _pending_sets()
+    batch = (set(queries), set(runs), set(collections))
+    queries.clear()
+    runs.clear()
+    collections.clear()
+    if not any(batch):
+        return
+    if settings.CELERY_BROKER_URL:
+        from annotations import tasks
+
+        for collection_id in batch[2]:
+            tasks.rescore_collection.delay(collection_id)
+        for run_id in batch[1]:
+            tasks.recompute_run.delay(run_id)
+        for query_id in batch[0]:
+            tasks.recompute_query.delay(query_id)
+        return
+    run_inline(*batch)
+
+
+def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int]) -> None:
+    """Run scheduled recomputations in this process; a failure leaves them marked stale."""
+    try:
+        for collection_id in sorted(collection_ids):
+            scores_rescore_collection(collection_id=collection_id)
+        covered = set(
+            Run.objects.filter(collection_id__in=collection_ids).values_list("id", flat=True)
+        )
+        for run_id in sorted(run_ids - covered):
+            scores_recompute_run(run_id=run_id)
+        for query_id in sorted(query_ids):
+            scores_recompute_query(query_id=query_id)
+    except Exception:  # the stale marks stay; the sweep and `rescore --stale` heal them
+        logger.exception("score recomputation failed; the affected scores stay marked pending")

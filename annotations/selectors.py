@@ -1,0 +1,207 @@
+"""Reads shaped for scoring, exports and pages."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+
+from django.db.models import F, QuerySet
+
+from annotations import scoring
+from annotations.models import (
+    Adjudication,
+    Collection,
+    Judgement,
+    Query,
+    Result,
+    Run,
+    RunScore,
+)
+
+# First read of a query's rankings goes this deep; runs whose condensed list needs more
+# judged documents are read deeper, DEEPEN_FACTOR times at each step.
+INITIAL_DEPTH_FACTOR = 4
+DEEPEN_FACTOR = 4
+
+
+def _aggregate(
+    grades_by_doc: dict[int, list[int]], adjudicated: dict[int, int], rule: str
+) -> dict[int, int]:
+    effective = {doc: scoring.effective_grade(grades, rule) for doc, grades in grades_by_doc.items()}
+    effective.update(adjudicated)
+    return effective
+
+
+def effective_grades(*, query_id: int, rule: str) -> dict[int, int]:
+    """Document id -> effective grade for every judged document of one query.
+
+    Several assessors' grades are combined by the collection's rule; an organiser's
+    adjudication overrides them.
+    """
+    grades_by_doc: dict[int, list[int]] = defaultdict(list)
+    for document_id, grade in Judgement.objects.filter(query_id=query_id).values_list(
+        "document_id", "grade"
+    ):
+        grades_by_doc[document_id].append(grade)
+    adjudicated = dict(
+        Adjudication.objects.filter(query_id=query_id).values_list("document_id", "grade")
+    )
+    return _aggregate(grades_by_doc, adjudicated, rule)
+
+
+def effective_grades_by_query(*, collection: Collection) -> Iterator[tuple[int, dict[int, int]]]:
+    """(query id, effective grades) for every judged query of a collection, in query id order.
+
+    Streams judgements ordered by query so only one query's grades are held at a time.
+    Adjudications override judged pairs only (a pair is adjudicated because it was judged).
+    """
+    adjudicated: dict[int, dict[int, int]] = defaultdict(dict)
+    for query_id, document_id, grade in Adjudication.objects.filter(
+        query__collection=collection
+    ).values_list("query_id", "document_id", "grade"):
+        adjudicated[query_id][document_id] = grade
+    current: int | None = None
+    grades_by_doc: dict[int, list[int]] = defaultdict(list)
+    rows = (
+        Judgement.objects.filter(query__collection=collection)
+        .order_by("query_id")
+        .values_list("query_id", "document_id", "grade")
+        .iterator(chunk_size=20000)
+    )
+    rule = collection.aggregation
+    for query_id, document_id, grade in rows:
+        if query_id != current:
+            if current is not None:
+                yield current, _aggregate(grades_by_doc, adjudicated.get(current, {}), rule)
+            current, grades_by_doc = query_id, defaultdict(list)
+        grades_by_doc[document_id].append(grade)
+    if current is not None:
+        yield current, _aggregate(grades_by_doc, adjudicated.get(current, {}), rule)
+
+
+def query_rankings(
+    *,
+    query_id: int,
+    depth: int,
+    grades: dict[int, int],
+    run_ids: Iterable[int] | None = None,
+) -> dict[int, list[int]]:
+    """Run id -> document ids in effective order, read only as deep as scoring needs.
+
+    nDCG@k and judged@k need the top `depth` documents; the condensed list needs the first
+    `depth` judged ones, which can lie deeper, so runs still short of them are read further.
+    """
+    limit = max(depth * INITIAL_DEPTH_FACTOR, depth)
+    base = Result.objects.filter(query_id=query_id)
+    if run_ids is not None:
+        base = base.filter(run_id__in=list(run_ids))
+    rankings: dict[int, list[int]] = defaultdict(list)
+    rows = base.filter(position__lte=limit).order_by("run_id", "position")
+    for run_id, document_id in rows.values_list("run_id", "document_id"):
+        rankings[run_id].append(document_id)
+    while True:
+        short = [
+            run_id
+            for run_id, docs in rankings.items()
+            if len(docs) == limit and _judged_count(docs, grades) < depth
+        ]
+        if not short:
+            break
+        deeper = limit * DEEPEN_FACTOR
+        rows = base.filter(run_id__in=short, position__gt=limit, position__lte=deeper).order_by(
+            "run_id", "position"
+        )
+        for run_id, document_id in rows.values_list("run_id", "document_id"):
+            rankings[run_id].append(document_id)
+        limit = deeper
+    return dict(rankings)
+
+
+def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:
+    """(qid, docno, effective grade) for every judged pair, ordered by qid then docno."""
+    adjudicated = {
+        (query_id, document_id): grade
+        for query_id, document_id, grade in Adjudication.objects.filter(
+            query__collection=collection
+        ).values_list("query_id", "document_id", "grade")
+    }
+    rows = (
+        Judgement.objects.filter(query__collection=collection)
+        .order_by("query__qid", "document__docno", "assessor_id")
+        .values_list("query_id", "document_id", "query__qid", "document__docno", "grade")
+        .iterator(chunk_size=20000)
+    )
+    pair: tuple[int, int] | None = None
+    ids: tuple[str, str] = ("", "")
+    grades: list[int] = []
+    for query_id, document_id, qid, docno, grade in rows:
+        if (query_id, document_id) != pair:
+            if pair is not None:
+                yield *ids, adjudicated.get(pair, scoring.effective_grade(grades, collection.aggregation))
+            pair, ids, grades = (query_id, document_id), (qid, docno), []
+        grades.append(grade)
+    if pair is not None:
+        yield *ids, adjudicated.get(pair, scoring.effective_grade(grades, collection.aggregation))
+
+
+def run_rows(*, run: Run) -> Iterator[tuple[str, str, int, float | None, str]]:
+    """(qid, docno, rank, score, tag) of a run in qid then effective order."""
+    rows = (
+        Result.objects.filter(run=run)
+        .order_by("query__qid", "position")
+        .values_list("query__qid", "document__docno", "rank", "score")
+        .iterator(chunk_size=20000)
+    )
+    for qid, docno, rank, score in rows:
+        yield qid, docno, rank, score, run.name
+
+
+def runs_of(*, collection: Collection) -> QuerySet[Run]:
+    return Run.objects.filter(collection=collection).order_by("name")
+
+
+def collections_visible(*, user: object) -> QuerySet[Collection]:
+    """Collections a user may open: all for staff, else those they are a member of."""
+    if getattr(user, "is_staff", False):
+        return Collection.objects.all()
+    return Collection.objects.filter(memberships__user=user).distinct()
+
+
+def cutoff_from(collection: Collection, raw: str | None) -> int:
+    """The requested cutoff if the collection has it, else its middle default (10 for 5,10,20)."""
+    cutoffs = collection.sorted_cutoffs
+    if raw is not None and raw.isdigit() and int(raw) in cutoffs:
+        return int(raw)
+    return 10 if 10 in cutoffs else cutoffs[len(cutoffs) // 2]
+
+
+def leaderboard_rows(*, collection: Collection, k: int) -> list[RunScore]:
+    """Stored run means at k, best first (runs never scored are absent)."""
+    return list(
+        RunScore.objects.filter(run__collection=collection, k=k)
+        .select_related("run")
+        .order_by("-ndcg", "run__name")
+    )
+
+
+def pending_count(*, collection: Collection) -> int:
+    """Queries and runs whose stored scores do not yet reflect the latest change."""
+    return (
+        Query.objects.filter(
+            collection=collection, judgements_version__gt=F("scored_version")
+        ).count()
+        + Run.objects.filter(collection=collection, scored_at__isnull=True).count()
+    )
+
+
+def collection_counts(*, collection: Collection) -> dict[str, int]:
+    return {
+        "queries": Query.objects.filter(collection=collection).count(),
+        "documents": collection.documents.count(),
+        "runs": Run.objects.filter(collection=collection).count(),
+        "judgements": Judgement.objects.filter(query__collection=collection).count(),
+    }
+
+
+def _judged_count(documents: list[int], grades: dict[int, int]) -> int:
+    return sum(1 for document in documents if scoring.is_judged(grades.get(document)))

@@ -1,0 +1,55 @@
+"""Safety net: a judgement saved outside the services still gets a history row and rescoring.
+
+Deletions go through `judgement_delete` (the admin and API use it); a post_delete receiver is
+deliberately absent: it would turn every cascade (a collection or query deleted) into one
+query per judgement and write history for rows that are about to disappear.
+"""
+
+from typing import Any
+
+from django.db.models import F
+from django.db.models.signals import post_save, pre_save
+from django.dispatch import receiver
+
+from annotations.models import Judgement, JudgementHistory, Query
+from annotations.scores import scores_schedule
+
+
+def _by_service(instance: Judgement) -> bool:
+    return bool(getattr(instance, "_recorded_by_service", False))
+
+
+@receiver(pre_save, sender=Judgement)
+def judgement_remember_old_grade(sender: type, instance: Judgement, **kwargs: Any) -> None:
+    if _by_service(instance) or instance.pk is None:
+        return
+    instance._old_grade = (  # type: ignore[attr-defined]
+        Judgement.objects.filter(pk=instance.pk).values_list("grade", flat=True).first()
+    )
+
+
+@receiver(post_save, sender=Judgement)
+def judgement_saved(sender: type, instance: Judgement, created: bool, **kwargs: Any) -> None:
+    if _by_service(instance):
+        instance._recorded_by_service = False  # type: ignore[attr-defined]
+        return
+    old = None if created else getattr(instance, "_old_grade", None)
+    if old == instance.grade:
+        return
+    _record(instance, old, instance.grade)
+
+
+def _record(instance: Judgement, old: int | None, new: int | None) -> None:
+    JudgementHistory.objects.create(
+        query_id=instance.query_id,
+        document_id=instance.document_id,
+        assessor_id=instance.assessor_id,
+        old_grade=old,
+        new_grade=new,
+        note=instance.note,
+        source="other",
+    )
+    Query.objects.filter(id=instance.query_id).update(
+        judgements_version=F("judgements_version") + 1
+    )
+    scores_schedule(query_ids=[instance.query_id])

@@ -1,0 +1,558 @@
+"""Streaming, line-numbered readers and writers for TREC qrels, runs, topics and documents."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import numbers
+import operator
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
+from os import PathLike, fspath
+from typing import IO, SupportsIndex, TextIO, TypeVar
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_LINE_BYTES",
+    "DocumentRecord",
+    "QrelLine",
+    "RunLine",
+    "Source",
+    "Topic",
+    "TrecFormatError",
+    "read_documents",
+    "read_qrels",
+    "read_run",
+    "read_topics",
+    "write_qrels",
+    "write_run",
+]
+
+MAX_ID_LENGTH = 200
+# One line, terminator included, may not exceed this: a file without newlines must not be
+# able to pull an entire upload into memory.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+Source = str | PathLike[str] | IO[bytes]
+
+_R = TypeVar("_R")
+_BOM = b"\xef\xbb\xbf"
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+_SGML_TAG = re.compile(r"<(/?)([A-Za-z][\w-]*)>")
+_SGML_PREFIX = {
+    "num": re.compile(r"\s*number\s*:", re.IGNORECASE),
+    "title": re.compile(r"\s*topic\s*:", re.IGNORECASE),
+    "desc": re.compile(r"\s*description\s*:", re.IGNORECASE),
+    "narr": re.compile(r"\s*narrative\s*:", re.IGNORECASE),
+}
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+class TrecFormatError(ValueError):
+    """A file that cannot be read; ``str()`` gives ``path:line: field: problem``."""
+
+    def __init__(self, path: str, line: int | None, field: str | None, problem: str) -> None:
+        super().__init__(path, line, field, problem)
+        self.path = path
+        self.line = line
+        self.field = field
+        self.problem = problem
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        what = self.problem if self.field is None else f"{self.field}: {self.problem}"
+        return f"{where}: {what}"
+
+
+@dataclass(frozen=True, slots=True)
+class QrelLine:
+    qid: str
+    iteration: str
+    docno: str
+    grade: int
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunLine:
+    qid: str
+    docno: str
+    rank: int
+    score: float
+    tag: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    qid: str
+    title: str
+    description: str
+    narrative: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    docno: str
+    title: str
+    text: str
+    url: str
+    line: int
+
+
+# Readers ---------------------------------------------------------------------------------
+#
+# Shared conventions: a source is a path (opened "rb" when iteration starts, closed when it
+# ends) or an open binary file that stays the caller's to close; errors name `name`, else the
+# path, else the file object's `.name`. Lines are decoded one at a time as strict UTF-8, a
+# leading BOM is dropped, and blank lines are skipped everywhere. Readers are generators, so
+# every error (a missing file included) surfaces when iteration reaches it. A file with no
+# records is an error. Identifiers are non-empty, whitespace-free and at most MAX_ID_LENGTH.
+
+
+def read_qrels(
+    source: Source, *, name: str | None = None, grades: Collection[int] | None = None
+) -> Iterator[QrelLine]:
+    """Yield the judgements of a qrels file: ``qid iter docno grade``, whitespace-separated.
+
+    Exactly four columns. ``iter`` is kept verbatim and otherwise ignored, as by trec_eval.
+    ``grade`` is a base-10 integer (negative allowed unless ``grades`` excludes it); when
+    ``grades`` is given every grade must be one of them. A second judgement of the same
+    (qid, docno) is an error naming the first, rather than letting one silently win.
+    Lines starting with ``#`` are data, as for trec_eval, so they fail the column checks.
+    Memory: one (qid, docno) -> line entry per judgement, never the line text.
+    """
+    path = _display_name(source, name)
+    return _nonempty(_qrels(source, path, None if grades is None else frozenset(grades)), path)
+
+
+def read_run(source: Source, *, name: str | None = None) -> Iterator[RunLine]:
+    """Yield the lines of a run file: ``qid Q0 docno rank score tag``, whitespace-separated.
+
+    Exactly six columns; the ``Q0`` column is ignored, as by trec_eval. ``rank`` is an
+    integer (kept as written: trec_eval ranks by score). ``score`` is a finite decimal float;
+    nan, inf and values that overflow a double are errors. One file holds one run, so every
+    line must carry the tag of the first. A docno may appear once per qid. Lines need not be
+    grouped by qid, so the duplicate check keeps, for the whole file, one docno -> line
+    entry per line read (ids only, never the line text). ``#`` lines are data, as for qrels.
+    """
+    path = _display_name(source, name)
+    return _nonempty(_run(source, path), path)
+
+
+def read_topics(source: Source, *, name: str | None = None) -> Iterator[Topic]:
+    """Yield the topics of a JSONL, TSV or TREC SGML file, detected from its first data line.
+
+    A first line starting with ``{`` means JSONL, one object per line: "qid" (non-empty
+    string or integer) is required; "title", "description", "narrative" are optional strings
+    (null counts as absent); other keys are ignored. ``<`` means SGML: ``<top>`` blocks with
+    ``<num>``, ``<title>``, ``<desc>``, ``<narr>`` whose text may span lines, their
+    "Number:", "Topic:", "Description:", "Narrative:" prefixes dropped and whitespace runs
+    collapsed; other tags (``<dom>``, ``<con>``, ...) are ignored and closing tags optional.
+    The qid is the ``<num>`` text verbatim (leading zeros kept, as qrels must match it).
+    Anything else is TSV, ``qid<TAB>title`` with exactly two columns and no header; only here
+    are lines starting with ``#`` comments. Absent texts are "", present ones are stripped.
+    A topic's line is that of its JSON/TSV line or of its ``<top>``. Duplicate qids are
+    errors; memory is one qid -> line entry per topic.
+    """
+    path = _display_name(source, name)
+    topics = _unique(_topics(source, path), path, "qid", lambda topic: (topic.qid, topic.line))
+    return _nonempty(topics, path)
+
+
+def read_documents(source: Source, *, name: str | None = None) -> Iterator[DocumentRecord]:
+    """Yield the documents of a JSONL or TSV file, detected from its first data line.
+
+    JSONL (first line starts with ``{``): "docno" (non-empty string or integer) is required;
+    "title", "text", "url" are optional strings (null counts as absent); other keys are
+    ignored. TSV, no header, ``#`` lines are data: either ``docno<TAB>text`` (2 columns) or
+    ``docno<TAB>title<TAB>text`` (3 columns), decided by the first line and then required of
+    every line. Absent fields are "", present ones are stripped. Duplicate docnos are errors;
+    memory is one docno -> line entry per document (ids only, never the text).
+    """
+    path = _display_name(source, name)
+    documents = _unique(
+        _documents(source, path), path, "docno", lambda document: (document.docno, document.line)
+    )
+    return _nonempty(documents, path)
+
+
+# Writers ---------------------------------------------------------------------------------
+#
+# Writers check each row only for what would make the line unreadable (empty or spaced ids,
+# non-integer grade or rank, non-finite score) and raise ValueError naming the 1-based row.
+# File-level rules (duplicates, one tag per run) are the reader's to enforce.
+
+
+def write_qrels(lines: Iterable[tuple[str, str, int]], out: TextIO) -> int:
+    """Write ``(qid, docno, grade)`` rows as ``qid 0 docno grade`` lines; return the count."""
+    count = 0
+    for count, (qid, docno, grade) in enumerate(lines, start=1):
+        _require_id(qid, "qid", count)
+        _require_id(docno, "docno", count)
+        out.write(f"{qid} 0 {docno} {_require_int(grade, 'grade', count)}\n")
+    return count
+
+
+def write_run(rows: Iterable[tuple[str, str, int, float, str]], out: TextIO) -> int:
+    """Write ``(qid, docno, rank, score, tag)`` rows as ``qid Q0 docno rank score tag``.
+
+    The score is required and must be finite: there is no honest stand-in for a missing one.
+    It is written as ``repr(float(score))``, the shortest text that parses back to the same
+    double, so export -> import preserves every bit (-0.0 included). Returns the count.
+    """
+    count = 0
+    for count, (qid, docno, rank, score, tag) in enumerate(rows, start=1):
+        _require_id(qid, "qid", count)
+        _require_id(docno, "docno", count)
+        _require_id(tag, "tag", count)
+        rank = _require_int(rank, "rank", count)
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise ValueError(f"row {count}: score: {score!r} is not a number")
+        value = float(score)
+        if not math.isfinite(value):
+            raise ValueError(f"row {count}: score: {score!r} is not a finite number")
+        out.write(f"{qid} Q0 {docno} {rank} {value!r} {tag}\n")
+    return count
+
+
+# Line source -----------------------------------------------------------------------------
+
+
+def _display_name(source: Source, name: str | None) -> str:
+    if name is not None:
+        return name
+    if isinstance(source, str | PathLike):
+        return fspath(source)
+    return str(getattr(source, "name", None) or "<stream>")
+
+
+def _lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text without terminator) for every line, blank ones included."""
+    if isinstance(source, str | PathLike):
+        with open(source, "rb") as stream:
+            yield from _decode(stream, path)
+    else:
+        yield from _decode(source, path)
+
+
+def _decode(stream: IO[bytes], path: str) -> Iterator[tuple[int, str]]:
+    for number in itertools.count(1):
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if not isinstance(raw, bytes):
+            raise TypeError(f"{path}: open the file in binary mode ('rb'), not text mode")
+        if len(raw) > MAX_LINE_BYTES:
+            raise TrecFormatError(path, number, None, f"line longer than {MAX_LINE_BYTES} bytes")
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        raw = raw.rstrip(b"\r\n")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            column = len(raw[: error.start].decode("utf-8")) + 1
+            problem = f"not valid UTF-8 (byte 0x{raw[error.start]:02x} at column {column})"
+            raise TrecFormatError(path, number, None, problem) from None
+        yield number, text
+
+
+def _data_lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
+    return ((number, text) for number, text in _lines(source, path) if text.strip())
+
+
+def _peek(lines: Iterator[tuple[int, str]]) -> tuple[str, Iterator[tuple[int, str]]]:
+    """Return the first data line's text (or "") and an iterator that still yields it."""
+    first = next(lines, None)
+    if first is None:
+        return "", lines
+    return first[1].lstrip(), itertools.chain([first], lines)
+
+
+def _nonempty(records: Iterator[_R], path: str) -> Iterator[_R]:
+    empty = True
+    for record in records:
+        empty = False
+        yield record
+    if empty:
+        raise TrecFormatError(path, None, None, "file is empty")
+
+
+def _unique(
+    records: Iterator[_R], path: str, field: str, key: Callable[[_R], tuple[str, int]]
+) -> Iterator[_R]:
+    first_seen: dict[str, int] = {}
+    for record in records:
+        value, line = key(record)
+        first = first_seen.get(value)
+        if first is not None:
+            raise TrecFormatError(path, line, field, f"duplicate {value!r}, first on line {first}")
+        first_seen[value] = line
+        yield record
+
+
+# Field checks ----------------------------------------------------------------------------
+
+
+def _id_problem(value: str) -> str | None:
+    if not value:
+        return "must not be empty"
+    if any(character.isspace() for character in value):
+        return f"{value!r} contains whitespace"
+    if len(value) > MAX_ID_LENGTH:
+        return f"{value[:20]!r}... is longer than {MAX_ID_LENGTH} characters"
+    return None
+
+
+def _check_id(value: str, field: str, path: str, line: int) -> str:
+    problem = _id_problem(value)
+    if problem is not None:
+        raise TrecFormatError(path, line, field, problem)
+    return value
+
+
+def _require_id(value: object, field: str, row: int) -> None:
+    problem = _id_problem(value) if isinstance(value, str) else f"{value!r} is not a string"
+    if problem is not None:
+        raise ValueError(f"row {row}: {field}: {problem}")
+
+
+def _require_int(value: object, field: str, row: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, SupportsIndex):
+        raise ValueError(f"row {row}: {field}: {value!r} is not an integer")
+    return operator.index(value)
+
+
+def _parse_int(text: str, field: str, path: str, line: int) -> int:
+    if not _INTEGER.fullmatch(text):
+        raise TrecFormatError(path, line, field, f"{text!r} is not an integer")
+    return int(text)
+
+
+def _parse_score(text: str, path: str, line: int) -> float:
+    if _NON_FINITE.fullmatch(text):
+        raise TrecFormatError(path, line, "score", f"{text!r} is not a finite number")
+    if not _DECIMAL.fullmatch(text):
+        raise TrecFormatError(path, line, "score", f"{text!r} is not a number")
+    value = float(text)
+    if math.isinf(value):
+        raise TrecFormatError(path, line, "score", f"{text!r} is too large for a float")
+    return value
+
+
+def _column_count(path: str, line: int, layout: str, found: int) -> TrecFormatError:
+    expected = len(layout.split())
+    return TrecFormatError(
+        path, line, None, f"expected {expected} columns ({layout}), found {found}"
+    )
+
+
+# Format parsers --------------------------------------------------------------------------
+
+
+def _qrels(source: Source, path: str, allowed: frozenset[int] | None) -> Iterator[QrelLine]:
+    first_seen: dict[tuple[str, str], int] = {}
+    for number, text in _data_lines(source, path):
+        columns = text.split()
+        if len(columns) != 4:
+            raise _column_count(path, number, "qid iter docno grade", len(columns))
+        qid, iteration, docno, grade_text = columns
+        _check_id(qid, "qid", path, number)
+        _check_id(docno, "docno", path, number)
+        grade = _parse_int(grade_text, "grade", path, number)
+        if allowed is not None and grade not in allowed:
+            levels = ", ".join(str(level) for level in sorted(allowed))
+            problem = f"{grade} is not one of the allowed levels {levels}"
+            raise TrecFormatError(path, number, "grade", problem)
+        first = first_seen.setdefault((qid, docno), number)
+        if first != number:
+            problem = f"{docno!r} is judged twice for qid {qid!r}, first on line {first}"
+            raise TrecFormatError(path, number, "docno", problem)
+        yield QrelLine(qid, iteration, docno, grade, number)
+
+
+def _run(source: Source, path: str) -> Iterator[RunLine]:
+    first_tag: tuple[str, int] | None = None
+    first_seen: dict[str, dict[str, int]] = {}
+    for number, text in _data_lines(source, path):
+        columns = text.split()
+        if len(columns) != 6:
+            raise _column_count(path, number, "qid Q0 docno rank score tag", len(columns))
+        qid, _q0, docno, rank_text, score_text, tag = columns
+        _check_id(qid, "qid", path, number)
+        _check_id(docno, "docno", path, number)
+        rank = _parse_int(rank_text, "rank", path, number)
+        score = _parse_score(score_text, path, number)
+        if first_tag is None:
+            first_tag = (_check_id(tag, "tag", path, number), number)
+        elif tag != first_tag[0]:
+            problem = f"{tag!r} differs from {first_tag[0]!r} on line {first_tag[1]}"
+            raise TrecFormatError(path, number, "tag", f"{problem}; a file holds one run")
+        first = first_seen.setdefault(qid, {}).setdefault(docno, number)
+        if first != number:
+            problem = f"{docno!r} is retrieved twice for qid {qid!r}, first on line {first}"
+            raise TrecFormatError(path, number, "docno", problem)
+        yield RunLine(qid, docno, rank, score, tag, number)
+
+
+def _topics(source: Source, path: str) -> Iterator[Topic]:
+    start, lines = _peek(_data_lines(source, path))
+    if start.startswith("{"):
+        for number, text in lines:
+            record = _json_object(text, path, number)
+            yield Topic(
+                qid=_json_id(record, "qid", path, number),
+                title=_json_text(record, "title", path, number),
+                description=_json_text(record, "description", path, number),
+                narrative=_json_text(record, "narrative", path, number),
+                line=number,
+            )
+    elif start.startswith("<"):
+        yield from _sgml_topics(lines, path)
+    else:
+        for number, text in lines:
+            if text.startswith("#"):
+                continue
+            columns = text.split("\t")
+            if len(columns) != 2:
+                raise _tsv_column_count(path, number, ("qid", "title"), len(columns))
+            qid = _check_id(columns[0].strip(), "qid", path, number)
+            yield Topic(qid, columns[1].strip(), "", "", number)
+
+
+def _sgml_topics(lines: Iterator[tuple[int, str]], path: str) -> Iterator[Topic]:
+    top: int | None = None  # line of the open <top>
+    fields: dict[str, tuple[int, list[str]]] = {}  # tag -> (line of the tag, text pieces)
+    current: str | None = None
+    for number, text in lines:
+        position = 0
+        for match in [*_SGML_TAG.finditer(text), None]:
+            chunk = text[position : len(text) if match is None else match.start()]
+            if current is not None:
+                fields[current][1].append(chunk)
+            elif chunk.strip():
+                where = "outside <top>" if top is None else "outside any field"
+                raise TrecFormatError(path, number, None, f"text {where}: {chunk.strip()[:40]!r}")
+            if match is None:
+                break
+            position = match.end()
+            closing, tag = match.group(1) == "/", match.group(2).lower()
+            if tag == "top" and not closing:
+                if top is not None:
+                    problem = f"<top> inside the topic opened on line {top} (missing </top>)"
+                    raise TrecFormatError(path, number, None, problem)
+                top, fields, current = number, {}, None
+            elif top is None:
+                raise TrecFormatError(path, number, None, f"{match.group(0)} outside <top>")
+            elif tag == "top":
+                yield _sgml_topic(fields, top, path)
+                top, current = None, None
+            elif closing:
+                current = None
+            elif tag in _SGML_PREFIX and tag in fields:
+                problem = f"second <{tag}> in the topic opened on line {top}"
+                raise TrecFormatError(path, number, tag, problem)
+            else:
+                fields[tag] = (number, [])
+                current = tag
+        if current is not None:
+            fields[current][1].append("\n")
+    if top is not None:
+        raise TrecFormatError(path, top, None, "<top> is never closed (missing </top>)")
+
+
+def _sgml_topic(fields: dict[str, tuple[int, list[str]]], top: int, path: str) -> Topic:
+    def text(tag: str) -> str:
+        pieces = fields.get(tag, (top, []))[1]
+        return " ".join(_SGML_PREFIX[tag].sub("", "".join(pieces), count=1).split())
+
+    if "num" not in fields:
+        raise TrecFormatError(path, top, "num", "topic has no <num>")
+    qid = _check_id(text("num"), "num", path, fields["num"][0])
+    return Topic(qid, text("title"), text("desc"), text("narr"), top)
+
+
+def _documents(source: Source, path: str) -> Iterator[DocumentRecord]:
+    start, lines = _peek(_data_lines(source, path))
+    if start.startswith("{"):
+        for number, text in lines:
+            record = _json_object(text, path, number)
+            yield DocumentRecord(
+                docno=_json_id(record, "docno", path, number),
+                title=_json_text(record, "title", path, number),
+                text=_json_text(record, "text", path, number),
+                url=_json_text(record, "url", path, number),
+                line=number,
+            )
+        return
+    layout: tuple[tuple[str, ...], int] | None = None  # (column names, line that set them)
+    for number, text in lines:
+        columns = text.split("\t")
+        if layout is None:
+            if len(columns) not in (2, 3):
+                problem = "expected 2 (docno, text) or 3 (docno, title, text) tab-separated"
+                found = f"columns, found {len(columns)}"
+                raise TrecFormatError(path, number, None, f"{problem} {found}")
+            names = ("docno", "text") if len(columns) == 2 else ("docno", "title", "text")
+            layout = (names, number)
+        elif len(columns) != len(layout[0]):
+            raise _tsv_column_count(path, number, layout[0], len(columns), layout[1])
+        docno = _check_id(columns[0].strip(), "docno", path, number)
+        title = columns[1].strip() if len(columns) == 3 else ""
+        yield DocumentRecord(docno, title, columns[-1].strip(), "", number)
+
+
+def _tsv_column_count(
+    path: str, line: int, names: tuple[str, ...], found: int, layout_line: int | None = None
+) -> TrecFormatError:
+    problem = f"expected {len(names)} tab-separated columns ({', '.join(names)}), found {found}"
+    if layout_line is not None:
+        problem += f", unlike line {layout_line}"
+    return TrecFormatError(path, line, None, problem)
+
+
+def _json_object(text: str, path: str, line: int) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        problem = f"invalid JSON: {error.msg} (column {error.colno})"
+        raise TrecFormatError(path, line, None, problem) from None
+    except RecursionError:
+        raise TrecFormatError(path, line, None, "invalid JSON: nested too deeply") from None
+    if not isinstance(value, dict):
+        raise TrecFormatError(
+            path, line, None, f"expected a JSON object, found {_json_type(value)}"
+        )
+    return value
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    return _JSON_TYPES.get(type(value), "a number")
+
+
+def _json_id(record: dict[str, object], key: str, path: str, line: int) -> str:
+    value = record.get(key)
+    if value is None:
+        raise TrecFormatError(path, line, key, "is required")
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        problem = f"must be a string or an integer, found {_json_type(value)}"
+        raise TrecFormatError(path, line, key, problem)
+    return _check_id(value, key, path, line)
+
+
+def _json_text(record: dict[str, object], key: str, path: str, line: int) -> str:
+    value = record.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TrecFormatError(path, line, key, f"must be a string, found {_json_type(value)}")
+    return value.strip()

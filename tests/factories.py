@@ -1,0 +1,68 @@
+"""factory_boy factories for the app's models."""
+
+import factory
+from django.contrib.auth import get_user_model
+
+from annotations import services
+from annotations.models import Collection, Document, Membership, Query, Run
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.PostGenerationMethodCall("set_password", "pass-word-123")
+
+
+class CollectionFactory(factory.django.DjangoModelFactory):
+    """A collection with the default 0-3 scale (created through the service)."""
+
+    class Meta:
+        model = Collection
+
+    slug = factory.Sequence(lambda n: f"collection-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.title())
+    gain = "linear"
+    cutoffs = factory.LazyFunction(lambda: [5, 10, 20])
+
+    @classmethod
+    def _create(cls, model_class: type, *args: object, **kwargs: object) -> Collection:
+        return services.collection_create(**kwargs)  # type: ignore[arg-type]
+
+
+class QueryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Query
+
+    collection = factory.SubFactory(CollectionFactory)
+    qid = factory.Sequence(lambda n: f"q{n}")
+    title = factory.Sequence(lambda n: f"query number {n}")
+
+
+class DocumentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Document
+
+    collection = factory.SubFactory(CollectionFactory)
+    docno = factory.Sequence(lambda n: f"d{n}")
+    title = factory.Sequence(lambda n: f"document {n}")
+    text = "Some text about the topic."
+
+
+class RunFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Run
+
+    collection = factory.SubFactory(CollectionFactory)
+    name = factory.Sequence(lambda n: f"run{n}")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    collection = factory.SubFactory(CollectionFactory)
+    user = factory.SubFactory(UserFactory)
+    role = Membership.ASSESSOR
