@@ -1,0 +1,115 @@
+"""Use cases for collections: create them, change their settings, mark scores stale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+
+from annotations.models import (
+    DEFAULT_GRADES,
+    Collection,
+    GradeLevel,
+    Query,
+    Run,
+)
+from annotations.scores import scores_schedule
+
+# --- collections ------------------------------------------------------------------------
+
+
+def collection_create(
+    *,
+    slug: str,
+    name: str = "",
+    description: str = "",
+    gain: str = "linear",
+    cutoffs: Sequence[int] | None = None,
+    grades: Sequence[tuple[int, str, str]] | None = None,
+    missing_queries: str = "zero",
+    aggregation: str = "median",
+) -> Collection:
+    """Create a collection with its grade scale (default 0-3 with labels and definitions)."""
+    collection = Collection(
+        slug=slug,
+        name=name or slug,
+        description=description,
+        gain=gain,
+        cutoffs=list(cutoffs) if cutoffs is not None else [5, 10, 20],
+        missing_queries=missing_queries,
+        aggregation=aggregation,
+    )
+    collection.full_clean()
+    levels = list(grades) if grades is not None else list(DEFAULT_GRADES)
+    values = [value for value, _, _ in levels]
+    if not levels or len(set(values)) != len(values):
+        raise ValidationError({"grades": "The grade scale needs distinct levels."})
+    with transaction.atomic():
+        collection.save()
+        for value, label, definition in levels:
+            level = GradeLevel(
+                collection=collection, value=value, label=label, definition=definition
+            )
+            level.full_clean(exclude=["collection"])
+            level.save()
+    return collection
+
+
+def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
+    """Parse a scale such as '0-3', '0-4' or '0,1,2' into levels with default labels."""
+    text = spec.strip()
+    try:
+        if "," in text:
+            values = sorted({int(part) for part in text.split(",")})
+        elif "-" in text[1:]:
+            cut = text.index("-", 1)
+            low, high = int(text[:cut]), int(text[cut + 1 :])
+            if high < low:
+                raise ValueError
+            values = list(range(low, high + 1))
+        else:
+            raise ValueError
+    except ValueError:
+        raise ValidationError(
+            {"grades": f"{spec!r} is not a grade scale; write it like '0-3' or '0,1,2'"}
+        ) from None
+    if values == [level[0] for level in DEFAULT_GRADES]:
+        return list(DEFAULT_GRADES)
+    return [(value, f"Grade {value}", "") for value in values]
+
+
+SCORING_FIELDS = ("gain", "cutoffs", "missing_queries", "aggregation")
+
+
+def collection_update(*, collection: Collection, **changes: object) -> Collection:
+    """Change a collection's settings; scoring settings mark every score pending and rescore."""
+    unknown = set(changes) - {"name", "description", *SCORING_FIELDS}
+    if unknown:
+        raise ValidationError({field: "This setting cannot be changed." for field in unknown})
+    rescore = any(
+        field in changes and changes[field] != getattr(collection, field)
+        for field in SCORING_FIELDS
+    )
+    for field, value in changes.items():
+        setattr(collection, field, value)
+    collection.full_clean()
+    with transaction.atomic():
+        collection.save()
+        if rescore:
+            collection_mark_stale(collection=collection)
+    return collection
+
+
+def collection_mark_stale(*, collection: Collection) -> None:
+    """Mark every score of the collection pending and schedule a full recomputation."""
+    Query.objects.filter(collection=collection).update(
+        judgements_version=F("judgements_version") + 1
+    )
+    Run.objects.filter(collection=collection).update(scored_at=None)
+    scores_schedule(collection_ids=[collection.id])
+
+
+def grade_values(collection: Collection) -> list[int]:
+    return list(collection.grades.values_list("value", flat=True))

@@ -1,0 +1,183 @@
+"""Imports of topics and documents, ids created on the fly, and exports."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, BinaryIO, TextIO
+
+from django.db import transaction
+
+from annotations import selectors, trec
+from annotations.bulk import bulk_insert
+from annotations.models import (
+    Collection,
+    Document,
+    Query,
+)
+
+Source = str | Path | BinaryIO
+
+LOOKUP_CHUNK = 5000
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged"
+
+
+# --- ids created on the fly ------------------------------------------------------------
+
+
+def _chunks(items: Sequence[str], size: int = LOOKUP_CHUNK) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def queries_ensure(*, collection: Collection, qids: Iterable[str]) -> dict[str, int]:
+    """qid -> query id, creating (ids only) the queries never imported."""
+    wanted = sorted(set(qids))
+    found: dict[str, int] = {}
+    for chunk in _chunks(wanted):
+        found.update(
+            Query.objects.filter(collection=collection, qid__in=chunk).values_list("qid", "id")
+        )
+    missing = [qid for qid in wanted if qid not in found]
+    if missing:
+        Query.objects.bulk_create(
+            [Query(collection=collection, qid=qid) for qid in missing], batch_size=LOOKUP_CHUNK
+        )
+        for chunk in _chunks(missing):
+            found.update(
+                Query.objects.filter(collection=collection, qid__in=chunk).values_list("qid", "id")
+            )
+    return found
+
+
+def documents_ensure(*, collection: Collection, docnos: Iterable[str]) -> dict[str, int]:
+    """docno -> document id, creating (ids only) the documents never imported."""
+    wanted = sorted(set(docnos))
+    found: dict[str, int] = {}
+    for chunk in _chunks(wanted):
+        found.update(
+            Document.objects.filter(collection=collection, docno__in=chunk).values_list(
+                "docno", "id"
+            )
+        )
+    missing = [docno for docno in wanted if docno not in found]
+    if missing:
+        bulk_insert(
+            Document,
+            ("collection_id", "docno", "title", "text", "url", "content_hash"),
+            ((collection.id, docno, "", "", "", "") for docno in missing),
+        )
+        for chunk in _chunks(missing):
+            found.update(
+                Document.objects.filter(collection=collection, docno__in=chunk).values_list(
+                    "docno", "id"
+                )
+            )
+    return found
+
+
+# --- topics and documents ---------------------------------------------------------------
+
+
+def topics_import(
+    *, collection: Collection, source: Source, name: str | None = None
+) -> ImportSummary:
+    """Create or update queries from a TSV, JSONL or TREC topic file (all or nothing)."""
+    topics = list(trec.read_topics(source, name=name))
+    created = updated = unchanged = 0
+    with transaction.atomic():
+        existing = {q.qid: q for q in Query.objects.filter(collection=collection)}
+        to_create: list[Query] = []
+        for topic in topics:
+            query = existing.get(topic.qid)
+            fields = {
+                "title": topic.title,
+                "description": topic.description,
+                "narrative": topic.narrative,
+            }
+            if query is None:
+                to_create.append(Query(collection=collection, qid=topic.qid, **fields))
+                created += 1
+            elif all(getattr(query, key) == value for key, value in fields.items()):
+                unchanged += 1
+            else:
+                for key, value in fields.items():
+                    setattr(query, key, value)
+                query.save(update_fields=list(fields))
+                updated += 1
+        Query.objects.bulk_create(to_create, batch_size=LOOKUP_CHUNK)
+    return ImportSummary(created, updated, unchanged)
+
+
+def _content_hash(title: str, text: str) -> str:
+    return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()
+
+
+def documents_import(
+    *, collection: Collection, source: Source, name: str | None = None
+) -> ImportSummary:
+    """Create or update documents from JSONL or TSV, streamed in batches (all or nothing)."""
+    created = updated = unchanged = 0
+    with transaction.atomic():
+        batch: list[trec.DocumentRecord] = []
+        for record in trec.read_documents(source, name=name):
+            batch.append(record)
+            if len(batch) >= LOOKUP_CHUNK:
+                c, u, n = _documents_upsert(collection, batch)
+                created, updated, unchanged = created + c, updated + u, unchanged + n
+                batch = []
+        if batch:
+            c, u, n = _documents_upsert(collection, batch)
+            created, updated, unchanged = created + c, updated + u, unchanged + n
+    return ImportSummary(created, updated, unchanged)
+
+
+def _documents_upsert(
+    collection: Collection, records: list[trec.DocumentRecord]
+) -> tuple[int, int, int]:
+    existing = {
+        d.docno: d
+        for d in Document.objects.filter(
+            collection=collection, docno__in=[r.docno for r in records]
+        )
+    }
+    to_create: list[Document] = []
+    to_update: list[Document] = []
+    unchanged = 0
+    for record in records:
+        values = {
+            "title": record.title,
+            "text": record.text,
+            "url": record.url,
+            "content_hash": _content_hash(record.title, record.text),
+        }
+        document = existing.get(record.docno)
+        if document is None:
+            to_create.append(Document(collection=collection, docno=record.docno, **values))
+        elif all(getattr(document, key) == value for key, value in values.items()):
+            unchanged += 1
+        else:
+            for key, value in values.items():
+                setattr(document, key, value)
+            to_update.append(document)
+    Document.objects.bulk_create(to_create)
+    Document.objects.bulk_update(to_update, ["title", "text", "url", "content_hash"])
+    return len(to_create), len(to_update), unchanged
+
+
+# --- exports ----------------------------------------------------------------------------
+
+
+def qrels_export(*, collection: Collection, out: TextIO | IO[str]) -> None:
+    trec.write_qrels(selectors.qrels_rows(collection=collection), out)  # type: ignore[arg-type]

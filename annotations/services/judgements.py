@@ -1,0 +1,233 @@
+"""Judgement writes (single, deletion, qrels import): each with history and rescoring."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations import trec
+from annotations.bulk import bulk_insert
+from annotations.models import (
+    Collection,
+    Document,
+    Judgement,
+    JudgementHistory,
+    Query,
+)
+from annotations.scores import scores_schedule
+from annotations.services.collections import grade_values
+from annotations.services.imports import (
+    LOOKUP_CHUNK,
+    ImportSummary,
+    Source,
+    documents_ensure,
+    queries_ensure,
+)
+
+IMPORT_ASSESSOR = "trec"
+
+# --- judgements -------------------------------------------------------------------------
+
+
+def _check_grade(collection: Collection, grade: int) -> None:
+    levels = grade_values(collection)
+    if grade not in levels:
+        raise ValidationError(
+            {"grade": f"{grade} is not on the scale of {collection.slug} ({levels})"}
+        )
+
+
+def judgement_record(
+    *,
+    query: Query,
+    document: Document,
+    assessor: AbstractBaseUser,
+    grade: int,
+    note: str = "",
+    source: str,
+    changed_by: AbstractBaseUser | None = None,
+) -> Judgement:
+    """Create or change one assessor's judgement, with a history row, and rescore its query.
+
+    Safe against double submits and concurrent tabs: the row is locked (or created under the
+    unique constraint) before it is compared, so every change is recorded exactly once.
+    """
+    if query.collection_id != document.collection_id:
+        raise ValidationError({"document": "The document belongs to another collection."})
+    _check_grade(query.collection, grade)
+    with transaction.atomic():
+        judgement = (
+            Judgement.objects.select_for_update()
+            .filter(query=query, document=document, assessor=assessor)
+            .first()
+        )
+        old_grade: int | None = None
+        if judgement is None:
+            try:
+                with transaction.atomic():
+                    judgement = Judgement(
+                        query=query, document=document, assessor=assessor, grade=grade, note=note
+                    )
+                    judgement._recorded_by_service = True  # type: ignore[attr-defined]
+                    judgement.save()
+            except IntegrityError:  # another request created it first: change that one
+                judgement = Judgement.objects.select_for_update().get(
+                    query=query, document=document, assessor=assessor
+                )
+            else:
+                _history(judgement, None, grade, note, source, changed_by or assessor)
+                _mark_changed([query.id])
+                return judgement
+        if judgement.grade == grade and judgement.note == note:
+            return judgement
+        old_grade = judgement.grade
+        judgement.grade, judgement.note = grade, note
+        judgement._recorded_by_service = True  # type: ignore[attr-defined]
+        judgement.save(update_fields=["grade", "note", "updated"])
+        _history(judgement, old_grade, grade, note, source, changed_by or assessor)
+        if old_grade != grade:
+            _mark_changed([query.id])
+    return judgement
+
+
+def judgement_delete(
+    *, judgement: Judgement, source: str, changed_by: AbstractBaseUser | None = None
+) -> None:
+    """Delete a judgement, keeping a history row, and rescore its query."""
+    with transaction.atomic():
+        locked = Judgement.objects.select_for_update().filter(id=judgement.id).first()
+        if locked is None:
+            return
+        _history(locked, locked.grade, None, locked.note, source, changed_by)
+        locked._recorded_by_service = True  # type: ignore[attr-defined]
+        locked.delete()
+        _mark_changed([locked.query_id])
+
+
+def _history(
+    judgement: Judgement,
+    old: int | None,
+    new: int | None,
+    note: str,
+    source: str,
+    changed_by: AbstractBaseUser | None,
+) -> None:
+    JudgementHistory.objects.create(
+        query_id=judgement.query_id,
+        document_id=judgement.document_id,
+        assessor_id=judgement.assessor_id,
+        changed_by=changed_by,
+        old_grade=old,
+        new_grade=new,
+        note=note,
+        source=source,
+    )
+
+
+def _mark_changed(query_ids: Iterable[int]) -> None:
+    """Mark queries stale in the writing transaction and rescore them after it commits."""
+    ids = sorted(set(query_ids))
+    for start in range(0, len(ids), LOOKUP_CHUNK):
+        Query.objects.filter(id__in=ids[start : start + LOOKUP_CHUNK]).update(
+            judgements_version=F("judgements_version") + 1
+        )
+    scores_schedule(query_ids=ids)
+
+
+def import_assessor(username: str | None = None) -> AbstractBaseUser:
+    """The account judgements are imported under (a non-login account by default)."""
+    user_model = get_user_model()
+    if username:
+        try:
+            return user_model.objects.get(username=username)
+        except user_model.DoesNotExist:
+            raise ValidationError({"assessor": f"no user named {username!r}"}) from None
+    user, created = user_model.objects.get_or_create(username=IMPORT_ASSESSOR)
+    if created:
+        user.set_unusable_password()
+        user.save()
+    return user
+
+
+def judgements_import(
+    *,
+    collection: Collection,
+    source: Source,
+    name: str | None = None,
+    assessor: AbstractBaseUser,
+    history_source: str = "import",
+    changed_by: AbstractBaseUser | None = None,
+) -> ImportSummary:
+    """Import TREC qrels as one assessor's judgements: all or nothing, every change in history.
+
+    Pairs this assessor already judged get the new grade (a history row each); pairs not in
+    the file are left alone.
+    """
+    lines = list(trec.read_qrels(source, name=name, grades=grade_values(collection)))
+    created = updated = unchanged = 0
+    with transaction.atomic():
+        query_ids = queries_ensure(collection=collection, qids=(line.qid for line in lines))
+        doc_ids = documents_ensure(collection=collection, docnos=(line.docno for line in lines))
+        by_query: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for line in lines:
+            by_query[query_ids[line.qid]].append((doc_ids[line.docno], line.grade))
+        del lines
+        new_rows: list[tuple[object, ...]] = []
+        history_rows: list[tuple[object, ...]] = []
+        changed_queries: set[int] = set()
+        now = timezone.now()
+        who = getattr(changed_by or assessor, "pk", None)
+        for query_id, pairs in by_query.items():
+            existing = dict(
+                Judgement.objects.select_for_update()
+                .filter(query_id=query_id, assessor=assessor)
+                .values_list("document_id", "grade")
+            )
+            updates: dict[int, list[int]] = defaultdict(list)
+            for document_id, grade in pairs:
+                old = existing.get(document_id)
+                if old is None:
+                    new_rows.append((query_id, document_id, assessor.pk, grade, "", now, now))
+                    history_rows.append((query_id, document_id, assessor.pk, who, None, grade))
+                    created += 1
+                elif old == grade:
+                    unchanged += 1
+                    continue
+                else:
+                    updates[grade].append(document_id)
+                    history_rows.append((query_id, document_id, assessor.pk, who, old, grade))
+                    updated += 1
+                changed_queries.add(query_id)
+            for grade, documents in updates.items():
+                Judgement.objects.filter(
+                    query_id=query_id, assessor=assessor, document_id__in=documents
+                ).update(grade=grade, updated=now)
+        bulk_insert(
+            Judgement,
+            ("query_id", "document_id", "assessor_id", "grade", "note", "created", "updated"),
+            new_rows,
+        )
+        bulk_insert(
+            JudgementHistory,
+            (
+                "query_id",
+                "document_id",
+                "assessor_id",
+                "changed_by_id",
+                "old_grade",
+                "new_grade",
+                "note",
+                "source",
+                "changed_at",
+            ),
+            ((*row, "", history_source, now) for row in history_rows),
+        )
+        _mark_changed(changed_queries)
+    return ImportSummary(created, updated, unchanged)

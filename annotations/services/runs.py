@@ -1,0 +1,126 @@
+"""Run imports, replacement and deletion."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import IO, TextIO
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from annotations import scoring, selectors, trec
+from annotations.bulk import bulk_insert
+from annotations.models import (
+    Collection,
+    Result,
+    Run,
+)
+from annotations.scores import scores_schedule
+from annotations.services.imports import Source, documents_ensure, queries_ensure
+
+# --- runs -------------------------------------------------------------------------------
+
+
+def run_import(
+    *,
+    collection: Collection,
+    source: Source,
+    name: str | None = None,
+    run_name: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    description: str = "",
+    replace: bool = False,
+) -> tuple[Run, int]:
+    """Import a TREC run file (all or nothing); returns the run and its number of results.
+
+    The run is named by `run_name`, else by the file's tag. An existing run of that name is
+    replaced only with `replace`.
+    """
+    by_query: dict[str, list[tuple[str, float | None, int]]] = defaultdict(list)
+    tag: str | None = None
+    for line in trec.read_run(source, name=name):
+        tag = line.tag
+        by_query[line.qid].append((line.docno, line.score, line.rank))
+    if tag is None:  # read_run already refuses an empty file; this keeps the type honest
+        raise ValidationError({"file": "the run file has no results"})
+    return run_store(
+        collection=collection,
+        run_name=run_name or tag,
+        results=by_query,
+        owner=owner,
+        description=description,
+        replace=replace,
+    )
+
+
+def run_store(
+    *,
+    collection: Collection,
+    run_name: str,
+    results: dict[str, list[tuple[str, float | None, int]]],
+    owner: AbstractBaseUser | None = None,
+    description: str = "",
+    replace: bool = False,
+) -> tuple[Run, int]:
+    """Store a run's results {qid: [(docno, score, rank)]} and schedule its scoring."""
+    if not run_name or len(run_name) > 200 or any(ch.isspace() for ch in run_name):
+        raise ValidationError({"name": f"{run_name!r} is not a valid run name"})
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(collection=collection, name=run_name).first()
+        if run is not None and not replace:
+            raise ValidationError(
+                {
+                    "name": f"run {run_name!r} already exists in {collection.slug}; replace it "
+                    "explicitly (--replace, or PUT in the API)"
+                }
+            )
+        if run is None:
+            run = Run.objects.create(
+                collection=collection, name=run_name, owner=owner, description=description
+            )
+        else:
+            run.results.all().delete()
+            run.query_scores.all().delete()
+            run.run_scores.all().delete()
+            run.description = description or run.description
+            run.scored_at = None
+            run.save()
+        query_ids = queries_ensure(collection=collection, qids=results.keys())
+        doc_ids = documents_ensure(
+            collection=collection,
+            docnos=(docno for docs in results.values() for docno, _, _ in docs),
+        )
+        count = bulk_insert(
+            Result,
+            ("run_id", "query_id", "document_id", "rank", "score", "position"),
+            _result_rows(run.id, results, query_ids, doc_ids),
+        )
+        Run.objects.filter(id=run.id).update(scored_at=None)
+        scores_schedule(run_ids=[run.id])
+    return run, count
+
+
+def _result_rows(
+    run_id: int,
+    results: dict[str, list[tuple[str, float | None, int]]],
+    query_ids: dict[str, int],
+    doc_ids: dict[str, int],
+) -> Iterable[tuple[object, ...]]:
+    for qid, docs in results.items():
+        query_id = query_ids[qid]
+        info = {docno: (score, rank) for docno, score, rank in docs}
+        ordered = scoring.order_ranking((docno, score) for docno, score, _ in docs)
+        for position, docno in enumerate(ordered, start=1):
+            score, rank = info[docno]
+            yield run_id, query_id, doc_ids[docno], rank, score, position
+
+
+def run_delete(*, run: Run) -> None:
+    """Delete a run with its results and scores; other runs' scores are unaffected."""
+    run.delete()
+
+
+def run_export(*, run: Run, out: TextIO | IO[str]) -> None:
+    trec.write_run(selectors.run_rows(run=run), out)  # type: ignore[arg-type]
