@@ -2,9 +2,9 @@
 
 from django.urls import path
 
-from annotations import views
+from annotations.views import collections
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("collections/<slug:slug>/", views.collection_detail, name="collection-detail"),
+    path("", collections.home, name="home"),
+    path("collections/<slug:slug>/", collections.collection_detail, name="collection-detail"),
 ]

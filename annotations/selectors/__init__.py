@@ -1,4 +1,4 @@
-"""Reads shaped for scoring, exports and pages."""
+"""Reads shaped for scoring, exports and pages (more read modules sit beside this one)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""HTML pages: collections and their stored scores."""
+"""HTML pages for collections: the list and a collection's overview with its stored scores."""
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse

@@ -1,0 +1,1 @@
+"""HTML pages, one module per area."""
