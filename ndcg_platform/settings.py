@@ -130,7 +130,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "annotations" / "static"]
+STATICFILES_DIRS: list[Path] = []
+# Serve static files straight from the apps (no collectstatic needed for the embedded start).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

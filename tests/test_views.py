@@ -1,0 +1,31 @@
+"""Pages through a real browser and the test client: login, collection list and overview."""
+
+import pytest
+from django.test import Client
+
+from annotations.models import Collection, Membership
+from tests.factories import MembershipFactory, UserFactory
+
+
+@pytest.mark.browser
+def test_member_logs_in_and_sees_the_worked_example_scores(worked_example: Collection, page, login) -> None:  # type: ignore[no-untyped-def]
+    user = UserFactory(username="bob")
+    MembershipFactory(collection=worked_example, user=user, role=Membership.ASSESSOR)
+    login("bob")
+    page.click("text=demo")
+    page.click("nav.cutoffs >> text=6")
+    row = page.locator("#leaderboard tbody tr").first
+    assert "example" in row.inner_text()
+    assert "0.7850" in row.inner_text()
+
+
+def test_collection_pages_need_login(client: Client, worked_example: Collection) -> None:
+    response = client.get(f"/collections/{worked_example.slug}/")
+    assert response.status_code == 302
+    assert "/accounts/login/" in response["Location"]
+
+
+def test_non_member_cannot_open_a_collection(client: Client, worked_example: Collection) -> None:
+    client.force_login(UserFactory(username="stranger"))
+    assert client.get(f"/collections/{worked_example.slug}/").status_code == 404
+    assert worked_example.slug not in client.get("/").content.decode()
