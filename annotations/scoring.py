@@ -175,7 +175,8 @@ def ndcg(dcg_value: float, idcg_value: float) -> float:
 # --- judged@k and the condensed list ------------------------------------------------------
 
 
-def _is_judged(grade: int | None) -> TypeGuard[int]:
+def is_judged(grade: int | None) -> TypeGuard[int]:
+    """Whether a grade (None: no judgement) counts as judged: grade >= 0, as in trec_eval."""
     # trec_eval reads a negative qrels value as "in the pool but not judged"
     # (RELVALUE_UNJUDGED): it gains nothing, is left out of the ideal list, and -J drops it.
     return grade is not None and grade >= 0
@@ -190,7 +191,7 @@ def judged_at(ranking_grades: Sequence[int | None], k: int) -> float:
     counts any qrels entry, negative ones included, as judged.)
     """
     _check_k(k)
-    return sum(1 for grade in ranking_grades[:k] if _is_judged(grade)) / k
+    return sum(1 for grade in ranking_grades[:k] if is_judged(grade)) / k
 
 
 def condensed(ranking_grades: Sequence[int | None]) -> list[int]:
@@ -200,7 +201,7 @@ def condensed(ranking_grades: Sequence[int | None]) -> list[int]:
     (judged_docs_only_flag): unjudged and negatively graded documents are removed *before*
     the cutoff, so the documents below them move up.
     """
-    return [grade for grade in ranking_grades if _is_judged(grade)]
+    return [grade for grade in ranking_grades if is_judged(grade)]
 
 
 # --- one query, several cutoffs: the entry point of the database layer ---------------------
@@ -228,9 +229,9 @@ def query_scores(
 
     ``ranking`` holds document ids (docnos, primary keys: any hashable) already in effective
     order (see ``order_ranking``) and without repeats. ``grades`` maps every judged document
-    of the query to its effective grade; an id absent from it is unjudged. ``idcgs`` may
-    carry IDCG@k precomputed with ``idcgs_for`` (shared by all runs of a query); otherwise it
-    is computed from ``grades.values()``.
+    of the query to its effective grade; an id absent from it, or with a negative grade, is
+    unjudged (see ``judged_at``). ``idcgs`` may carry IDCG@k precomputed with ``idcgs_for``
+    (shared by all runs of a query); otherwise it is computed from ``grades.values()``.
 
     Same numbers as ``dcg``/``ndcg``/``judged_at``/``condensed`` (and trec_eval), but in a
     single pass: the ranking is read up to max(ks), and beyond that only while the condensed
@@ -341,7 +342,8 @@ def run_mean(values: Mapping[QueryId, float], evaluated: Iterable[QueryId]) -> f
       0.0, like ``trec_eval -c``; values of queries outside ``evaluated`` are ignored.
     - Summed sequentially in ascending query-id order, the order trec_eval accumulates its
       ``all`` line in, then divided by the number of evaluated queries. Deterministic:
-      the same inputs give the same last bit whatever the mapping's order.
+      the same inputs give the same last bit whatever the mapping's order. Pass qid strings
+      to get trec_eval's exact order (integer ids sort numerically, not bytewise).
     - No evaluated query: ``ValueError`` rather than 0.0, which would be indistinguishable
       from a run that failed every query (trec_eval also refuses: "No queries with both
       results and relevance info"). The caller shows "no score yet".

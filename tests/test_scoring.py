@@ -83,7 +83,7 @@ def test_worked_example_matches_the_document_and_trec_eval(
     assert scores.ndcg == trec["q"]["ndcg_cut_6"]  # bit for bit, not approximately
 
 
-def test_worked_example_cumulative_gain_ignores_order() -> None:
+def test_worked_example_dcg_rewards_the_order_cumulative_gain_ignores() -> None:
     assert sum(WORKED_RANKING) == 11
     assert dcg(sorted(WORKED_RANKING, reverse=True), 6, "linear") > dcg(WORKED_RANKING, 6, "linear")
 
