@@ -233,6 +233,16 @@ def _compute_all(collection: Collection, run_ids: list[int] | None = None) -> _C
             acc.add(_triple(value))
             acc.queries += 1
     if collection.missing_queries == "zero":
+        if run_ids is not None:
+            # Some runs only: count the queries evaluated in the *stored* state (those with an
+            # IDCG), the count the other runs' means and later incremental updates use. A
+            # query whose first judgement is still pending joins the count when it is scored.
+            evaluated = (
+                IdealScore.objects.filter(query__collection=collection)
+                .values("query_id")
+                .distinct()
+                .count()
+            )
         for acc in computed.runs.values():
             acc.queries = evaluated
     return computed

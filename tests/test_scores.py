@@ -1,0 +1,208 @@
+"""Stored scores: follow every change incrementally and always equal a recomputation and trec_eval."""
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotations import scores, services
+from annotations.models import (
+    Collection,
+    Document,
+    IdealScore,
+    Judgement,
+    Query,
+    QueryScore,
+    Run,
+    RunScore,
+)
+from tests.factories import CollectionFactory, UserFactory
+
+WRITE = Callable[..., Path]
+
+
+def stored_ndcg(collection: Collection) -> dict[tuple[str, str, int], float]:
+    return {
+        (run, qid, k): value
+        for run, qid, k, value in QueryScore.objects.filter(
+            query__collection=collection
+        ).values_list("run__name", "query__qid", "k", "ndcg")
+    }
+
+
+def oracle(collection: Collection, *, judged_only: bool = False) -> dict[tuple[str, str, int], float]:
+    """trec_eval's ndcg_cut through pytrec_eval on the collection's effective qrels and runs."""
+    from annotations import selectors
+
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, docno, grade in selectors.qrels_rows(collection=collection):
+        gain = grade if collection.gain == "linear" else (2**grade - 1 if grade > 0 else grade)
+        qrels.setdefault(qid, {})[docno] = gain
+    ks = collection.sorted_cutoffs
+    measures = {f"ndcg_cut.{','.join(map(str, ks))}"}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures, judged_docs_only_flag=judged_only)
+    out: dict[tuple[str, str, int], float] = {}
+    for run in Run.objects.filter(collection=collection):
+        ranking: dict[str, dict[str, float]] = {}
+        for qid, docno, _, score, _ in selectors.run_rows(run=run):
+            ranking.setdefault(qid, {})[docno] = score
+        result = evaluator.evaluate(ranking)
+        for qid in qrels:
+            if qid not in ranking:
+                continue
+            for k in ks:
+                out[(run.name, qid, k)] = result[qid][f"ndcg_cut_{k}"]
+    return out
+
+
+def test_worked_example_is_stored_exactly(worked_example: Collection) -> None:
+    row = QueryScore.objects.get(query__qid="q1", k=6)
+    assert row.ndcg == pytest.approx(0.7850023719699, abs=1e-12)
+    assert round(row.dcg, 3) == 6.861
+    assert round(IdealScore.objects.get(k=6).idcg, 3) == 8.740
+    assert row.judged == 1.0
+    assert RunScore.objects.get(k=6).ndcg == row.ndcg
+    assert stored_ndcg(worked_example) == oracle(worked_example)
+
+
+def test_worked_example_with_exponential_gain(worked_example: Collection) -> None:
+    services.collection_update(collection=worked_example, gain="exponential")
+    row = QueryScore.objects.get(query__qid="q1", k=6)
+    assert row.ndcg == pytest.approx(0.7510833867922, abs=1e-12)
+    assert round(row.dcg, 3) == 13.848
+    assert round(IdealScore.objects.get(k=6).idcg, 3) == 18.438
+    assert stored_ndcg(worked_example) == oracle(worked_example)
+
+
+def _random_collection(write_file: WRITE, rng: random.Random, **options: object) -> Collection:
+    collection = CollectionFactory(slug=f"rand-{rng.randrange(10**6)}", cutoffs=[1, 3, 5], **options)
+    docs = [f"d{i}" for i in range(12)] + ["D1", "d1a", "d10x"]
+    for tag in ("alpha", "beta", "gamma"):
+        lines = []
+        for q in range(4):
+            if tag == "gamma" and q == 3:
+                continue  # a run that misses a query
+            picked = rng.sample(docs, rng.randint(2, 9))
+            for rank, docno in enumerate(picked, start=1):
+                score = rng.choice([1.0, 2.0, 2.0, 3.5])  # many ties
+                lines.append(f"q{q} Q0 {docno} {rank} {score} {tag}")
+        services.run_import(collection=collection, source=write_file(f"{tag}.txt", "\n".join(lines)))
+    return collection
+
+
+@pytest.mark.parametrize(
+    ("seed", "options"),
+    [
+        (1, {}),
+        (2, {"gain": "exponential"}),
+        (3, {"missing_queries": "skip"}),
+        (4, {"aggregation": "majority"}),
+    ],
+)
+def test_random_judgement_changes_keep_stored_scores_exact(
+    transactional_db: None, write_file: WRITE, seed: int, options: dict[str, object]
+) -> None:
+    """After every create, change or delete the stored scores equal a full recompute and trec_eval."""
+    rng = random.Random(seed)
+    collection = _random_collection(write_file, rng, **options)
+    assessors = [UserFactory(username=f"a{seed}-{i}") for i in range(2)]
+    queries = list(Query.objects.filter(collection=collection))
+    documents = list(Document.objects.filter(collection=collection))
+    for step in range(40):
+        query, document = rng.choice(queries), rng.choice(documents)
+        assessor = rng.choice(assessors)
+        existing = Judgement.objects.filter(query=query, document=document, assessor=assessor).first()
+        if existing is not None and rng.random() < 0.3:
+            services.judgement_delete(judgement=existing, source="api")
+        else:
+            services.judgement_record(
+                query=query, document=document, assessor=assessor,
+                grade=rng.randint(0, 3), source="api",
+            )  # fmt: skip
+        assert scores.scores_verify(collection=collection) == [], f"step {step}"
+        if collection.aggregation == "median" and len(assessors) and step % 5 == 4:
+            assert stored_ndcg(collection) == oracle(collection)
+
+
+def test_import_then_rescore_verify_and_oracle_agree(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    rng = random.Random(7)
+    collection = _random_collection(write_file, rng)
+    lines = [
+        f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(4) for d in rng.sample(range(12), 6)
+    ]
+    services.judgements_import(
+        collection=collection, source=write_file("qrels.txt", "\n".join(lines)),
+        assessor=UserFactory(username="importer"),
+    )  # fmt: skip
+    assert scores.scores_verify(collection=collection) == []
+    assert stored_ndcg(collection) == oracle(collection)
+    condensed = {
+        (run, qid, k): value
+        for run, qid, k, value in QueryScore.objects.filter(
+            query__collection=collection
+        ).values_list("run__name", "query__qid", "k", "ndcg_condensed")
+    }
+    assert condensed == oracle(collection, judged_only=True)
+
+
+def test_run_replace_and_delete_update_scores(worked_example: Collection, write_file: WRITE) -> None:
+    better = "q1 Q0 d1 1 9 example\nq1 Q0 d3 2 8 example\nq1 Q0 d7 3 7 example\n"
+    services.run_import(
+        collection=worked_example, source=write_file("better.txt", better), replace=True
+    )
+    row = QueryScore.objects.get(query__qid="q1", k=6)
+    assert row.dcg == pytest.approx(3 + 3 / 1.5849625007211563 + 3 / 2, abs=1e-12)
+    assert scores.scores_verify(collection=worked_example) == []
+    services.run_delete(run=Run.objects.get(name="example"))
+    assert not QueryScore.objects.exists() and not RunScore.objects.exists()
+
+
+def test_collection_cutoff_change_rescores_everything(worked_example: Collection) -> None:
+    services.collection_update(collection=worked_example, cutoffs=[2, 6])
+    assert sorted(RunScore.objects.values_list("k", flat=True)) == [2, 6]
+    assert scores.scores_verify(collection=worked_example) == []
+
+
+def test_a_lost_recomputation_stays_pending_and_rescore_stale_heals_it(
+    worked_example: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scores, "run_inline", lambda *args: None)  # the task is lost
+    judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
+    services.judgement_record(
+        query=judgement.query, document=judgement.document, assessor=judgement.assessor,
+        grade=0, source="api",
+    )  # fmt: skip
+    query = Query.objects.get(qid="q1")
+    assert query.scores_pending
+    with pytest.raises(CommandError, match="differ"):
+        call_command("rescore", "demo", "--verify")
+    monkeypatch.undo()
+    call_command("rescore", "demo", "--stale")
+    query.refresh_from_db()
+    assert not query.scores_pending
+    call_command("rescore", "demo", "--verify")
+    assert stored_ndcg(worked_example) == oracle(worked_example)
+
+
+def test_an_older_recomputation_never_marks_a_newer_change_scored(worked_example: Collection) -> None:
+    query = Query.objects.get(qid="q1")
+    Query.objects.filter(id=query.id).update(judgements_version=query.judgements_version + 5)
+    assert scores.scores_recompute_query(query_id=query.id)
+    query.refresh_from_db()
+    assert query.scored_version == query.judgements_version
+    assert not scores.scores_recompute_query(query_id=query.id)  # nothing stale: coalesced
+
+
+def test_judgement_saved_with_the_orm_still_rescores(worked_example: Collection) -> None:
+    judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
+    judgement.grade = 0
+    judgement.save()
+    assert QueryScore.objects.get(query__qid="q1", k=6).ndcg == oracle(worked_example)[
+        ("example", "q1", 6)
+    ]
