@@ -115,6 +115,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several writers (server, import commands) share the file: wait instead of failing.
     DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # A file, not memory, for the test database: a Celery worker process in the tests must
+    # see the same data.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -78,7 +78,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-def _missing(reason: str) -> None:
+def require_component(reason: str) -> None:
     """Skip on a user's machine; in CI (CI=true) a missing component is a failure."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason} (required in CI)")
@@ -89,11 +89,11 @@ def _missing(reason: str) -> None:
 def browser():  # type: ignore[no-untyped-def]
     """Debian's Chromium driven by Playwright (never a downloaded browser)."""
     if not Path(CHROMIUM).exists():
-        _missing(f"{CHROMIUM} is not installed (apt-get install chromium)")
+        require_component(f"{CHROMIUM} is not installed (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("the playwright package is not installed")
+        require_component("the playwright package is not installed")
     # Playwright's sync API runs an event loop; Django must not refuse DB access for it.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
@@ -127,3 +127,66 @@ def login(page):  # type: ignore[no-untyped-def]
         page.wait_for_url(lambda url: "/accounts/login/" not in url)
 
     return do_login
+
+
+# --- judging: a small collection with topics, documents and two runs -----------------------
+
+TRIAL_TOPICS = {
+    "q1": ("solar energy storage", "How is solar energy stored?", "Batteries or heat count."),
+    "q2": ("river floods", "Which rivers flood most often?", "Forecasts are not relevant."),
+}
+TRIAL_DOCUMENTS = {
+    "d1": ("Storing solar power", "Solar energy can be stored in batteries."),
+    "d2": ("Molten salt", "Heat storage keeps solar plants running at night."),
+    "d3": ("Floods of the Rhine", "The river floods in spring. <script>alert('x')</script>"),
+    "d4": ("Weather report", "Rain tomorrow & <b>wind</b>."),
+    "d5": ("Energy policy", "Energy prices rose; river shipping stopped in floods."),
+    "d6": ("Grid batteries", "Large batteries store energy for the grid."),
+}
+# Depth 2 pools q1: d1 d2 d3 d6 and q2: d1 d3 d5 (unjudged pairs, when nothing is judged).
+TRIAL_RUNS = {
+    "bm25": {"q1": ["d1", "d2", "d6", "d4"], "q2": ["d3", "d5", "d4"]},
+    "dense": {"q1": ["d6", "d3", "d1", "d5"], "q2": ["d5", "d1", "d3"]},
+}
+
+
+@pytest.fixture
+def trial(db: None, settings) -> Collection:  # type: ignore[no-untyped-def]
+    """Collection "trial": two topics, six documents, runs bm25 and dense, the 0-3 scale;
+    organiser olga and assessors alice and bob are members, eve is not (password as ever)."""
+    from annotations.models import Document, Query
+    from tests.factories import MembershipFactory
+
+    # A fast hasher: the default one costs most of a second per user created or logged in.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+    collection = CollectionFactory(slug="trial", cutoffs=[5, 10])
+    for qid, (title, description, narrative) in TRIAL_TOPICS.items():
+        Query.objects.create(
+            collection=collection,
+            qid=qid,
+            title=title,
+            description=description,
+            narrative=narrative,
+        )
+    for docno, (title, text) in TRIAL_DOCUMENTS.items():
+        Document.objects.create(
+            collection=collection,
+            docno=docno,
+            title=title,
+            text=text,
+            url=f"https://example.org/{docno}",
+        )
+    for name, by_query in TRIAL_RUNS.items():
+        services.run_store(
+            collection=collection,
+            run_name=name,
+            results={
+                qid: [(docno, float(len(docs) - i), i + 1) for i, docno in enumerate(docs)]
+                for qid, docs in by_query.items()
+            },
+        )
+    for username, role in [("olga", "organiser"), ("alice", "assessor"), ("bob", "assessor")]:
+        MembershipFactory(collection=collection, user=UserFactory(username=username), role=role)
+    UserFactory(username="eve")
+    return collection

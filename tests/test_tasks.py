@@ -1,0 +1,103 @@
+"""Score recomputation on a real Celery worker with Redis as the broker."""
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from annotations import services
+from annotations.models import Collection, Judgement, Query, QueryScore
+from ndcg_platform.celery import app as celery_app
+from tests.conftest import require_component
+from tests.test_scores import oracle, stored_ndcg
+
+ROOT = Path(__file__).resolve().parent.parent
+BROKER = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _redis_reachable() -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(BROKER, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def _database_url() -> str:
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    host = settings["HOST"] or "127.0.0.1"
+    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings["PASSWORD"] else "")
+    return f"postgres://{auth}@{host}:{settings['PORT'] or 5432}/{settings['NAME']}"
+
+
+@pytest.fixture
+def celery_worker(worked_example: Collection, settings) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
+    """A real worker process on the test database; this process sends tasks to Redis."""
+    if not _redis_reachable():
+        require_component(f"Redis is not reachable at {BROKER}")
+    # A queue of its own, so no other worker (another test run) can take these tasks.
+    queue = f"ndcg-test-{os.getpid()}"
+    env = {**os.environ, "C_FORCE_ROOT": "1", "CELERY_BROKER_URL": BROKER,
+           "DATABASE_URL": _database_url()}  # fmt: skip
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "ndcg_platform", "worker", "--pool=solo",
+         "--concurrency=1", "--without-gossip", "--without-mingle", "--loglevel=ERROR",
+         "-Q", queue],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    previous = (
+        celery_app.conf.broker_url,
+        celery_app.conf.task_always_eager,
+        celery_app.conf.task_default_queue,
+    )
+    try:
+        settings.CELERY_BROKER_URL = BROKER
+        celery_app.conf.update(
+            broker_url=BROKER, task_always_eager=False, task_default_queue=queue
+        )
+        yield worker
+    finally:
+        celery_app.conf.update(
+            broker_url=previous[0], task_always_eager=previous[1], task_default_queue=previous[2]
+        )
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
+def _wait_until_scored(query: Query, deadline_seconds: float = 60.0) -> None:
+    """Poll the database until the worker has stored the query's scores (or fail)."""
+    deadline = time.monotonic() + deadline_seconds
+    while time.monotonic() < deadline:
+        query.refresh_from_db()
+        if not query.scores_pending:
+            return
+        time.sleep(0.1)
+    pytest.fail("the Celery worker did not recompute the scores in time")
+
+
+@pytest.mark.celery
+def test_worker_recomputes_scores_after_judgement_changes(
+    worked_example: Collection, celery_worker: subprocess.Popen[bytes]
+) -> None:
+    query = Query.objects.get(qid="q1")
+    before = QueryScore.objects.get(query=query, k=6).ndcg
+    judgement = Judgement.objects.get(query=query, document__docno="d1")
+    for grade in (0, 1, 2):
+        services.judgement_record(
+            query=query, document=judgement.document, assessor=judgement.assessor,
+            grade=grade, source="api",
+        )  # fmt: skip
+        query.refresh_from_db()
+        assert query.scores_pending  # the web process did not compute them itself
+        _wait_until_scored(query)
+        assert stored_ndcg(worked_example) == oracle(worked_example)
+    assert QueryScore.objects.get(query=query, k=6).ndcg != before
+    assert celery_worker.poll() is None
