@@ -92,16 +92,19 @@ class JudgementAdminForm(forms.ModelForm):
         fields = ["query", "document", "assessor", "grade", "note"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         query, grade = data.get("query"), data.get("grade")
         if query is not None and grade is not None:
             levels = services.grade_values(query.collection)
             if grade not in levels:
                 self.add_error("grade", f"{grade} is not on this collection's scale {levels}.")
         document = data.get("document")
-        if query is not None and document is not None:
-            if document.collection_id != query.collection_id:
-                self.add_error("document", "The document belongs to another collection.")
+        if (
+            query is not None
+            and document is not None
+            and document.collection_id != query.collection_id
+        ):
+            self.add_error("document", "The document belongs to another collection.")
         return data
 
 
@@ -147,7 +150,15 @@ class JudgementAdmin(admin.ModelAdmin):
 
 @admin.register(JudgementHistory)
 class JudgementHistoryAdmin(admin.ModelAdmin):
-    list_display = ["query", "document", "assessor", "old_grade", "new_grade", "source", "changed_at"]
+    list_display = [
+        "query",
+        "document",
+        "assessor",
+        "old_grade",
+        "new_grade",
+        "source",
+        "changed_at",
+    ]
     list_filter = ["source", "query__collection"]
     list_select_related = ["query", "document", "assessor"]
 

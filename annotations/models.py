@@ -8,7 +8,10 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-GAIN_CHOICES = [("linear", "Linear (grade; trec_eval)"), ("exponential", "Exponential (2^grade - 1)")]
+GAIN_CHOICES = [
+    ("linear", "Linear (grade; trec_eval)"),
+    ("exponential", "Exponential (2^grade - 1)"),
+]
 MISSING_CHOICES = [
     ("zero", "Counts 0 (trec_eval -c)"),
     ("skip", "Left out of the run's mean (trec_eval default)"),
@@ -39,7 +42,9 @@ class Collection(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     gain = models.CharField(max_length=12, choices=GAIN_CHOICES, default="linear")
-    cutoffs = models.JSONField(default=default_cutoffs, help_text="nDCG cutoffs k, e.g. [5, 10, 20]")
+    cutoffs = models.JSONField(
+        default=default_cutoffs, help_text="nDCG cutoffs k, e.g. [5, 10, 20]"
+    )
     missing_queries = models.CharField(
         max_length=4,
         choices=MISSING_CHOICES,
@@ -183,9 +188,7 @@ class Query(models.Model):
 class Document(models.Model):
     """A document of a collection, addressed by its external id `docno`."""
 
-    collection = models.ForeignKey(
-        Collection, on_delete=models.CASCADE, related_name="documents"
-    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
     docno = models.CharField(max_length=ID_MAX_LENGTH)
     title = models.TextField(blank=True)
     text = models.TextField(blank=True)
@@ -347,6 +350,9 @@ class IdealScore(models.Model):
         ordering = ["query", "k"]
         constraints = [models.UniqueConstraint(fields=["query", "k"], name="ideal_unique")]
 
+    def __str__(self) -> str:
+        return f"IDCG@{self.k} of {self.query_id} = {self.idcg}"
+
 
 class QueryScore(models.Model):
     """A run's scores for one evaluated query at one cutoff k."""
@@ -365,6 +371,9 @@ class QueryScore(models.Model):
             models.UniqueConstraint(fields=["query", "run", "k"], name="query_score_unique"),
         ]
         indexes = [models.Index(fields=["run", "k"], name="query_score_run_idx")]
+
+    def __str__(self) -> str:
+        return f"nDCG@{self.k} of run {self.run_id} on query {self.query_id} = {self.ndcg}"
 
 
 class RunScore(models.Model):
@@ -391,6 +400,9 @@ class RunScore(models.Model):
         ordering = ["run", "k"]
         constraints = [models.UniqueConstraint(fields=["run", "k"], name="run_score_unique")]
 
+    def __str__(self) -> str:
+        return f"mean nDCG@{self.k} of run {self.run_id} = {self.ndcg}"
+
 
 class Adjudication(models.Model):
     """An organiser's final grade for a (query, document); it overrides the assessors' grades."""
@@ -416,3 +428,122 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id}: {self.grade} (adjudicated)"
+
+
+# --- assessor workflow: pools, assignments ------------------------------------------------
+
+
+class Pool(models.Model):
+    """A judging pool: the union of the pooled runs' top `depth` documents per query.
+
+    `runs` are the runs pooled so far and `queries` the queries it is limited to (empty: all
+    of them). `overlap` is how many assessors each pair should be assigned to.
+    """
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="pools")
+    name = models.CharField(max_length=100)
+    depth = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    overlap = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    runs = models.ManyToManyField(Run, related_name="pools", blank=True)
+    queries = models.ManyToManyField(Query, related_name="pools", blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="pools_created",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["collection", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "name"], name="pool_name_unique"),
+            models.CheckConstraint(condition=Q(depth__gte=1), name="pool_depth_positive"),
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="pool_overlap_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection.slug}/{self.name}"
+
+
+class PoolEntry(models.Model):
+    """One (query, document) pair of a pool; `best_position` is its best rank in any run."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="entries")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_entries")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pool_entries")
+    best_position = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    added = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pool", "query", "document"]
+        verbose_name_plural = "pool entries"
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "query", "document"], name="pool_entry_unique"),
+            models.CheckConstraint(
+                condition=Q(best_position__gte=1), name="pool_entry_position_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pool_id}:{self.query_id}/{self.document_id}"
+
+
+class Assignment(models.Model):
+    """One assessor's share of a pool: an ordered list of pairs to judge."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="assignments")
+    assessor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="assignments_created",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pool", "assessor"]
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "assessor"], name="assignment_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pool} for {self.assessor}"
+
+
+class AssignmentItem(models.Model):
+    """A pair in an assignment, at a 1-based `position`.
+
+    Whether it is judged is read from the assessor's Judgement (the single source of truth);
+    `skipped` marks "unsure / skip", with the assessor's optional `note`.
+    """
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="items")
+    entry = models.ForeignKey(PoolEntry, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    skipped = models.BooleanField(default=False)
+    note = models.TextField(blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["assignment", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment", "entry"], name="assignment_item_entry_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["assignment", "position"], name="assignment_item_position_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(position__gte=1), name="assignment_item_position_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.assignment_id}#{self.position}"

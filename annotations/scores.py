@@ -212,8 +212,10 @@ def _compute_all(collection: Collection, run_ids: list[int] | None = None) -> _C
     computed.versions = dict(
         Query.objects.filter(collection=collection).values_list("id", "judgements_version")
     )
-    runs = run_ids if run_ids is not None else list(
-        Run.objects.filter(collection=collection).values_list("id", flat=True)
+    runs = (
+        run_ids
+        if run_ids is not None
+        else list(Run.objects.filter(collection=collection).values_list("id", flat=True))
     )
     ks = collection.sorted_cutoffs
     for run_id in runs:
@@ -225,12 +227,12 @@ def _compute_all(collection: Collection, run_ids: list[int] | None = None) -> _C
         if not idcgs:
             continue
         evaluated += 1
-        for k, value in idcgs.items():
-            computed.ideal[(query_id, k)] = value
-        for (run_id, k), value in scores.items():
-            computed.query_scores[(run_id, query_id, k)] = value
+        for k, ideal in idcgs.items():
+            computed.ideal[(query_id, k)] = ideal
+        for (run_id, k), score in scores.items():
+            computed.query_scores[(run_id, query_id, k)] = score
             acc = computed.runs[(run_id, k)]
-            acc.add(_triple(value))
+            acc.add(_triple(score))
             acc.queries += 1
     if collection.missing_queries == "zero":
         if run_ids is not None:
@@ -272,7 +274,9 @@ def _write_all(collection: Collection, computed: _Computed, run_ids: list[int] |
 def scores_recompute_run(*, run_id: int) -> bool:
     """Recompute every evaluated query of one run and its means (after an import)."""
     with transaction.atomic():
-        collection_id = Run.objects.filter(id=run_id).values_list("collection_id", flat=True).first()
+        collection_id = (
+            Run.objects.filter(id=run_id).values_list("collection_id", flat=True).first()
+        )
         if collection_id is None:
             return False
         collection = _lock_collection(collection_id)
@@ -331,14 +335,15 @@ def _differences(collection: Collection, computed: _Computed) -> Iterator[str]:
             "run_id", "query_id", "k", *fields
         )
     }
-    for key in sorted(set(stored) | set(computed.query_scores)):
-        fresh = computed.query_scores.get(key)
+    for score_key in sorted(set(stored) | set(computed.query_scores)):
+        fresh = computed.query_scores.get(score_key)
         fresh_vals = None if fresh is None else [getattr(fresh, name) for name in fields]
-        if stored.get(key) != fresh_vals:
-            run_id, query_id, k = key
+        if stored.get(score_key) != fresh_vals:
+            run_id, query_id, k = score_key
+            was = stored.get(score_key)
             yield (
                 f"run={names[run_id]} query={qids[query_id]} k={k}: stored "
-                f"{dict(zip(fields, stored[key], strict=True)) if key in stored else None}, "
+                f"{dict(zip(fields, was, strict=True)) if was is not None else None}, "
                 f"recomputed {dict(zip(fields, fresh_vals, strict=True)) if fresh_vals else None}"
             )
     run_fields = ("queries", "ndcg", "ndcg_condensed", "judged")
@@ -348,13 +353,13 @@ def _differences(collection: Collection, computed: _Computed) -> Iterator[str]:
             "run_id", "k", *run_fields
         )
     }
-    for key in sorted(set(stored_runs) | set(computed.runs)):
-        acc = computed.runs.get(key)
-        fresh_run = None if acc is None else list(acc.row(key[0], key[1], None)[2:6])
-        if stored_runs.get(key) != fresh_run:
+    for run_key in sorted(set(stored_runs) | set(computed.runs)):
+        acc = computed.runs.get(run_key)
+        fresh_run = None if acc is None else list(acc.row(run_key[0], run_key[1], None)[2:6])
+        if stored_runs.get(run_key) != fresh_run:
             yield (
-                f"run={names[key[0]]} k={key[1]} means (queries, ndcg, ndcg', judged): stored "
-                f"{stored_runs.get(key)}, recomputed {fresh_run}"
+                f"run={names[run_key[0]]} k={run_key[1]} means (queries, ndcg, ndcg', judged): "
+                f"stored {stored_runs.get(run_key)}, recomputed {fresh_run}"
             )
     for query_id, version in Query.objects.filter(collection=collection).values_list(
         "id", "judgements_version"
@@ -379,9 +384,12 @@ def scores_sweep_stale(*, collection: Collection | None = None) -> int:
 
 
 def pending_query_count(*, collection: Collection) -> int:
-    return Query.objects.filter(
-        collection=collection, judgements_version__gt=F("scored_version")
-    ).count() + Run.objects.filter(collection=collection, scored_at__isnull=True).count()
+    return (
+        Query.objects.filter(
+            collection=collection, judgements_version__gt=F("scored_version")
+        ).count()
+        + Run.objects.filter(collection=collection, scored_at__isnull=True).count()
+    )
 
 
 # --- scheduling -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from os import PathLike, fspath
-from typing import IO, SupportsIndex, TextIO, TypeVar
+from typing import IO, Protocol, SupportsIndex, TypeVar
 
 __all__ = [
     "MAX_ID_LENGTH",
@@ -189,7 +189,13 @@ def read_documents(source: Source, *, name: str | None = None) -> Iterator[Docum
 # File-level rules (duplicates, one tag per run) are the reader's to enforce.
 
 
-def write_qrels(lines: Iterable[tuple[str, str, int]], out: TextIO) -> int:
+class TextSink(Protocol):
+    """Anything with a text `write` (an open file, sys.stdout, a command's OutputWrapper)."""
+
+    def write(self, text: str, /) -> object: ...
+
+
+def write_qrels(lines: Iterable[tuple[str, str, int]], out: TextSink) -> int:
     """Write ``(qid, docno, grade)`` rows as ``qid 0 docno grade`` lines; return the count."""
     count = 0
     for count, (qid, docno, grade) in enumerate(lines, start=1):
@@ -199,7 +205,7 @@ def write_qrels(lines: Iterable[tuple[str, str, int]], out: TextIO) -> int:
     return count
 
 
-def write_run(rows: Iterable[tuple[str, str, int, float, str]], out: TextIO) -> int:
+def write_run(rows: Iterable[tuple[str, str, int, float, str]], out: TextSink) -> int:
     """Write ``(qid, docno, rank, score, tag)`` rows as ``qid Q0 docno rank score tag``.
 
     The score is required and must be finite: there is no honest stand-in for a missing one.

@@ -1,4 +1,4 @@
-"""Stored scores: follow every change incrementally and always equal a recomputation and trec_eval."""
+"""Stored scores follow every change and always equal a recomputation and trec_eval."""
 
 import random
 from collections.abc import Callable
@@ -34,7 +34,9 @@ def stored_ndcg(collection: Collection) -> dict[tuple[str, str, int], float]:
     }
 
 
-def oracle(collection: Collection, *, judged_only: bool = False) -> dict[tuple[str, str, int], float]:
+def oracle(
+    collection: Collection, *, judged_only: bool = False
+) -> dict[tuple[str, str, int], float]:
     """trec_eval's ndcg_cut through pytrec_eval on the collection's effective qrels and runs."""
     from annotations import selectors
 
@@ -79,7 +81,9 @@ def test_worked_example_with_exponential_gain(worked_example: Collection) -> Non
 
 
 def _random_collection(write_file: WRITE, rng: random.Random, **options: object) -> Collection:
-    collection = CollectionFactory(slug=f"rand-{rng.randrange(10**6)}", cutoffs=[1, 3, 5], **options)
+    collection = CollectionFactory(
+        slug=f"rand-{rng.randrange(10**6)}", cutoffs=[1, 3, 5], **options
+    )
     docs = [f"d{i}" for i in range(12)] + ["D1", "d1a", "d10x"]
     for tag in ("alpha", "beta", "gamma"):
         lines = []
@@ -90,7 +94,9 @@ def _random_collection(write_file: WRITE, rng: random.Random, **options: object)
             for rank, docno in enumerate(picked, start=1):
                 score = rng.choice([1.0, 2.0, 2.0, 3.5])  # many ties
                 lines.append(f"q{q} Q0 {docno} {rank} {score} {tag}")
-        services.run_import(collection=collection, source=write_file(f"{tag}.txt", "\n".join(lines)))
+        services.run_import(
+            collection=collection, source=write_file(f"{tag}.txt", "\n".join(lines))
+        )
     return collection
 
 
@@ -106,7 +112,7 @@ def _random_collection(write_file: WRITE, rng: random.Random, **options: object)
 def test_random_judgement_changes_keep_stored_scores_exact(
     transactional_db: None, write_file: WRITE, seed: int, options: dict[str, object]
 ) -> None:
-    """After every create, change or delete the stored scores equal a full recompute and trec_eval."""
+    """After every create, change or delete, stored scores equal a recompute and trec_eval."""
     rng = random.Random(seed)
     collection = _random_collection(write_file, rng, **options)
     assessors = [UserFactory(username=f"a{seed}-{i}") for i in range(2)]
@@ -115,7 +121,9 @@ def test_random_judgement_changes_keep_stored_scores_exact(
     for step in range(40):
         query, document = rng.choice(queries), rng.choice(documents)
         assessor = rng.choice(assessors)
-        existing = Judgement.objects.filter(query=query, document=document, assessor=assessor).first()
+        existing = Judgement.objects.filter(
+            query=query, document=document, assessor=assessor
+        ).first()
         if existing is not None and rng.random() < 0.3:
             services.judgement_delete(judgement=existing, source="api")
         else:
@@ -133,9 +141,7 @@ def test_import_then_rescore_verify_and_oracle_agree(
 ) -> None:
     rng = random.Random(7)
     collection = _random_collection(write_file, rng)
-    lines = [
-        f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(4) for d in rng.sample(range(12), 6)
-    ]
+    lines = [f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(4) for d in rng.sample(range(12), 6)]
     services.judgements_import(
         collection=collection, source=write_file("qrels.txt", "\n".join(lines)),
         assessor=UserFactory(username="importer"),
@@ -151,7 +157,9 @@ def test_import_then_rescore_verify_and_oracle_agree(
     assert condensed == oracle(collection, judged_only=True)
 
 
-def test_run_replace_and_delete_update_scores(worked_example: Collection, write_file: WRITE) -> None:
+def test_run_replace_and_delete_update_scores(
+    worked_example: Collection, write_file: WRITE
+) -> None:
     better = "q1 Q0 d1 1 9 example\nq1 Q0 d3 2 8 example\nq1 Q0 d7 3 7 example\n"
     services.run_import(
         collection=worked_example, source=write_file("better.txt", better), replace=True
@@ -190,7 +198,9 @@ def test_a_lost_recomputation_stays_pending_and_rescore_stale_heals_it(
     assert stored_ndcg(worked_example) == oracle(worked_example)
 
 
-def test_an_older_recomputation_never_marks_a_newer_change_scored(worked_example: Collection) -> None:
+def test_an_older_recomputation_never_marks_a_newer_change_scored(
+    worked_example: Collection,
+) -> None:
     query = Query.objects.get(qid="q1")
     Query.objects.filter(id=query.id).update(judgements_version=query.judgements_version + 5)
     assert scores.scores_recompute_query(query_id=query.id)
@@ -203,6 +213,7 @@ def test_judgement_saved_with_the_orm_still_rescores(worked_example: Collection)
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
     judgement.grade = 0
     judgement.save()
-    assert QueryScore.objects.get(query__qid="q1", k=6).ndcg == oracle(worked_example)[
-        ("example", "q1", 6)
-    ]
+    assert (
+        QueryScore.objects.get(query__qid="q1", k=6).ndcg
+        == oracle(worked_example)[("example", "q1", 6)]
+    )

@@ -60,9 +60,7 @@ def celery_worker(worked_example: Collection, settings) -> Iterator[subprocess.P
     )
     try:
         settings.CELERY_BROKER_URL = BROKER
-        celery_app.conf.update(
-            broker_url=BROKER, task_always_eager=False, task_default_queue=queue
-        )
+        celery_app.conf.update(broker_url=BROKER, task_always_eager=False, task_default_queue=queue)
         yield worker
     finally:
         celery_app.conf.update(

@@ -8,7 +8,9 @@ from tests.factories import MembershipFactory, UserFactory
 
 
 @pytest.mark.browser
-def test_member_logs_in_and_sees_the_worked_example_scores(worked_example: Collection, page, login) -> None:  # type: ignore[no-untyped-def]
+def test_member_logs_in_and_sees_the_worked_example_scores(
+    worked_example: Collection, page, login
+) -> None:  # type: ignore[no-untyped-def]
     user = UserFactory(username="bob")
     MembershipFactory(collection=worked_example, user=user, role=Membership.ASSESSOR)
     login("bob")

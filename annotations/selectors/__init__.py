@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from django.db.models import F, QuerySet
 
@@ -27,7 +28,9 @@ DEEPEN_FACTOR = 4
 def _aggregate(
     grades_by_doc: dict[int, list[int]], adjudicated: dict[int, int], rule: str
 ) -> dict[int, int]:
-    effective = {doc: scoring.effective_grade(grades, rule) for doc, grades in grades_by_doc.items()}
+    effective = {
+        doc: scoring.effective_grade(grades, rule) for doc, grades in grades_by_doc.items()
+    }
     effective.update(adjudicated)
     return effective
 
@@ -137,30 +140,37 @@ def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:
     for query_id, document_id, qid, docno, grade in rows:
         if (query_id, document_id) != pair:
             if pair is not None:
-                yield *ids, adjudicated.get(pair, scoring.effective_grade(grades, collection.aggregation))
+                yield (
+                    *ids,
+                    adjudicated.get(pair, scoring.effective_grade(grades, collection.aggregation)),
+                )
             pair, ids, grades = (query_id, document_id), (qid, docno), []
         grades.append(grade)
     if pair is not None:
         yield *ids, adjudicated.get(pair, scoring.effective_grade(grades, collection.aggregation))
 
 
-def run_rows(*, run: Run) -> Iterator[tuple[str, str, int, float | None, str]]:
-    """(qid, docno, rank, score, tag) of a run in qid then effective order."""
+def run_rows(*, run: Run) -> Iterator[tuple[str, str, int, float, str]]:
+    """(qid, docno, rank, score, tag) of a run in qid then effective order.
+
+    A run submitted without scores is written with score = -position, so every tool reads
+    it back in the stored order.
+    """
     rows = (
         Result.objects.filter(run=run)
         .order_by("query__qid", "position")
-        .values_list("query__qid", "document__docno", "rank", "score")
+        .values_list("query__qid", "document__docno", "rank", "score", "position")
         .iterator(chunk_size=20000)
     )
-    for qid, docno, rank, score in rows:
-        yield qid, docno, rank, score, run.name
+    for qid, docno, rank, score, position in rows:
+        yield qid, docno, rank, (float(-position) if score is None else score), run.name
 
 
 def runs_of(*, collection: Collection) -> QuerySet[Run]:
     return Run.objects.filter(collection=collection).order_by("name")
 
 
-def collections_visible(*, user: object) -> QuerySet[Collection]:
+def collections_visible(*, user: Any) -> QuerySet[Collection]:
     """Collections a user may open: all for staff, else those they are a member of."""
     if getattr(user, "is_staff", False):
         return Collection.objects.all()

@@ -17,6 +17,9 @@ from annotations.models import (
 )
 from annotations.scores import scores_schedule
 
+# The range the grade check constraints of GradeLevel and Judgement allow.
+GRADE_MIN, GRADE_MAX = -9, 99
+
 # --- collections ------------------------------------------------------------------------
 
 
@@ -60,6 +63,7 @@ def collection_create(
 def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
     """Parse a scale such as '0-3', '0-4' or '0,1,2' into levels with default labels."""
     text = spec.strip()
+    values: Sequence[int]
     try:
         if "," in text:
             values = sorted({int(part) for part in text.split(",")})
@@ -68,13 +72,18 @@ def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
             low, high = int(text[:cut]), int(text[cut + 1 :])
             if high < low:
                 raise ValueError
-            values = list(range(low, high + 1))
+            values = range(low, high + 1)  # not a list yet: '0-99999999999' must not fill memory
         else:
             raise ValueError
     except ValueError:
         raise ValidationError(
             {"grades": f"{spec!r} is not a grade scale; write it like '0-3' or '0,1,2'"}
         ) from None
+    if values[0] < GRADE_MIN or values[-1] > GRADE_MAX:
+        raise ValidationError(
+            {"grades": f"grades must lie between {GRADE_MIN} and {GRADE_MAX}; {spec!r} does not"}
+        )
+    values = list(values)
     if values == [level[0] for level in DEFAULT_GRADES]:
         return list(DEFAULT_GRADES)
     return [(value, f"Grade {value}", "") for value in values]

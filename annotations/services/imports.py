@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO, TextIO
+from typing import BinaryIO
 
 from django.db import transaction
 
@@ -179,5 +179,5 @@ def _documents_upsert(
 # --- exports ----------------------------------------------------------------------------
 
 
-def qrels_export(*, collection: Collection, out: TextIO | IO[str]) -> None:
-    trec.write_qrels(selectors.qrels_rows(collection=collection), out)  # type: ignore[arg-type]
+def qrels_export(*, collection: Collection, out: trec.TextSink) -> None:
+    trec.write_qrels(selectors.qrels_rows(collection=collection), out)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -48,11 +48,11 @@ def judgement_record(
     *,
     query: Query,
     document: Document,
-    assessor: AbstractBaseUser,
+    assessor: User,
     grade: int,
     note: str = "",
     source: str,
-    changed_by: AbstractBaseUser | None = None,
+    changed_by: User | None = None,
 ) -> Judgement:
     """Create or change one assessor's judgement, with a history row, and rescore its query.
 
@@ -98,7 +98,7 @@ def judgement_record(
 
 
 def judgement_delete(
-    *, judgement: Judgement, source: str, changed_by: AbstractBaseUser | None = None
+    *, judgement: Judgement, source: str, changed_by: User | None = None
 ) -> None:
     """Delete a judgement, keeping a history row, and rescore its query."""
     with transaction.atomic():
@@ -117,7 +117,7 @@ def _history(
     new: int | None,
     note: str,
     source: str,
-    changed_by: AbstractBaseUser | None,
+    changed_by: User | None,
 ) -> None:
     JudgementHistory.objects.create(
         query_id=judgement.query_id,
@@ -141,7 +141,7 @@ def _mark_changed(query_ids: Iterable[int]) -> None:
     scores_schedule(query_ids=ids)
 
 
-def import_assessor(username: str | None = None) -> AbstractBaseUser:
+def import_assessor(username: str | None = None) -> User:
     """The account judgements are imported under (a non-login account by default)."""
     user_model = get_user_model()
     if username:
@@ -161,9 +161,9 @@ def judgements_import(
     collection: Collection,
     source: Source,
     name: str | None = None,
-    assessor: AbstractBaseUser,
+    assessor: User,
     history_source: str = "import",
-    changed_by: AbstractBaseUser | None = None,
+    changed_by: User | None = None,
 ) -> ImportSummary:
     """Import TREC qrels as one assessor's judgements: all or nothing, every change in history.
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import IO, TextIO
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -29,7 +28,7 @@ def run_import(
     source: Source,
     name: str | None = None,
     run_name: str | None = None,
-    owner: AbstractBaseUser | None = None,
+    owner: User | None = None,
     description: str = "",
     replace: bool = False,
 ) -> tuple[Run, int]:
@@ -60,7 +59,7 @@ def run_store(
     collection: Collection,
     run_name: str,
     results: dict[str, list[tuple[str, float | None, int]]],
-    owner: AbstractBaseUser | None = None,
+    owner: User | None = None,
     description: str = "",
     replace: bool = False,
 ) -> tuple[Run, int]:
@@ -122,5 +121,5 @@ def run_delete(*, run: Run) -> None:
     run.delete()
 
 
-def run_export(*, run: Run, out: TextIO | IO[str]) -> None:
-    trec.write_run(selectors.run_rows(run=run), out)  # type: ignore[arg-type]
+def run_export(*, run: Run, out: trec.TextSink) -> None:
+    trec.write_run(selectors.run_rows(run=run), out)

@@ -7,7 +7,6 @@ from django.shortcuts import render
 from annotations import selectors
 
 
-
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     collections = selectors.collections_visible(user=request.user)
@@ -29,6 +28,3 @@ def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "counts": selectors.collection_counts(collection=collection),
     }
     return render(request, "annotations/collection_detail.html", context)
-
-
-

@@ -44,6 +44,8 @@ def run_reporting_errors(action: Callable[[], T]) -> T:
         raise CommandError(
             f"the database refused the change ({error}); nothing was changed"
         ) from None
+    except OSError as error:  # a missing or unreadable file
+        raise CommandError(f"{error.filename}: {error.strerror} (nothing was imported)") from None
 
 
 class CollectionCommand(BaseCommand):
@@ -66,6 +68,9 @@ class FileImportCommand(CollectionCommand):
         raise NotImplementedError
 
     def handle(self, *args: Any, **options: Any) -> None:
-        collection = collection_get(options["slug"])
+        try:
+            collection = collection_get(options["slug"])
+        except CommandError as error:
+            raise CommandError(f"{options['file']}: {error}; nothing was imported") from None
         summary = run_reporting_errors(lambda: self.import_file(collection, options["file"]))
         self.stdout.write(f"{self.label}: {summary}")

@@ -34,7 +34,9 @@ class Command(BaseCommand):
         try:
             cutoffs = [int(part) for part in options["cutoffs"].split(",") if part.strip()]
         except ValueError:
-            raise CommandError(f"--cutoffs {options['cutoffs']!r}: write integers like 5,10,20") from None
+            raise CommandError(
+                f"--cutoffs {options['cutoffs']!r}: write integers like 5,10,20"
+            ) from None
         grades = run_reporting_errors(lambda: services.grade_levels_from_spec(options["grades"]))
         collection = run_reporting_errors(
             lambda: services.collection_create(

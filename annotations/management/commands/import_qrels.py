@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from django.db import transaction
+
 from annotations import services
 from annotations.management.commands._base import FileImportCommand, run_reporting_errors
 from annotations.models import Collection
@@ -22,8 +24,14 @@ class Command(FileImportCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self.assessor = run_reporting_errors(lambda: services.import_assessor(options["assessor"]))
-        super().handle(*args, **options)
+        # One transaction: a failed import must not leave the default import account behind.
+        with transaction.atomic():
+            self.assessor = run_reporting_errors(
+                lambda: services.import_assessor(options["assessor"])
+            )
+            super().handle(*args, **options)
 
     def import_file(self, collection: Collection, path: str) -> ImportSummary:
-        return services.judgements_import(collection=collection, source=path, assessor=self.assessor)
+        return services.judgements_import(
+            collection=collection, source=path, assessor=self.assessor
+        )

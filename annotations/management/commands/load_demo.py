@@ -42,7 +42,10 @@ class Command(BaseCommand):
                 "organiser": self._account("organiser", staff=True),
                 "assessor": self._account("assessor", staff=False),
             }
-            for username, role in (("organiser", Membership.ORGANISER), ("assessor", Membership.ASSESSOR)):
+            for username, role in (
+                ("organiser", Membership.ORGANISER),
+                ("assessor", Membership.ASSESSOR),
+            ):
                 Membership.objects.get_or_create(
                     collection=collection, user=accounts[username][0], role=role
                 )
