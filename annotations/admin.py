@@ -148,8 +148,23 @@ class JudgementAdmin(admin.ModelAdmin):
             )
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by the services: history is append-only, scores are computed."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(JudgementHistory)
-class JudgementHistoryAdmin(admin.ModelAdmin):
+class JudgementHistoryAdmin(ReadOnlyAdmin):
+    """Append-only: nobody edits or deletes history."""
+
     list_display = [
         "query",
         "document",
@@ -162,16 +177,6 @@ class JudgementHistoryAdmin(admin.ModelAdmin):
     list_filter = ["source", "query__collection"]
     list_select_related = ["query", "document", "assessor"]
 
-    # Append-only: nobody edits or deletes history.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(Adjudication)
 class AdjudicationAdmin(admin.ModelAdmin):
@@ -179,35 +184,22 @@ class AdjudicationAdmin(admin.ModelAdmin):
     raw_id_fields = ["query", "document"]
 
 
-class ReadOnlyScoreAdmin(admin.ModelAdmin):
-    """Scores are computed, never edited by hand."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(QueryScore)
-class QueryScoreAdmin(ReadOnlyScoreAdmin):
+class QueryScoreAdmin(ReadOnlyAdmin):
     list_display = ["run", "query", "k", "ndcg", "judged", "ndcg_condensed"]
     list_filter = ["k", "run__collection"]
     list_select_related = ["run", "query"]
 
 
 @admin.register(RunScore)
-class RunScoreAdmin(ReadOnlyScoreAdmin):
+class RunScoreAdmin(ReadOnlyAdmin):
     list_display = ["run", "k", "ndcg", "ndcg_condensed", "judged", "queries", "updated"]
     list_filter = ["k", "run__collection"]
     list_select_related = ["run"]
 
 
 @admin.register(IdealScore)
-class IdealScoreAdmin(ReadOnlyScoreAdmin):
+class IdealScoreAdmin(ReadOnlyAdmin):
     list_display = ["query", "k", "idcg"]
     list_select_related = ["query"]
 
