@@ -19,7 +19,7 @@ from annotations.models import (
     Membership,
     Query,
     QueryScore,
-    Result,
+    Ranking,
     Run,
     RunScore,
 )
@@ -72,15 +72,19 @@ class RunAdmin(admin.ModelAdmin):
     readonly_fields = ["scored_at"]
 
 
-@admin.register(Result)
-class ResultAdmin(admin.ModelAdmin):
-    list_display = ["run", "query", "document", "position", "rank", "score"]
-    list_select_related = ["run", "query", "document"]
-    raw_id_fields = ["run", "query", "document"]
-    show_full_result_count = False  # counting millions of results on every page is slow
+@admin.register(Ranking)
+class RankingAdmin(admin.ModelAdmin):
+    """A run's packed ranking of one query: listed and deleted with its run, never edited."""
+
+    list_display = ["run", "query", "size"]
+    list_select_related = ["run", "query"]
+    list_filter = ["run__collection"]
+    raw_id_fields = ["run", "query"]
+    fields = ["run", "query", "size"]
+    show_full_result_count = False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # results change only by importing a run again
+        return False  # a ranking changes only by importing its run again
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -93,7 +97,9 @@ class JudgementAdminForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        query, grade = data.get("query"), data.get("grade")
+        # On a change the pair is read-only, so it comes from the judgement being edited.
+        query = data.get("query") or (self.instance.query if self.instance.query_id else None)
+        grade = data.get("grade")
         if query is not None and grade is not None:
             levels = services.grade_values(query.collection)
             if grade not in levels:
@@ -117,6 +123,11 @@ class JudgementAdmin(admin.ModelAdmin):
     search_fields = ["query__qid", "document__docno", "assessor__username"]
     raw_id_fields = ["query", "document"]
     actions = ["delete_with_history"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # Query, document and assessor identify a judgement: editing them would record a new
+        # judgement and leave this one behind. Delete it and add another instead.
+        return ["query", "document", "assessor"] if obj is not None else []
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)

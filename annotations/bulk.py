@@ -36,3 +36,64 @@ def bulk_insert(model: type[Model], columns: Sequence[str], rows: Iterable[Seque
             cursor.executemany(sql, batch)
             count += len(batch)
     return count
+
+
+def ids_ensure(
+    model: type[Model],
+    *,
+    collection_id: int,
+    key: str,
+    values: Iterable[str],
+    defaults: dict[str, Any],
+) -> dict[str, int]:
+    """key value -> primary key for rows of one collection, inserting the missing ones.
+
+    The insert skips rows that exist (ON CONFLICT / OR IGNORE on the unique (collection, key)
+    constraint), so two imports creating the same ids at once do not collide. On PostgreSQL
+    the values travel once, by COPY into a temporary table, whatever their number.
+    """
+    wanted = sorted(set(values))
+    if not wanted:
+        return {}
+    table = connection.ops.quote_name(model._meta.db_table)
+    key_column = connection.ops.quote_name(key)
+    columns = ["collection_id", key, *defaults]
+    quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
+    fixed = [collection_id, *defaults.values()]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("CREATE TEMP TABLE IF NOT EXISTS ndcg_wanted_ids (value text)")
+            cursor.execute("TRUNCATE ndcg_wanted_ids")
+            raw = cursor.cursor
+            with raw.copy("COPY ndcg_wanted_ids (value) FROM STDIN") as copy:
+                for value in wanted:
+                    copy.write_row((value,))
+            placeholders = ", ".join(["%s"] * len(defaults))
+            cursor.execute(
+                f"INSERT INTO {table} ({quoted}) SELECT %s, value"
+                f"{', ' + placeholders if defaults else ''} FROM ndcg_wanted_ids "
+                "ON CONFLICT DO NOTHING",
+                fixed,
+            )
+            cursor.execute(
+                f"SELECT t.{key_column}, t.id FROM {table} t JOIN ndcg_wanted_ids w "
+                f"ON t.{key_column} = w.value WHERE t.collection_id = %s",
+                [collection_id],
+            )
+            return dict(cursor.fetchall())
+        placeholders = ", ".join(["%s"] * len(columns))
+        cursor.executemany(
+            f"INSERT OR IGNORE INTO {table} ({quoted}) VALUES ({placeholders})",
+            [(collection_id, value, *defaults.values()) for value in wanted],
+        )
+        found: dict[str, int] = {}
+        for start in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
+            chunk = wanted[start : start + 500]
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f"SELECT {key_column}, id FROM {table} "
+                f"WHERE collection_id = %s AND {key_column} IN ({marks})",
+                [collection_id, *chunk],
+            )
+            found.update(cursor.fetchall())
+        return found

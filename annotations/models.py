@@ -8,6 +8,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from annotations import packing
+
 GAIN_CHOICES = [
     ("linear", "Linear (grade; trec_eval)"),
     ("exponential", "Exponential (2^grade - 1)"),
@@ -232,36 +234,44 @@ class Run(models.Model):
         return f"{self.collection.slug}/{self.name}"
 
 
-class Result(models.Model):
-    """One retrieved document of a run for a query.
+class Ranking(models.Model):
+    """A run's ranked documents for one query: the run's results, one row per (run, query).
 
-    `rank` and `score` are as submitted; `position` is the effective 1-based rank after
-    trec_eval's ordering (score descending, ties by docno descending), fixed at import so
-    that scoring reads a run's top of a query by index instead of sorting.
+    The documents are stored in effective order (trec_eval's: score descending, ties by
+    docno descending), fixed at import, as packed arrays (see `annotations.packing`): 64-bit
+    document ids, the submitted scores as doubles (empty when the run gave none) and the
+    submitted ranks. A TREC-scale collection has 27 million results but only 27 thousand
+    rankings, so imports write a few hundred rows per run and scoring reads one row per run
+    of a query instead of one per result.
     """
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="results")
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="results")
-    rank = models.IntegerField()
-    score = models.FloatField(null=True, blank=True)
-    position = models.IntegerField(validators=[MinValueValidator(1)])
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rankings")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="rankings")
+    size = models.PositiveIntegerField(help_text="Number of documents retrieved")
+    documents = models.BinaryField(help_text="Document ids, int64 little-endian, in order")
+    scores = models.BinaryField(help_text="Scores, float64 little-endian; empty: none given")
+    ranks = models.BinaryField(help_text="Submitted ranks, int32 little-endian")
 
     class Meta:
-        ordering = ["run", "query", "position"]
+        ordering = ["run", "query"]
         constraints = [
-            # Serves the scoring read: one query's top positions across every run.
-            models.UniqueConstraint(
-                fields=["query", "position", "run"], name="result_position_unique"
-            ),
-            models.UniqueConstraint(
-                fields=["run", "query", "document"], name="result_document_unique"
-            ),
-            models.CheckConstraint(condition=Q(position__gte=1), name="result_position_positive"),
+            models.UniqueConstraint(fields=["run", "query"], name="ranking_unique"),
+            models.CheckConstraint(condition=Q(size__gte=1), name="ranking_not_empty"),
         ]
+        # The scoring read: one query's rankings across every run.
+        indexes = [models.Index(fields=["query", "run"], name="ranking_query_idx")]
 
     def __str__(self) -> str:
-        return f"{self.run_id}:{self.query_id}:{self.position}"
+        return f"ranking of run {self.run_id} for query {self.query_id} ({self.size} documents)"
+
+    def document_ids(self, depth: int | None = None) -> list[int]:
+        return packing.unpack_ids(self.documents, depth)
+
+    def score_values(self) -> list[float] | None:
+        return packing.unpack_scores(self.scores) if self.scores else None
+
+    def rank_values(self) -> list[int]:
+        return packing.unpack_ranks(self.ranks)
 
 
 class Judgement(models.Model):

@@ -2,9 +2,51 @@
 
 from django.urls import path
 
-from annotations.views import collections
+from annotations.views import collections, judging, scores
 
 urlpatterns = [
     path("", collections.home, name="home"),
     path("collections/<slug:slug>/", collections.collection_detail, name="collection-detail"),
+    path("collections/<slug:slug>/leaderboard/", scores.leaderboard, name="leaderboard"),
+    path(
+        "collections/<slug:slug>/leaderboard/state/",
+        scores.leaderboard_state,
+        name="leaderboard-state",
+    ),
+    path("collections/<slug:slug>/runs/<str:name>/", scores.run_detail, name="run-detail"),
+    path("collections/<slug:slug>/queries/<str:qid>/", scores.query_detail, name="query-detail"),
+    path("judging/", judging.queue, name="judging-queue"),
+    path(
+        "judging/assignments/<int:assignment_id>/",
+        judging.assignment_detail,
+        name="judging-assignment",
+    ),
+    path(
+        "judging/assignments/<int:assignment_id>/continue/",
+        judging.assignment_continue,
+        name="judging-continue",
+    ),
+    path(
+        "judging/assignments/<int:assignment_id>/pairs/<int:position>/",
+        judging.grade,
+        name="judging-grade",
+    ),
+    path("collections/<slug:slug>/pools/", judging.pools, name="judging-pools"),
+    path("collections/<slug:slug>/pools/<int:pool_id>/", judging.pool_detail, name="judging-pool"),
+    path(
+        "collections/<slug:slug>/pools/<int:pool_id>/assign/",
+        judging.pool_assign,
+        name="judging-pool-assign",
+    ),
+    path(
+        "collections/<slug:slug>/pools/<int:pool_id>/extend/",
+        judging.pool_extend,
+        name="judging-pool-extend",
+    ),
+    path("collections/<slug:slug>/agreement/", judging.agreement, name="judging-agreement"),
+    path(
+        "collections/<slug:slug>/disagreements/",
+        judging.disagreements,
+        name="judging-disagreements",
+    ),
 ]

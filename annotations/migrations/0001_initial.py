@@ -177,18 +177,20 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.CreateModel(
-            name='Result',
+            name='Ranking',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rank', models.IntegerField()),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('position', models.IntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='annotations.document')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='annotations.query')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='annotations.run')),
+                ('size', models.PositiveIntegerField(help_text='Number of documents retrieved')),
+                ('documents', models.BinaryField(help_text='Document ids, int64 little-endian, in order')),
+                ('scores', models.BinaryField(help_text='Scores, float64 little-endian; empty: none given')),
+                ('ranks', models.BinaryField(help_text='Submitted ranks, int32 little-endian')),
+                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rankings', to='annotations.query')),
+                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rankings', to='annotations.run')),
             ],
             options={
-                'ordering': ['run', 'query', 'position'],
+                'ordering': ['run', 'query'],
+                'indexes': [models.Index(fields=['query', 'run'], name='ranking_query_idx')],
+                'constraints': [models.UniqueConstraint(fields=('run', 'query'), name='ranking_unique'), models.CheckConstraint(condition=models.Q(('size__gte', 1)), name='ranking_not_empty')],
             },
         ),
         migrations.CreateModel(
@@ -297,18 +299,6 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='run',
             constraint=models.UniqueConstraint(fields=('collection', 'name'), name='run_name_unique'),
-        ),
-        migrations.AddConstraint(
-            model_name='result',
-            constraint=models.UniqueConstraint(fields=('query', 'position', 'run'), name='result_position_unique'),
-        ),
-        migrations.AddConstraint(
-            model_name='result',
-            constraint=models.UniqueConstraint(fields=('run', 'query', 'document'), name='result_document_unique'),
-        ),
-        migrations.AddConstraint(
-            model_name='result',
-            constraint=models.CheckConstraint(condition=models.Q(('position__gte', 1)), name='result_position_positive'),
         ),
         migrations.AddIndex(
             model_name='queryscore',

@@ -8,21 +8,17 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 
-from annotations import scoring
+from annotations import packing, scoring
 from annotations.models import (
     Adjudication,
     Collection,
+    Document,
     Judgement,
     Query,
-    Result,
+    Ranking,
     Run,
     RunScore,
 )
-
-# First read of a query's rankings goes this deep; runs whose condensed list needs more
-# judged documents are read deeper, DEEPEN_FACTOR times at each step.
-INITIAL_DEPTH_FACTOR = 4
-DEEPEN_FACTOR = 4
 
 
 def _aggregate(
@@ -85,39 +81,43 @@ def effective_grades_by_query(*, collection: Collection) -> Iterator[tuple[int, 
 def query_rankings(
     *,
     query_id: int,
-    depth: int,
-    grades: dict[int, int],
+    depth: int | None = None,
     run_ids: Iterable[int] | None = None,
 ) -> dict[int, list[int]]:
-    """Run id -> document ids in effective order, read only as deep as scoring needs.
-
-    nDCG@k and judged@k need the top `depth` documents; the condensed list needs the first
-    `depth` judged ones, which can lie deeper, so runs still short of them are read further.
-    """
-    limit = max(depth * INITIAL_DEPTH_FACTOR, depth)
-    base = Result.objects.filter(query_id=query_id)
+    """Run id -> document ids in effective order for one query (the top `depth` if given)."""
+    rows = Ranking.objects.filter(query_id=query_id)
     if run_ids is not None:
-        base = base.filter(run_id__in=list(run_ids))
-    rankings: dict[int, list[int]] = defaultdict(list)
-    rows = base.filter(position__lte=limit).order_by("run_id", "position")
-    for run_id, document_id in rows.values_list("run_id", "document_id"):
-        rankings[run_id].append(document_id)
-    while True:
-        short = [
-            run_id
-            for run_id, docs in rankings.items()
-            if len(docs) == limit and _judged_count(docs, grades) < depth
-        ]
-        if not short:
-            break
-        deeper = limit * DEEPEN_FACTOR
-        rows = base.filter(run_id__in=short, position__gt=limit, position__lte=deeper).order_by(
-            "run_id", "position"
-        )
-        for run_id, document_id in rows.values_list("run_id", "document_id"):
-            rankings[run_id].append(document_id)
-        limit = deeper
-    return dict(rankings)
+        rows = rows.filter(run_id__in=list(run_ids))
+    return {
+        run_id: packing.unpack_ids(documents, depth)
+        for run_id, documents in rows.values_list("run_id", "documents")
+    }
+
+
+def top_documents(
+    *,
+    run_ids: Iterable[int] | None = None,
+    query_ids: Iterable[int] | None = None,
+    collection: Collection | None = None,
+    depth: int | None = None,
+) -> Iterator[tuple[int, int, list[int]]]:
+    """(run id, query id, document ids in effective order, cut at `depth`) per ranking.
+
+    The reads of pooling, bounds and side-by-side pages; streamed in (run, query) order.
+    """
+    rows = Ranking.objects.all()
+    if collection is not None:
+        rows = rows.filter(run__collection=collection)
+    if run_ids is not None:
+        rows = rows.filter(run_id__in=list(run_ids))
+    if query_ids is not None:
+        rows = rows.filter(query_id__in=list(query_ids))
+    for run_id, query_id, documents in (
+        rows.order_by("run_id", "query_id")
+        .values_list("run_id", "query_id", "documents")
+        .iterator(chunk_size=500)
+    ):
+        yield run_id, query_id, packing.unpack_ids(documents, depth)
 
 
 def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:
@@ -151,19 +151,26 @@ def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:
 
 
 def run_rows(*, run: Run) -> Iterator[tuple[str, str, int, float, str]]:
-    """(qid, docno, rank, score, tag) of a run in qid then effective order.
+    """(qid, docno, rank, score, tag) of a run, by qid, each query in effective order.
 
     A run submitted without scores is written with score = -position, so every tool reads
     it back in the stored order.
     """
-    rows = (
-        Result.objects.filter(run=run)
-        .order_by("query__qid", "position")
-        .values_list("query__qid", "document__docno", "rank", "score", "position")
-        .iterator(chunk_size=20000)
+    rankings = (
+        Ranking.objects.filter(run=run)
+        .order_by("query__qid")
+        .values_list("query__qid", "documents", "scores", "ranks")
+        .iterator(chunk_size=200)
     )
-    for qid, docno, rank, score, position in rows:
-        yield qid, docno, rank, (float(-position) if score is None else score), run.name
+    for qid, documents, scores, ranks in rankings:
+        ids = packing.unpack_ids(documents)
+        docnos = dict(Document.objects.filter(id__in=ids).values_list("id", "docno"))
+        values = packing.unpack_scores(scores) if scores else None
+        for position, (document_id, rank) in enumerate(
+            zip(ids, packing.unpack_ranks(ranks), strict=True), start=1
+        ):
+            score = float(-position) if values is None else values[position - 1]
+            yield qid, docnos[document_id], rank, score, run.name
 
 
 def runs_of(*, collection: Collection) -> QuerySet[Run]:
@@ -211,7 +218,3 @@ def collection_counts(*, collection: Collection) -> dict[str, int]:
         "runs": Run.objects.filter(collection=collection).count(),
         "judgements": Judgement.objects.filter(query__collection=collection).count(),
     }
-
-
-def _judged_count(documents: list[int], grades: dict[int, int]) -> int:
-    return sum(1 for document in documents if scoring.is_judged(grades.get(document)))

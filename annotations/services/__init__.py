@@ -1,5 +1,15 @@
 """Use cases that write, one module per concept; everything is re-exported here."""
 
+from annotations.services.adjudications import adjudication_record
+from annotations.services.catalogue import (
+    DocumentFields,
+    QueryFields,
+    collection_create_with_organiser,
+    collection_publish,
+    documents_store,
+    membership_grant,
+    queries_store,
+)
 from annotations.services.collections import (
     SCORING_FIELDS,
     collection_create,
@@ -23,25 +33,45 @@ from annotations.services.judgements import (
     judgement_record,
     judgements_import,
 )
+from annotations.services.pools import (
+    assignment_create,
+    assignment_item_grade,
+    assignment_item_skip,
+    pool_build,
+    pool_extend,
+)
 from annotations.services.runs import run_delete, run_export, run_import, run_store
 
 __all__ = [
     "IMPORT_ASSESSOR",
     "SCORING_FIELDS",
+    "DocumentFields",
     "ImportSummary",
+    "QueryFields",
+    "adjudication_record",
+    "assignment_create",
+    "assignment_item_grade",
+    "assignment_item_skip",
     "collection_create",
+    "collection_create_with_organiser",
     "collection_mark_stale",
+    "collection_publish",
     "collection_update",
     "documents_ensure",
     "documents_import",
+    "documents_store",
     "grade_levels_from_spec",
     "grade_values",
     "import_assessor",
     "judgement_delete",
     "judgement_record",
     "judgements_import",
+    "membership_grant",
+    "pool_build",
+    "pool_extend",
     "qrels_export",
     "queries_ensure",
+    "queries_store",
     "run_delete",
     "run_export",
     "run_import",

@@ -11,7 +11,7 @@ from typing import BinaryIO
 from django.db import transaction
 
 from annotations import selectors, trec
-from annotations.bulk import bulk_insert
+from annotations.bulk import ids_ensure
 from annotations.models import (
     Collection,
     Document,
@@ -43,48 +43,27 @@ def _chunks(items: Sequence[str], size: int = LOOKUP_CHUNK) -> Iterable[Sequence
 
 def queries_ensure(*, collection: Collection, qids: Iterable[str]) -> dict[str, int]:
     """qid -> query id, creating (ids only) the queries never imported."""
-    wanted = sorted(set(qids))
-    found: dict[str, int] = {}
-    for chunk in _chunks(wanted):
-        found.update(
-            Query.objects.filter(collection=collection, qid__in=chunk).values_list("qid", "id")
-        )
-    missing = [qid for qid in wanted if qid not in found]
-    if missing:
-        Query.objects.bulk_create(
-            [Query(collection=collection, qid=qid) for qid in missing], batch_size=LOOKUP_CHUNK
-        )
-        for chunk in _chunks(missing):
-            found.update(
-                Query.objects.filter(collection=collection, qid__in=chunk).values_list("qid", "id")
-            )
-    return found
+    return ids_ensure(
+        Query,
+        collection_id=collection.id,
+        key="qid",
+        values=qids,
+        defaults={
+            "title": "", "description": "", "narrative": "",
+            "judgements_version": 0, "scored_version": 0,
+        },
+    )  # fmt: skip
 
 
 def documents_ensure(*, collection: Collection, docnos: Iterable[str]) -> dict[str, int]:
     """docno -> document id, creating (ids only) the documents never imported."""
-    wanted = sorted(set(docnos))
-    found: dict[str, int] = {}
-    for chunk in _chunks(wanted):
-        found.update(
-            Document.objects.filter(collection=collection, docno__in=chunk).values_list(
-                "docno", "id"
-            )
-        )
-    missing = [docno for docno in wanted if docno not in found]
-    if missing:
-        bulk_insert(
-            Document,
-            ("collection_id", "docno", "title", "text", "url", "content_hash"),
-            ((collection.id, docno, "", "", "", "") for docno in missing),
-        )
-        for chunk in _chunks(missing):
-            found.update(
-                Document.objects.filter(collection=collection, docno__in=chunk).values_list(
-                    "docno", "id"
-                )
-            )
-    return found
+    return ids_ensure(
+        Document,
+        collection_id=collection.id,
+        key="docno",
+        values=docnos,
+        defaults={"title": "", "text": "", "url": "", "content_hash": ""},
+    )
 
 
 # --- topics and documents ---------------------------------------------------------------

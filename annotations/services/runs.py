@@ -9,11 +9,11 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotations import scoring, selectors, trec
+from annotations import packing, scoring, selectors, trec
 from annotations.bulk import bulk_insert
 from annotations.models import (
     Collection,
-    Result,
+    Ranking,
     Run,
 )
 from annotations.scores import scores_schedule
@@ -80,7 +80,7 @@ def run_store(
                 collection=collection, name=run_name, owner=owner, description=description
             )
         else:
-            run.results.all().delete()
+            run.rankings.all().delete()
             run.query_scores.all().delete()
             run.run_scores.all().delete()
             run.description = description or run.description
@@ -91,29 +91,36 @@ def run_store(
             collection=collection,
             docnos=(docno for docs in results.values() for docno, _, _ in docs),
         )
-        count = bulk_insert(
-            Result,
-            ("run_id", "query_id", "document_id", "rank", "score", "position"),
-            _result_rows(run.id, results, query_ids, doc_ids),
+        bulk_insert(
+            Ranking,
+            ("run_id", "query_id", "size", "documents", "scores", "ranks"),
+            _ranking_rows(run.id, results, query_ids, doc_ids),
         )
+        count = sum(len(docs) for docs in results.values())
         Run.objects.filter(id=run.id).update(scored_at=None)
         scores_schedule(run_ids=[run.id])
     return run, count
 
 
-def _result_rows(
+def _ranking_rows(
     run_id: int,
     results: dict[str, list[tuple[str, float | None, int]]],
     query_ids: dict[str, int],
     doc_ids: dict[str, int],
 ) -> Iterable[tuple[object, ...]]:
+    """One packed row per query, documents in trec_eval's order (fixed here, once)."""
     for qid, docs in results.items():
-        query_id = query_ids[qid]
         info = {docno: (score, rank) for docno, score, rank in docs}
         ordered = scoring.order_ranking((docno, score) for docno, score, _ in docs)
-        for position, docno in enumerate(ordered, start=1):
-            score, rank = info[docno]
-            yield run_id, query_id, doc_ids[docno], rank, score, position
+        scores = [info[docno][0] for docno in ordered]
+        yield (
+            run_id,
+            query_ids[qid],
+            len(ordered),
+            packing.pack_ids([doc_ids[docno] for docno in ordered]),
+            b"" if scores[0] is None else packing.pack_scores(scores),  # type: ignore[arg-type]
+            packing.pack_ranks([info[docno][1] for docno in ordered]),
+        )
 
 
 def run_delete(*, run: Run) -> None:

@@ -1,0 +1,118 @@
+"""HTML forms for judging: pools, assignments, grading and adjudication."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+
+from annotations.models import Collection, Query, Run
+
+DISAGREEMENT_CHOICES = [(2, "Grades differ by 2 or more"), (1, "Any difference")]
+
+
+class _CollectionForm(forms.Form):
+    """A form whose run and query choices come from one collection."""
+
+    def __init__(self, *args: Any, collection: Collection, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.collection = collection
+        if "runs" in self.fields:
+            runs = cast(forms.ModelMultipleChoiceField, self.fields["runs"])
+            runs.queryset = Run.objects.filter(collection=collection)
+
+    def clean_queries(self) -> list[Query]:
+        """Query ids (qids) separated by commas or spaces; empty means every query."""
+        raw = self.cleaned_data.get("queries", "")
+        qids = [part for part in raw.replace(",", " ").split() if part]
+        found = {q.qid: q for q in Query.objects.filter(collection=self.collection, qid__in=qids)}
+        unknown = [qid for qid in qids if qid not in found]
+        if unknown:
+            raise ValidationError(f"Unknown queries: {', '.join(unknown)}")
+        return [found[qid] for qid in dict.fromkeys(qids)]
+
+
+class PoolBuildForm(_CollectionForm):
+    name = forms.SlugField(max_length=100, initial="main")
+    depth = forms.IntegerField(min_value=1, max_value=1000, initial=10, help_text="k per run")
+    runs = forms.ModelMultipleChoiceField(
+        queryset=Run.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every run.",
+    )
+    queries = forms.CharField(
+        required=False, help_text="qids separated by commas; empty: every query."
+    )
+    include_judged = forms.BooleanField(required=False, label="Queue pairs that are already judged")
+
+
+class PoolExtendForm(_CollectionForm):
+    depth = forms.IntegerField(min_value=1, max_value=1000, required=False)
+    runs = forms.ModelMultipleChoiceField(
+        queryset=Run.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every run (new runs join).",
+    )
+    queries = forms.CharField(required=False, help_text="More qids; empty: the pool's queries.")
+    include_judged = forms.BooleanField(required=False, label="Queue pairs that are already judged")
+
+
+class AssignmentForm(_CollectionForm):
+    assessors = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple
+    )
+    overlap = forms.IntegerField(
+        min_value=1, max_value=20, initial=1, help_text="Assessors per pair"
+    )
+    queries = forms.CharField(
+        required=False, help_text="qids separated by commas; empty: every query of the pool."
+    )
+    pairs = forms.IntegerField(
+        min_value=1, required=False, help_text="At most this many new pairs per assessor."
+    )
+
+    def __init__(self, *args: Any, assessors: list[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = cast(forms.ModelMultipleChoiceField, self.fields["assessors"])
+        field.queryset = (
+            get_user_model()
+            .objects.filter(pk__in=[user.pk for user in assessors])
+            .order_by("username")
+        )
+
+
+class GradeForm(forms.Form):
+    """One POST from the grading page: a grade, or "skip" (unsure) with an optional note."""
+
+    grade = forms.TypedChoiceField(coerce=int, required=False, choices=())
+    action = forms.ChoiceField(choices=[("grade", "Grade"), ("skip", "Skip")], required=False)
+    note = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+    def __init__(self, *args: Any, levels: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        grade = cast(forms.TypedChoiceField, self.fields["grade"])
+        grade.choices = [(value, str(value)) for value in levels]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") != "skip" and data.get("grade") in (None, ""):
+            raise ValidationError("Choose a grade, or skip the pair.")
+        return data
+
+
+class AdjudicationForm(forms.Form):
+    query = forms.IntegerField(widget=forms.HiddenInput)
+    document = forms.IntegerField(widget=forms.HiddenInput)
+    grade = forms.TypedChoiceField(coerce=int, choices=())
+    note = forms.CharField(required=False, max_length=2000)
+
+    def __init__(self, *args: Any, levels: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        grade = cast(forms.TypedChoiceField, self.fields["grade"])
+        grade.choices = [(value, str(value)) for value in levels]

@@ -1,0 +1,57 @@
+"""PURE packing of a ranking's document ids, scores and ranks into compact little-endian bytes."""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Sequence
+
+_SWAP = sys.byteorder != "little"
+
+
+def _pack(typecode: str, values: Sequence[int] | Sequence[float]) -> bytes:
+    packed = array(typecode, values)
+    if _SWAP:
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(typecode: str, data: bytes | memoryview, count: int | None = None) -> array:  # type: ignore[type-arg]
+    values = array(typecode)
+    raw = bytes(data)
+    if count is not None:
+        raw = raw[: count * values.itemsize]
+    if len(raw) % values.itemsize:
+        raise ValueError(f"{len(raw)} bytes are not a whole number of {typecode!r} items")
+    values.frombytes(raw)
+    if _SWAP:
+        values.byteswap()
+    return values
+
+
+def pack_ids(ids: Sequence[int]) -> bytes:
+    """Document ids as signed 64-bit integers."""
+    return _pack("q", ids)
+
+
+def unpack_ids(data: bytes | memoryview, count: int | None = None) -> list[int]:
+    """The ids, or only the first `count` of them (a top-k read)."""
+    return _unpack("q", data, count).tolist()
+
+
+def pack_scores(scores: Sequence[float]) -> bytes:
+    """Scores as IEEE doubles: every bit of the submitted value survives."""
+    return _pack("d", scores)
+
+
+def unpack_scores(data: bytes | memoryview) -> list[float]:
+    return _unpack("d", data).tolist()
+
+
+def pack_ranks(ranks: Sequence[int]) -> bytes:
+    """Submitted ranks as signed 32-bit integers."""
+    return _pack("i", ranks)
+
+
+def unpack_ranks(data: bytes | memoryview) -> list[int]:
+    return _unpack("i", data).tolist()

@@ -1,0 +1,391 @@
+"""Reads for judging: roles, pools, assessor queues, grading pages, agreement, disagreements."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+
+from annotations import agreement, scoring
+from annotations.models import (
+    Adjudication,
+    Assignment,
+    AssignmentItem,
+    Collection,
+    Judgement,
+    Membership,
+    Pool,
+    Query,
+    Run,
+)
+from annotations.selectors import collections_visible, top_documents
+
+# --- roles ------------------------------------------------------------------------------
+
+
+def collection_for_user(*, user: Any, slug: str) -> Collection | None:
+    """The collection if the user may open it (staff, or any membership), else None."""
+    return collections_visible(user=user).filter(slug=slug).first()
+
+
+def user_is_organiser(*, user: Any, collection: Collection) -> bool:
+    """Staff users organise every collection; others need the organiser role in it."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if getattr(user, "is_staff", False):
+        return True
+    return Membership.objects.filter(
+        collection=collection, user=user, role=Membership.ORGANISER
+    ).exists()
+
+
+def collections_organised(*, user: Any) -> QuerySet[Collection]:
+    if getattr(user, "is_staff", False):
+        return Collection.objects.all()
+    return Collection.objects.filter(
+        memberships__user=user, memberships__role=Membership.ORGANISER
+    ).distinct()
+
+
+# --- progress ---------------------------------------------------------------------------
+
+
+def _judged_by_assessor() -> Exists:
+    """True for an item whose assessor has a judgement of the item's pair."""
+    return Exists(
+        Judgement.objects.filter(
+            query_id=OuterRef("entry__query_id"),
+            document_id=OuterRef("entry__document_id"),
+            assessor_id=OuterRef("assignment__assessor_id"),
+        )
+    )
+
+
+def items_annotated(*, assignment: Assignment) -> QuerySet[AssignmentItem]:
+    """The items of an assignment in order, with `judged` and the assessor's `grade`."""
+    grade = Judgement.objects.filter(
+        query_id=OuterRef("entry__query_id"),
+        document_id=OuterRef("entry__document_id"),
+        assessor_id=OuterRef("assignment__assessor_id"),
+    ).values("grade")[:1]
+    return (
+        AssignmentItem.objects.filter(assignment=assignment)
+        .select_related("entry__query", "entry__document")
+        .annotate(judged=_judged_by_assessor(), grade=Subquery(grade))
+        .order_by("position")
+    )
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Judged, skipped and total pairs of one assignment."""
+
+    judged: int
+    skipped: int
+    total: int
+
+    @property
+    def done(self) -> int:
+        return self.judged + self.skipped
+
+    @property
+    def percent(self) -> int:
+        return 100 if self.total == 0 else (100 * self.done) // self.total
+
+
+def assignment_progress(*, assignment: Assignment) -> Progress:
+    judged = _judged_by_assessor()
+    counts = AssignmentItem.objects.filter(assignment=assignment).aggregate(
+        total=Count("id"),
+        judged=Count("id", filter=Q(judged)),
+        skipped=Count("id", filter=Q(~judged, skipped=True)),
+    )
+    return Progress(judged=counts["judged"], skipped=counts["skipped"], total=counts["total"])
+
+
+def assignments_of(*, user: Any) -> list[tuple[Assignment, Progress]]:
+    """The user's own assignments with their progress, newest pool first within a collection."""
+    assignments = (
+        Assignment.objects.filter(assessor=user)
+        .select_related("pool__collection")
+        .order_by("pool__collection__slug", "-pool__created", "pool__name")
+    )
+    return [(a, assignment_progress(assignment=a)) for a in assignments]
+
+
+def assignment_of(*, user: Any, assignment_id: int) -> Assignment | None:
+    """The assignment if it is the user's own (nobody sees another assessor's assignment)."""
+    return (
+        Assignment.objects.filter(id=assignment_id, assessor=user)
+        .select_related("pool__collection")
+        .first()
+    )
+
+
+def item_at(*, assignment: Assignment, position: int) -> AssignmentItem | None:
+    return (
+        AssignmentItem.objects.filter(assignment=assignment, position=position)
+        .select_related("entry__query", "entry__document", "assignment")
+        .first()
+    )
+
+
+def next_pending_position(*, assignment: Assignment, after: int = 0) -> int | None:
+    """The next item neither judged nor skipped after `after`, wrapping round; None if done."""
+    pending = (
+        AssignmentItem.objects.filter(assignment=assignment, skipped=False)
+        .annotate(judged=_judged_by_assessor())
+        .filter(judged=False)
+        .order_by("position")
+        .values_list("position", flat=True)
+    )
+    later = pending.filter(position__gt=after).first()
+    return later if later is not None else pending.first()
+
+
+def neighbour_positions(*, assignment: Assignment, position: int) -> tuple[int | None, int | None]:
+    """Positions of the previous and next items, None at either end."""
+    items = AssignmentItem.objects.filter(assignment=assignment)
+    previous = (
+        items.filter(position__lt=position)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    following = (
+        items.filter(position__gt=position)
+        .order_by("position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    return previous, following
+
+
+def judgement_of(*, item: AssignmentItem) -> Judgement | None:
+    """The item's assessor's own judgement of its pair."""
+    return Judgement.objects.filter(
+        query_id=item.entry.query_id,
+        document_id=item.entry.document_id,
+        assessor_id=item.assignment.assessor_id,
+    ).first()
+
+
+# --- pools ------------------------------------------------------------------------------
+
+
+def pool_candidates(
+    *,
+    runs: Sequence[Run],
+    queries: Sequence[Query],
+    depth: int,
+    include_judged: bool = False,
+) -> dict[tuple[int, int], int]:
+    """(query id, document id) -> best effective position, over the runs' top `depth` per
+    query (every query when `queries` is empty); judged pairs left out unless asked."""
+    pairs: dict[tuple[int, int], int] = {}
+    for _, query_id, documents in top_documents(
+        run_ids=[run.id for run in runs],
+        query_ids=[query.id for query in queries] if queries else None,
+        depth=depth,
+    ):
+        for position, document_id in enumerate(documents, start=1):
+            key = (query_id, document_id)
+            if position < pairs.get(key, depth + 1):
+                pairs[key] = position
+    if not include_judged and pairs:
+        judged = set(
+            Judgement.objects.filter(query_id__in={query_id for query_id, _ in pairs})
+            .values_list("query_id", "document_id")
+            .distinct()
+        )
+        pairs = {key: best for key, best in pairs.items() if key not in judged}
+    return pairs
+
+
+def pools_of(*, collection: Collection) -> QuerySet[Pool]:
+    return (
+        Pool.objects.filter(collection=collection)
+        .annotate(entry_count=Count("entries", distinct=True))
+        .order_by("-created", "name")
+    )
+
+
+def pool_assignments(*, pool: Pool) -> list[tuple[Assignment, Progress]]:
+    """Every assignment of a pool with its progress (organisers' overview)."""
+    assignments = Assignment.objects.filter(pool=pool).select_related("assessor")
+    return [(a, assignment_progress(assignment=a)) for a in assignments]
+
+
+def pool_unassigned_count(*, pool: Pool) -> int:
+    """Entries still short of the pool's overlap."""
+    return pool.entries.annotate(assigned=Count("items")).filter(assigned__lt=pool.overlap).count()
+
+
+def collection_assessors(*, collection: Collection) -> list[Any]:
+    """Users who may be given assignments: the collection's members, by username."""
+    from django.contrib.auth import get_user_model
+
+    return list(
+        get_user_model()
+        .objects.filter(memberships__collection=collection)
+        .distinct()
+        .order_by("username")
+    )
+
+
+# --- agreement --------------------------------------------------------------------------
+
+
+@dataclass
+class PairAgreement:
+    """Agreement of two assessors on the pairs both judged."""
+
+    first: str
+    second: str
+    items: int
+    kappa: float | None
+    alpha: float | None
+    matrix: list[list[int]]
+    levels: list[int]
+
+    @property
+    def labelled_rows(self) -> list[tuple[int, list[int]]]:
+        return list(zip(self.levels, self.matrix, strict=True))
+
+
+@dataclass
+class AgreementSummary:
+    """Collection-wide ordinal alpha and per assessor pair kappa, alpha and confusion matrix."""
+
+    levels: list[int]
+    units: int
+    alpha: float | None
+    pairs: list[PairAgreement] = field(default_factory=list)
+
+
+def _grades_by_pair(
+    collection: Collection, levels: list[int]
+) -> dict[tuple[int, int], dict[str, int]]:
+    """(query id, document id) -> {assessor username: grade}, grades off the scale left out."""
+    by_pair: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    on_scale = set(levels)
+    rows = Judgement.objects.filter(query__collection=collection).values_list(
+        "query_id", "document_id", "assessor__username", "grade"
+    )
+    for query_id, document_id, username, grade in rows:
+        if grade in on_scale:
+            by_pair[(query_id, document_id)][username] = grade
+    return by_pair
+
+
+def agreement_summary(*, collection: Collection) -> AgreementSummary:
+    """Inter-assessor agreement over every pair judged by two or more assessors."""
+    levels = sorted(collection.grades.values_list("value", flat=True))
+    by_pair = _grades_by_pair(collection, levels)
+    units = [list(grades.values()) for grades in by_pair.values() if len(grades) >= 2]
+    enough_levels = len(levels) >= 2
+    summary = AgreementSummary(
+        levels=levels,
+        units=len(units),
+        alpha=(
+            agreement.krippendorff_alpha_ordinal(units, levels) if units and enough_levels else None
+        ),
+    )
+    together: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    for grades in by_pair.values():
+        for first, second in combinations(sorted(grades), 2):
+            together[(first, second)].append((grades[first], grades[second]))
+    for (first, second), pairs in sorted(together.items()):
+        summary.pairs.append(
+            PairAgreement(
+                first=first,
+                second=second,
+                items=len(pairs),
+                kappa=agreement.cohen_kappa_quadratic(pairs, levels) if enough_levels else None,
+                alpha=(
+                    agreement.krippendorff_alpha_ordinal(pairs, levels) if enough_levels else None
+                ),
+                matrix=agreement.confusion_matrix(pairs, levels),
+                levels=levels,
+            )
+        )
+    return summary
+
+
+# --- disagreements ----------------------------------------------------------------------
+
+
+@dataclass
+class Disagreement:
+    """A pair whose assessors' grades spread by at least the asked difference."""
+
+    query_id: int
+    qid: str
+    query_title: str
+    document_id: int
+    docno: str
+    document_title: str
+    grades: list[tuple[str, int]]
+    effective: int
+    adjudicated: int | None
+
+    @property
+    def spread(self) -> int:
+        values = [grade for _, grade in self.grades]
+        return max(values) - min(values)
+
+
+def disagreements(*, collection: Collection, min_difference: int = 2) -> list[Disagreement]:
+    """Pairs judged by several assessors whose highest and lowest grades differ enough."""
+    if min_difference < 1:
+        raise ValueError("min_difference must be at least 1")
+    rows = (
+        Judgement.objects.filter(query__collection=collection)
+        .order_by("query__qid", "document__docno", "assessor__username")
+        .values_list(
+            "query_id",
+            "query__qid",
+            "query__title",
+            "document_id",
+            "document__docno",
+            "document__title",
+            "assessor__username",
+            "grade",
+        )
+    )
+    grouped: dict[tuple[int, int], list[tuple[Any, ...]]] = defaultdict(list)
+    for row in rows:
+        grouped[(row[0], row[3])].append(row)
+    adjudicated = {
+        (query_id, document_id): grade
+        for query_id, document_id, grade in Adjudication.objects.filter(
+            query__collection=collection
+        ).values_list("query_id", "document_id", "grade")
+    }
+    found: list[Disagreement] = []
+    for key, pair_rows in grouped.items():
+        if len(pair_rows) < 2:
+            continue
+        grades = [(row[6], row[7]) for row in pair_rows]
+        values = [grade for _, grade in grades]
+        if max(values) - min(values) < min_difference:
+            continue
+        first = pair_rows[0]
+        found.append(
+            Disagreement(
+                query_id=first[0],
+                qid=first[1],
+                query_title=first[2],
+                document_id=first[3],
+                docno=first[4],
+                document_title=first[5],
+                grades=grades,
+                effective=scoring.effective_grade(values, collection.aggregation),
+                adjudicated=adjudicated.get(key),
+            )
+        )
+    return found

@@ -1,0 +1,143 @@
+"""Use cases behind the REST API: queries and documents from JSON, memberships, publishing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from annotations import trec
+from annotations.models import ID_MAX_LENGTH, Collection, Membership, Query
+from annotations.services.collections import collection_create
+from annotations.services.imports import (
+    LOOKUP_CHUNK,
+    ImportSummary,
+    _documents_upsert,  # the same upsert as a file import: one place hashes contents
+)
+
+
+@dataclass(frozen=True)
+class QueryFields:
+    qid: str
+    title: str = ""
+    description: str = ""
+    narrative: str = ""
+
+
+@dataclass(frozen=True)
+class DocumentFields:
+    docno: str
+    title: str = ""
+    text: str = ""
+    url: str = ""
+
+
+def _check_ids(ids: Sequence[str], field: str) -> None:
+    for value in ids:
+        if not value or len(value) > ID_MAX_LENGTH or any(ch.isspace() for ch in value):
+            raise ValidationError(
+                {field: f"{value!r} is not a valid id (1-{ID_MAX_LENGTH} characters, no spaces)"}
+            )
+    seen: set[str] = set()
+    for value in ids:
+        if value in seen:
+            raise ValidationError({field: f"{value!r} appears more than once"})
+        seen.add(value)
+
+
+def queries_store(*, collection: Collection, queries: Sequence[QueryFields]) -> ImportSummary:
+    """Create or update queries by qid (all or nothing); like a topic file import."""
+    _check_ids([q.qid for q in queries], "qid")
+    created = updated = unchanged = 0
+    with transaction.atomic():
+        existing = {
+            q.qid: q
+            for q in Query.objects.filter(collection=collection, qid__in=[q.qid for q in queries])
+        }
+        to_create: list[Query] = []
+        for item in queries:
+            fields = {
+                "title": item.title,
+                "description": item.description,
+                "narrative": item.narrative,
+            }
+            query = existing.get(item.qid)
+            if query is None:
+                to_create.append(Query(collection=collection, qid=item.qid, **fields))
+                created += 1
+            elif all(getattr(query, key) == value for key, value in fields.items()):
+                unchanged += 1
+            else:
+                for key, value in fields.items():
+                    setattr(query, key, value)
+                query.save(update_fields=list(fields))
+                updated += 1
+        Query.objects.bulk_create(to_create, batch_size=LOOKUP_CHUNK)
+    return ImportSummary(created, updated, unchanged)
+
+
+def documents_store(
+    *, collection: Collection, documents: Sequence[DocumentFields]
+) -> ImportSummary:
+    """Create or update documents by docno (all or nothing); like a document file import."""
+    _check_ids([d.docno for d in documents], "docno")
+    records = [trec.DocumentRecord(d.docno, d.title, d.text, d.url, line=0) for d in documents]
+    created = updated = unchanged = 0
+    with transaction.atomic():
+        for start in range(0, len(records), LOOKUP_CHUNK):
+            c, u, n = _documents_upsert(collection, records[start : start + LOOKUP_CHUNK])
+            created, updated, unchanged = created + c, updated + u, unchanged + n
+    return ImportSummary(created, updated, unchanged)
+
+
+def membership_grant(*, collection: Collection, user: AbstractBaseUser, role: str) -> Membership:
+    """Give a user a role in a collection (idempotent)."""
+    if role not in {Membership.ORGANISER, Membership.ASSESSOR, Membership.OWNER}:
+        raise ValidationError({"role": f"{role!r} is not a role"})
+    membership, _ = Membership.objects.get_or_create(collection=collection, user=user, role=role)
+    return membership
+
+
+def collection_create_with_organiser(
+    *,
+    organiser: AbstractBaseUser,
+    slug: str,
+    name: str = "",
+    description: str = "",
+    gain: str = "linear",
+    cutoffs: Sequence[int] | None = None,
+    grades: Sequence[tuple[int, str, str]] | None = None,
+    missing_queries: str = "zero",
+    aggregation: str = "median",
+    public_leaderboard: bool = False,
+) -> Collection:
+    """Create a collection and make its creator an organiser of it, in one transaction."""
+    with transaction.atomic():
+        collection = collection_create(
+            slug=slug,
+            name=name,
+            description=description,
+            gain=gain,
+            cutoffs=cutoffs,
+            grades=grades,
+            missing_queries=missing_queries,
+            aggregation=aggregation,
+        )
+        if public_leaderboard:
+            collection_publish(collection=collection, public=True)
+        membership_grant(collection=collection, user=organiser, role=Membership.ORGANISER)
+    return collection
+
+
+def collection_publish(*, collection: Collection, public: bool) -> Collection:
+    """Open (or close) the collection's leaderboard and scores to anonymous readers.
+
+    Separate from ``collection_update``: it changes who may read, never a score.
+    """
+    if collection.public_leaderboard != public:
+        collection.public_leaderboard = public
+        collection.save(update_fields=["public_leaderboard", "updated"])
+    return collection

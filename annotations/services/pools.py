@@ -1,0 +1,294 @@
+"""Judging pools from runs (depth-k pooling), assignments with overlap, grading through them."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Max
+
+from annotations.models import (
+    Assignment,
+    AssignmentItem,
+    Collection,
+    Judgement,
+    Membership,
+    Pool,
+    PoolEntry,
+    Query,
+    Run,
+)
+from annotations.selectors.judging import pool_candidates
+from annotations.services.judgements import judgement_delete, judgement_record
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+# --- pools ------------------------------------------------------------------------------
+
+
+def _check_members(
+    collection: Collection, objects: Sequence[Run] | Sequence[Query], what: str
+) -> None:
+    if any(obj.collection_id != collection.id for obj in objects):
+        raise ValidationError({what: f"Every one of the {what} must belong to {collection.slug}."})
+
+
+def _add_entries(pool: Pool, pairs: dict[tuple[int, int], int]) -> int:
+    existing = set(pool.entries.values_list("query_id", "document_id"))
+    new = [
+        PoolEntry(pool=pool, query_id=query_id, document_id=document_id, best_position=best)
+        for (query_id, document_id), best in sorted(pairs.items())
+        if (query_id, document_id) not in existing
+    ]
+    PoolEntry.objects.bulk_create(new, batch_size=2000)
+    return len(new)
+
+
+def pool_build(
+    *,
+    collection: Collection,
+    name: str,
+    depth: int,
+    runs: Sequence[Run] | None = None,
+    queries: Sequence[Query] | None = None,
+    include_judged: bool = False,
+    overlap: int = 1,
+    created_by: User | None = None,
+) -> tuple[Pool, int]:
+    """Create a pool of every run's top `depth` per query; returns the pool and its size.
+
+    `runs` defaults to every run of the collection and `queries` to every query. Pairs that
+    somebody already judged are left out unless `include_judged`.
+    """
+    chosen_runs = list(runs) if runs is not None else list(collection.runs.all())
+    chosen_queries = list(queries or [])
+    if not chosen_runs:
+        raise ValidationError({"runs": "A pool needs at least one run."})
+    _check_members(collection, chosen_runs, "runs")
+    _check_members(collection, chosen_queries, "queries")
+    pool = Pool(
+        collection=collection, name=name, depth=depth, overlap=overlap, created_by=created_by
+    )
+    pool.full_clean()
+    with transaction.atomic():
+        pool.save()
+        pool.runs.set(chosen_runs)
+        pool.queries.set(chosen_queries)
+        added = _add_entries(
+            pool,
+            pool_candidates(
+                runs=chosen_runs,
+                queries=chosen_queries,
+                depth=depth,
+                include_judged=include_judged,
+            ),
+        )
+    return pool, added
+
+
+def pool_extend(
+    *,
+    pool: Pool,
+    depth: int | None = None,
+    runs: Sequence[Run] | None = None,
+    queries: Sequence[Query] | None = None,
+    include_judged: bool = False,
+) -> int:
+    """Add pairs to a pool (new runs, deeper k, more queries); returns how many were added.
+
+    Existing entries, assignments and judgements are untouched: new pairs only join the pool
+    and wait for `assignment_create`. `runs` defaults to every run of the collection (so new
+    runs join), `depth` to the pool's, `queries` to the pool's limit (all when it has none).
+    """
+    collection = pool.collection
+    chosen_runs = list(runs) if runs is not None else list(collection.runs.all())
+    if not chosen_runs:
+        raise ValidationError({"runs": "A pool needs at least one run."})
+    _check_members(collection, chosen_runs, "runs")
+    if depth is not None and depth < 1:
+        raise ValidationError({"depth": "The depth must be at least 1."})
+    with transaction.atomic():
+        locked = Pool.objects.select_for_update().get(id=pool.id)
+        limit = list(locked.queries.all())
+        chosen_queries = list(queries) if queries else limit
+        _check_members(collection, chosen_queries, "queries")
+        use_depth = depth if depth is not None else locked.depth
+        added = _add_entries(
+            locked,
+            pool_candidates(
+                runs=chosen_runs,
+                queries=chosen_queries,
+                depth=use_depth,
+                include_judged=include_judged,
+            ),
+        )
+        locked.runs.add(*chosen_runs)
+        if limit and queries:
+            locked.queries.add(*queries)
+        locked.depth = max(locked.depth, use_depth)
+        locked.save(update_fields=["depth", "updated"])
+    pool.refresh_from_db()
+    return added
+
+
+# --- assignments ------------------------------------------------------------------------
+
+
+def _ensure_member(collection: Collection, user: Any) -> None:
+    if user.is_staff or Membership.objects.filter(collection=collection, user=user).exists():
+        return
+    Membership.objects.get_or_create(collection=collection, user=user, role=Membership.ASSESSOR)
+
+
+def assignment_create(
+    *,
+    pool: Pool,
+    assessors: Sequence[User],
+    overlap: int | None = None,
+    queries: Sequence[Query] | None = None,
+    pairs: int | None = None,
+    created_by: User | None = None,
+) -> list[tuple[Assignment, int]]:
+    """Give the pool's pairs to assessors so each pair has `overlap` of them; returns
+    (assignment, pairs added) per assessor.
+
+    Only pairs still short of `overlap` are handed out, so running it again after
+    `pool_extend` assigns just the new ones; items are appended after an assessor's existing
+    ones, never reordered. A pair goes to the assessors with the fewest pairs, preferring
+    those who already have its query (a query stays with the same people). `queries` limits
+    it to some queries, `pairs` caps how many new pairs each assessor gets. Assessors who
+    are not members of the collection become assessor members.
+    """
+    people = list({user.pk: user for user in assessors}.values())
+    target = pool.overlap if overlap is None else overlap
+    if target < 1:
+        raise ValidationError({"overlap": "The overlap must be at least 1."})
+    if not people:
+        raise ValidationError({"assessors": "Choose at least one assessor."})
+    if target > len(people):
+        raise ValidationError(
+            {"overlap": f"An overlap of {target} needs at least {target} assessors."}
+        )
+    if pairs is not None and pairs < 1:
+        raise ValidationError({"pairs": "The number of pairs must be at least 1."})
+    chosen_queries = list(queries or [])
+    _check_members(pool.collection, chosen_queries, "queries")
+    with transaction.atomic():
+        pool = Pool.objects.select_for_update().select_related("collection").get(id=pool.id)
+        if pool.overlap != target:
+            pool.overlap = target
+            pool.full_clean()
+            pool.save(update_fields=["overlap", "updated"])
+        assignments: dict[int, Assignment] = {}
+        for user in people:
+            _ensure_member(pool.collection, user)
+            assignments[user.pk], _ = Assignment.objects.get_or_create(
+                pool=pool, assessor=user, defaults={"created_by": created_by}
+            )
+        assigned: dict[int, set[int]] = defaultdict(set)  # entry id -> assessor ids
+        has_query: dict[int, set[int]] = defaultdict(set)  # assessor id -> query ids
+        load: dict[int, int] = defaultdict(int)
+        for entry_id, query_id, assessor_id in AssignmentItem.objects.filter(
+            assignment__pool=pool
+        ).values_list("entry_id", "entry__query_id", "assignment__assessor_id"):
+            assigned[entry_id].add(assessor_id)
+            has_query[assessor_id].add(query_id)
+            load[assessor_id] += 1
+        next_position = {
+            row["id"]: (row["last"] or 0) + 1
+            for row in Assignment.objects.filter(id__in=[a.id for a in assignments.values()])
+            .annotate(last=Max("items__position"))
+            .values("id", "last")
+        }
+        entries = pool.entries.order_by("query__qid", "document__docno")
+        if chosen_queries:
+            entries = entries.filter(query__in=chosen_queries)
+        added: dict[int, int] = defaultdict(int)
+        new_items: list[AssignmentItem] = []
+        for entry_id, query_id in entries.values_list("id", "query_id"):
+            needed = target - len(assigned[entry_id])
+            if needed <= 0:
+                continue
+            candidates = [
+                user
+                for user in people
+                if user.pk not in assigned[entry_id] and (pairs is None or added[user.pk] < pairs)
+            ]
+
+            def preference(user: User, query_id: int = query_id) -> tuple[bool, int, str]:
+                return (query_id not in has_query[user.pk], load[user.pk], user.get_username())
+
+            candidates.sort(key=preference)
+            for user in candidates[:needed]:
+                assignment = assignments[user.pk]
+                new_items.append(
+                    AssignmentItem(
+                        assignment=assignment,
+                        entry_id=entry_id,
+                        position=next_position[assignment.id],
+                    )
+                )
+                next_position[assignment.id] += 1
+                assigned[entry_id].add(user.pk)
+                has_query[user.pk].add(query_id)
+                load[user.pk] += 1
+                added[user.pk] += 1
+        AssignmentItem.objects.bulk_create(new_items, batch_size=2000)
+    return [(assignments[user.pk], added[user.pk]) for user in people]
+
+
+# --- grading through an assignment ------------------------------------------------------
+
+
+def _check_own(item: AssignmentItem, assessor: User) -> None:
+    if item.assignment.assessor_id != assessor.pk:
+        raise PermissionDenied("Only the assignment's assessor may judge its pairs.")
+
+
+def assignment_item_grade(
+    *, item: AssignmentItem, assessor: User, grade: int, note: str = ""
+) -> Judgement:
+    """Record the assessor's grade for an item's pair (history source "form"), clearing a skip.
+
+    `judgement_record` locks the judgement, so a double submit or a second tab changes the
+    one row (and writes history only for a real change).
+    """
+    _check_own(item, assessor)
+    with transaction.atomic():
+        judgement = judgement_record(
+            query=item.entry.query,
+            document=item.entry.document,
+            assessor=assessor,
+            grade=grade,
+            note=note,
+            source="form",
+        )
+        AssignmentItem.objects.filter(id=item.id).update(skipped=False, note=note)
+    return judgement
+
+
+def assignment_item_skip(*, item: AssignmentItem, assessor: User, note: str = "") -> bool:
+    """Mark an item "unsure / skip" with an optional note; True if a grade was withdrawn.
+
+    An assessor unsure of a pair they had graded withdraws that grade: the judgement is
+    deleted through `judgement_delete`, which keeps the history row and rescores the query.
+    """
+    _check_own(item, assessor)
+    with transaction.atomic():
+        judgement = (
+            Judgement.objects.select_for_update()
+            .filter(
+                query_id=item.entry.query_id,
+                document_id=item.entry.document_id,
+                assessor_id=assessor.pk,
+            )
+            .first()
+        )
+        if judgement is not None:
+            judgement_delete(judgement=judgement, source="form", changed_by=assessor)
+        AssignmentItem.objects.filter(id=item.id).update(skipped=True, note=note)
+    return judgement is not None

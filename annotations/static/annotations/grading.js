@@ -1,0 +1,96 @@
+// Keyboard shortcuts for the grading page; without this script the page is a plain form.
+(function () {
+  "use strict";
+  var form = document.getElementById("grade-form");
+  if (!form) {
+    return;
+  }
+  var note = document.getElementById("id_note");
+  var skip = document.getElementById("skip");
+  var hint = document.getElementById("skip-hint");
+  var help = document.getElementById("shortcuts");
+  var submitting = false;
+  var skipMode = false;
+
+  // One submission per page: a second key press or click while saving is ignored.
+  form.addEventListener("submit", function (event) {
+    if (submitting) {
+      event.preventDefault();
+      return;
+    }
+    submitting = true;
+    form.classList.add("saving");
+  });
+
+  function submitWith(button) {
+    if (submitting) {
+      return;
+    }
+    if (typeof form.requestSubmit === "function") {
+      form.requestSubmit(button);
+    } else {
+      button.click();
+    }
+  }
+
+  function go(id) {
+    var link = document.getElementById(id);
+    if (link && !submitting) {
+      window.location.assign(link.href);
+    }
+  }
+
+  function setSkipMode(on) {
+    skipMode = on;
+    if (hint) {
+      hint.hidden = !on;
+    }
+    if (on) {
+      note.focus();
+    }
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) {
+      return;
+    }
+    var target = event.target;
+    var typing = target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" ||
+      target.tagName === "SELECT" || target.isContentEditable);
+    if (typing) {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        setSkipMode(false);
+        target.blur();
+      } else if (event.key === "Enter" && !event.shiftKey && target === note && skipMode) {
+        event.preventDefault();
+        submitWith(skip);
+      }
+      return;
+    }
+    var key = event.key;
+    var buttons = form.querySelectorAll("button[data-key]");
+    for (var i = 0; i < buttons.length; i += 1) {
+      if (buttons[i].getAttribute("data-key") === key) {
+        event.preventDefault();
+        submitWith(buttons[i]);
+        return;
+      }
+    }
+    if (key === "ArrowRight" || key === "j") {
+      event.preventDefault();
+      go("next");
+    } else if (key === "ArrowLeft" || key === "k") {
+      event.preventDefault();
+      go("previous");
+    } else if (key === "s") {
+      event.preventDefault();
+      setSkipMode(true);
+    } else if (key === "?") {
+      event.preventDefault();
+      help.open = !help.open;
+    } else if (key === "Escape") {
+      help.open = false;
+    }
+  });
+})();

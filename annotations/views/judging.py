@@ -1,0 +1,323 @@
+"""Judging pages: assessor queue and grading; organisers' pools, agreement, adjudication."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from annotations import services
+from annotations.forms import (
+    DISAGREEMENT_CHOICES,
+    AdjudicationForm,
+    AssignmentForm,
+    GradeForm,
+    PoolBuildForm,
+    PoolExtendForm,
+)
+from annotations.highlighting import highlight, query_terms
+from annotations.models import Assignment, AssignmentItem, Collection, Document, Pool, Query
+from annotations.selectors import judging as selectors
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+def _collection(request: HttpRequest, slug: str) -> Collection:
+    collection = selectors.collection_for_user(user=request.user, slug=slug)
+    if collection is None:
+        raise Http404("No such collection")
+    return collection
+
+
+def _organised(request: HttpRequest, slug: str) -> Collection:
+    """The collection for its organisers; 404 for non-members, 403 for other members."""
+    collection = _collection(request, slug)
+    if not selectors.user_is_organiser(user=request.user, collection=collection):
+        raise PermissionDenied("Only the collection's organisers may do this.")
+    return collection
+
+
+def _own_assignment(request: HttpRequest, assignment_id: int) -> Assignment:
+    """The user's own assignment; another assessor's is 404, as if it did not exist."""
+    assignment = selectors.assignment_of(user=request.user, assignment_id=assignment_id)
+    if assignment is None:
+        raise Http404("No such assignment")
+    return assignment
+
+
+def _link_target(url: str) -> str:
+    """The document's url if it is safe to link (http or https), else "" (shown as text)."""
+    return url if url.lower().startswith(("http://", "https://")) else ""
+
+
+def _user(request: HttpRequest) -> User:
+    """The logged-in user (every view here is behind login_required)."""
+    return cast("User", request.user)
+
+
+def _error_text(error: ValidationError) -> str:
+    return " ".join(error.messages)
+
+
+# --- assessors --------------------------------------------------------------------------
+
+
+@login_required
+def queue(request: HttpRequest) -> HttpResponse:
+    context = {
+        "assignments": selectors.assignments_of(user=request.user),
+        "organised": selectors.collections_organised(user=request.user),
+    }
+    return render(request, "annotations/judging/queue.html", context)
+
+
+@login_required
+def assignment_detail(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _own_assignment(request, assignment_id)
+    context = {
+        "assignment": assignment,
+        "items": selectors.items_annotated(assignment=assignment),
+        "progress": selectors.assignment_progress(assignment=assignment),
+        "next_position": selectors.next_pending_position(assignment=assignment),
+    }
+    return render(request, "annotations/judging/assignment.html", context)
+
+
+@login_required
+def assignment_continue(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _own_assignment(request, assignment_id)
+    position = selectors.next_pending_position(assignment=assignment)
+    if position is None:
+        messages.success(request, "Every pair of this assignment is done.")
+        return redirect("judging-assignment", assignment_id=assignment.id)
+    return redirect("judging-grade", assignment_id=assignment.id, position=position)
+
+
+@login_required
+def grade(request: HttpRequest, assignment_id: int, position: int) -> HttpResponse:
+    """The grading page (GET) and its plain form POST, which saves and then redirects."""
+    assignment = _own_assignment(request, assignment_id)
+    item = selectors.item_at(assignment=assignment, position=position)
+    if item is None:
+        raise Http404("No such pair in this assignment")
+    collection = assignment.pool.collection
+    levels = list(collection.grades.all())
+    form = GradeForm(request.POST or None, levels=[level.value for level in levels])
+    if request.method == "POST" and form.is_valid():
+        try:
+            _grade_or_skip(request, item, form.cleaned_data)
+        except ValidationError as error:
+            form.add_error(None, _error_text(error))
+        else:
+            following = selectors.next_pending_position(assignment=assignment, after=position)
+            if following is None:
+                messages.success(request, "Assignment complete: every pair is done.")
+                return redirect("judging-assignment", assignment_id=assignment.id)
+            return redirect("judging-grade", assignment_id=assignment.id, position=following)
+    query, document = item.entry.query, item.entry.document
+    terms = query_terms(query.title or query.description)
+    previous, following = selectors.neighbour_positions(assignment=assignment, position=position)
+    judgement = selectors.judgement_of(item=item)
+    context: dict[str, Any] = {
+        "assignment": assignment,
+        "collection": collection,
+        "item": item,
+        "query": query,
+        "document": document,
+        # highlight() escapes every character of the untrusted text before adding <mark>.
+        "document_title": mark_safe(highlight(document.title, terms)),
+        "document_text": mark_safe(highlight(document.text, terms)),
+        "document_url": _link_target(document.url),
+        "levels": levels,
+        "judgement": judgement,
+        "note": judgement.note if judgement else item.note,
+        "progress": selectors.assignment_progress(assignment=assignment),
+        "previous": previous,
+        "following": following,
+        "form": form,
+    }
+    return render(request, "annotations/judging/grade.html", context, status=200)
+
+
+def _grade_or_skip(request: HttpRequest, item: AssignmentItem, data: dict[str, Any]) -> None:
+    user = _user(request)
+    if data["action"] == "skip":
+        if services.assignment_item_skip(item=item, assessor=user, note=data["note"]):
+            messages.info(request, "Marked unsure: your earlier grade was withdrawn.")
+        return
+    services.assignment_item_grade(item=item, assessor=user, grade=data["grade"], note=data["note"])
+
+
+# --- organisers: pools and assignments --------------------------------------------------
+
+
+@login_required
+def pools(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _organised(request, slug)
+    form = PoolBuildForm(request.POST or None, collection=collection)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            pool, added = services.pool_build(
+                collection=collection,
+                name=data["name"],
+                depth=data["depth"],
+                runs=list(data["runs"]) or None,
+                queries=data["queries"],
+                include_judged=data["include_judged"],
+                created_by=_user(request),
+            )
+        except ValidationError as error:
+            form.add_error(None, _error_text(error))
+        else:
+            messages.success(request, f"Pool {pool.name} built: {added} pairs.")
+            return redirect("judging-pool", slug=collection.slug, pool_id=pool.id)
+    context = {
+        "collection": collection,
+        "pools": selectors.pools_of(collection=collection),
+        "form": form,
+    }
+    return render(request, "annotations/judging/pools.html", context)
+
+
+def _pool_page(
+    request: HttpRequest,
+    collection: Collection,
+    pool: Pool,
+    assign_form: AssignmentForm | None = None,
+    extend_form: PoolExtendForm | None = None,
+) -> HttpResponse:
+    assessors = selectors.collection_assessors(collection=collection)
+    context = {
+        "collection": collection,
+        "pool": pool,
+        "entry_count": pool.entries.count(),
+        "unassigned": selectors.pool_unassigned_count(pool=pool),
+        "assignments": selectors.pool_assignments(pool=pool),
+        "assign_form": assign_form
+        or AssignmentForm(
+            collection=collection, assessors=assessors, initial={"overlap": pool.overlap}
+        ),
+        "extend_form": extend_form or PoolExtendForm(collection=collection),
+    }
+    return render(request, "annotations/judging/pool_detail.html", context)
+
+
+@login_required
+def pool_detail(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
+    collection = _organised(request, slug)
+    pool = get_object_or_404(Pool, id=pool_id, collection=collection)
+    return _pool_page(request, collection, pool)
+
+
+@login_required
+@require_POST
+def pool_assign(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
+    collection = _organised(request, slug)
+    pool = get_object_or_404(Pool, id=pool_id, collection=collection)
+    assessors = selectors.collection_assessors(collection=collection)
+    form = AssignmentForm(request.POST, collection=collection, assessors=assessors)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            result = services.assignment_create(
+                pool=pool,
+                assessors=list(data["assessors"]),
+                overlap=data["overlap"],
+                queries=data["queries"],
+                pairs=data["pairs"],
+                created_by=_user(request),
+            )
+        except ValidationError as error:
+            form.add_error(None, _error_text(error))
+        else:
+            summary = ", ".join(f"{a.assessor.get_username()} +{n}" for a, n in result)
+            messages.success(request, f"Assigned: {summary}.")
+            return redirect("judging-pool", slug=collection.slug, pool_id=pool.id)
+    return _pool_page(request, collection, pool, assign_form=form)
+
+
+@login_required
+@require_POST
+def pool_extend(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
+    collection = _organised(request, slug)
+    pool = get_object_or_404(Pool, id=pool_id, collection=collection)
+    form = PoolExtendForm(request.POST, collection=collection)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            added = services.pool_extend(
+                pool=pool,
+                depth=data["depth"],
+                runs=list(data["runs"]) or None,
+                queries=data["queries"] or None,
+                include_judged=data["include_judged"],
+            )
+        except ValidationError as error:
+            form.add_error(None, _error_text(error))
+        else:
+            messages.success(request, f"Pool extended: {added} new pairs (assign them below).")
+            return redirect("judging-pool", slug=collection.slug, pool_id=pool.id)
+    return _pool_page(request, collection, pool, extend_form=form)
+
+
+# --- organisers: agreement and adjudication ---------------------------------------------
+
+
+@login_required
+def agreement(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _organised(request, slug)
+    context = {
+        "collection": collection,
+        "summary": selectors.agreement_summary(collection=collection),
+    }
+    return render(request, "annotations/judging/agreement.html", context)
+
+
+@login_required
+def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
+    """The disagreement list (GET ?min=2 or ?min=1) and its adjudication form (POST)."""
+    collection = _organised(request, slug)
+    levels = [level.value for level in collection.grades.all()]
+    raw_min = request.GET.get("min", "2")
+    min_difference = 1 if raw_min == "1" else 2
+    if request.method == "POST":
+        form = AdjudicationForm(request.POST, levels=levels)
+        if not form.is_valid():
+            messages.error(request, "The adjudication was not valid; choose a grade.")
+        else:
+            data = form.cleaned_data
+            query = get_object_or_404(Query, id=data["query"], collection=collection)
+            document = get_object_or_404(Document, id=data["document"], collection=collection)
+            try:
+                services.adjudication_record(
+                    query=query,
+                    document=document,
+                    organiser=_user(request),
+                    grade=data["grade"],
+                    note=data["note"],
+                )
+            except ValidationError as error:
+                messages.error(request, _error_text(error))
+            else:
+                messages.success(
+                    request, f"Adjudicated {query.qid}/{document.docno}: grade {data['grade']}."
+                )
+        url = reverse("judging-disagreements", kwargs={"slug": collection.slug})
+        return redirect(f"{url}?min={min_difference}")
+    context = {
+        "collection": collection,
+        "rows": selectors.disagreements(collection=collection, min_difference=min_difference),
+        "min_difference": min_difference,
+        "choices": DISAGREEMENT_CHOICES,
+        "levels": levels,
+    }
+    return render(request, "annotations/judging/disagreements.html", context)

@@ -1,0 +1,147 @@
+"""HTML pages for scores: the live leaderboard, a run's per-query scores, a query's rankings."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from annotations import selectors
+from annotations.models import Collection, Query, Run
+from annotations.permissions import ORGANISER, collection_roles
+from annotations.selectors import leaderboards
+
+# How often an open leaderboard asks whether scores changed (a few aggregate queries).
+DEFAULT_POLL_MS = 3000
+
+
+class _Denied(Exception):
+    """Anonymous visitor on a page that needs a login."""
+
+
+def _collection(
+    request: HttpRequest, slug: str, *, public: bool
+) -> tuple[Collection, frozenset[str]]:
+    """The collection and the caller's roles; 404 for non-members unless the page is public."""
+    collection = Collection.objects.filter(slug=slug).first()
+    roles = (
+        collection_roles(user=request.user, collection=collection) if collection else frozenset()
+    )
+    if collection is not None and (roles or (public and collection.public_leaderboard)):
+        return collection, roles
+    if not request.user.is_authenticated:
+        raise _Denied
+    raise Http404("No such collection")
+
+
+def _guarded(view):  # type: ignore[no-untyped-def]
+    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)  # type: ignore[no-any-return]
+        except _Denied:
+            return redirect_to_login(request.get_full_path())
+
+    wrapper.__name__ = view.__name__
+    wrapper.__doc__ = view.__doc__
+    return wrapper
+
+
+@_guarded
+def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
+    """The leaderboard at k; it refreshes its table by itself when scores change."""
+    collection, roles = _collection(request, slug, public=True)
+    k = selectors.cutoff_from(collection, request.GET.get("k"))
+    board = leaderboards.leaderboard(collection=collection, k=k)
+    context = {
+        "collection": collection,
+        "k": k,
+        "board": board,
+        "state": board.state,
+        "is_member": bool(roles),
+        "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),
+    }
+    return render(request, "annotations/scores/leaderboard.html", context)
+
+
+@_guarded
+def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
+    """A small JSON document the open leaderboard polls: reload the table when `stamp` moves."""
+    collection, _ = _collection(request, slug, public=True)
+    state = leaderboards.scores_state(collection=collection)
+    return JsonResponse(
+        {
+            "stamp": state.stamp,
+            "pending": state.pending,
+            "pending_queries": state.pending_queries,
+            "pending_runs": state.pending_runs,
+            "last_recomputed": state.last_recomputed.isoformat() if state.last_recomputed else None,
+        }
+    )
+
+
+@_guarded
+def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """A run's per-query nDCG@k and judged@k as a chart and a sortable table."""
+    collection, roles = _collection(request, slug, public=True)
+    run = Run.objects.filter(collection=collection, name=name).select_related("owner").first()
+    if run is None:
+        raise Http404("No such run")
+    k = selectors.cutoff_from(collection, request.GET.get("k"))
+    scores = leaderboards.run_scores(run=run, k=k)
+    chart = {
+        "labels": [row.qid for row in scores.per_query],
+        "ndcg": [row.ndcg for row in scores.per_query],
+        "judged": [row.judged for row in scores.per_query],
+        "k": k,
+    }
+    context = {
+        "collection": collection,
+        "run": run,
+        "k": k,
+        "scores": scores,
+        "chart": chart,
+        "is_member": bool(roles),
+    }
+    return render(request, "annotations/scores/run.html", context)
+
+
+@_guarded
+def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
+    """Every run's nDCG@k for one query, its judged documents, two runs side by side."""
+    collection, roles = _collection(request, slug, public=False)
+    query = Query.objects.filter(collection=collection, qid=qid).first()
+    if query is None:
+        raise Http404("No such query")
+    k = selectors.cutoff_from(collection, request.GET.get("k"))
+    overview = leaderboards.query_overview(query=query, k=k)
+    runs = {row.run.name: row.run for row in overview.runs}
+    answered = [row.run.name for row in overview.runs if row.answered]
+    default = answered + [name for name in runs if name not in answered]
+    name_a = request.GET.get("a") or (default[0] if default else "")
+    name_b = request.GET.get("b") or (default[1] if len(default) > 1 else name_a)
+    chosen = [runs[name] for name in (name_a, name_b) if name in runs]
+    rankings = leaderboards.query_rankings_side_by_side(query=query, runs=chosen, k=k)
+    side_a = rankings.get(runs[name_a].id, []) if name_a in runs else []
+    side_b = rankings.get(runs[name_b].id, []) if name_b in runs else []
+    rows = [
+        (position, side_a[position] if position < len(side_a) else None,
+         side_b[position] if position < len(side_b) else None)
+        for position in range(max(len(side_a), len(side_b)))
+    ]  # fmt: skip
+    context = {
+        "collection": collection,
+        "query": query,
+        "k": k,
+        "overview": overview,
+        "name_a": name_a,
+        "name_b": name_b,
+        "rows": rows,
+        "run_names": list(runs),
+        # Grades reveal the qrels: organisers see them, other members see judged/unjudged.
+        "show_grades": ORGANISER in roles,
+        "unjudged_top": (
+            len(leaderboards.query_unjudged_top(query=query, k=k)) if ORGANISER in roles else None
+        ),
+    }
+    return render(request, "annotations/scores/query.html", context)

@@ -1,0 +1,146 @@
+"""Judging in a real browser: keyboard-only grading, revisiting, agreement and adjudication."""
+
+import math
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotations import services
+from annotations.models import (
+    Assignment,
+    Collection,
+    Judgement,
+    JudgementHistory,
+    Pool,
+    QueryScore,
+    RunScore,
+)
+
+pytestmark = pytest.mark.browser
+
+
+def user(name: str):  # type: ignore[no-untyped-def]
+    return get_user_model().objects.get(username=name)
+
+
+def press(page, key: str) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    t = time.time()
+    """Press a key that submits or navigates, and wait for the next page to load."""
+    with page.expect_navigation():
+        page.keyboard.press(key)
+    print("PRESS", key, round(time.time() - t, 2))
+
+
+def test_assessor_grades_a_whole_assignment_by_keyboard_and_revisits_one(
+    trial: Collection, page, login
+) -> None:  # type: ignore[no-untyped-def]
+    q1 = trial.queries.get(qid="q1")
+    bm25 = trial.runs.get(name="bm25")
+    pool, _ = services.pool_build(collection=trial, name="main", depth=3, runs=[bm25], queries=[q1])
+    [(assignment, size)] = services.assignment_create(pool=pool, assessors=[user("alice")])
+    assert size == 3  # d1, d2, d6 in docno order
+
+    login("alice")
+    page.goto("/judging/")
+    assert "0 / 3 (0%)" in page.inner_text("#queue")
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    assert "solar energy storage" in page.inner_text("#query-title")
+    assert page.locator("#document-text mark").first.inner_text() == "Solar"
+
+    page.keyboard.press("?")
+    assert page.locator("#shortcuts").get_attribute("open") is not None
+    page.keyboard.press("?")
+
+    press(page, "2")  # d1
+    assert "1 / 3" in page.inner_text("#grading-progress")
+    press(page, "0")  # d2
+    press(page, "k")  # back to d2 from d6
+    assert "Your grade: 0" in page.inner_text("#current-grade")
+    press(page, "1")  # d2 changed 0 -> 1; on to the next ungraded pair, d6
+    assert "d6" in page.inner_text("#document-title")
+    press(page, "3")  # d6: the last one
+    assert page.url.endswith(f"/judging/assignments/{assignment.id}/")
+    assert "3 / 3 (100%)" in page.inner_text("#assignment-progress")
+
+    grades = dict(
+        Judgement.objects.filter(assessor__username="alice").values_list("document__docno", "grade")
+    )
+    assert grades == {"d1": 2, "d2": 1, "d6": 3}
+    history = list(
+        JudgementHistory.objects.order_by("id").values_list(
+            "document__docno", "old_grade", "new_grade", "source", "changed_by__username"
+        )
+    )
+    assert history == [
+        ("d1", None, 2, "form", "alice"),
+        ("d2", None, 0, "form", "alice"),
+        ("d2", 0, 1, "form", "alice"),
+        ("d6", None, 3, "form", "alice"),
+    ]
+    # bm25 ranks d1 d2 d6 d4: DCG@5 = 2 + 1/log2 3 + 3/2; the ideal list is 3 2 1.
+    log3 = math.log2(3)
+    expected = (2 + 1 / log3 + 3 / 2) / (3 + 2 / log3 + 1 / 2)
+    assert QueryScore.objects.get(run=bm25, query=q1, k=5).ndcg == pytest.approx(expected)
+    assert RunScore.objects.get(run=bm25, k=5).ndcg == pytest.approx(expected)
+
+
+def grade_by_keyboard(page, assignment: Assignment, keys: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    for _ in keys:
+        docno = page.inner_text("#document-title").split()[0]
+        press(page, keys[docno])
+    assert "100%" in page.inner_text("#assignment-progress")
+
+
+def log_out(page) -> None:  # type: ignore[no-untyped-def]
+    with page.expect_navigation():
+        page.click("text=Log out")
+
+
+def test_done_when_two_assessors_overlap_and_the_organiser_adjudicates(
+    trial: Collection, page, login
+) -> None:  # type: ignore[no-untyped-def]
+    login("olga")
+    page.goto("/collections/trial/pools/")
+    page.fill("#id_name", "main")
+    page.fill("#id_depth", "1")
+    page.fill("#id_queries", "q1")
+    with page.expect_navigation():
+        page.click("#pool-build button[type=submit]")
+    assert "2 pairs" in page.content()
+    page.check("#pool-assign >> text=alice")
+    page.check("#pool-assign >> text=bob")
+    page.fill("#id_overlap", "2")
+    with page.expect_navigation():
+        page.click("#pool-assign button[type=submit]")
+    assert "alice +2, bob +2" in page.content()
+    log_out(page)
+
+    pool = Pool.objects.get(name="main")
+    for name, keys in (("alice", {"d1": "3", "d6": "1"}), ("bob", {"d1": "1", "d6": "3"})):
+        login(name)
+        grade_by_keyboard(page, pool.assignments.get(assessor__username=name), keys)
+        log_out(page)
+
+    login("olga")
+    page.goto("/collections/trial/agreement/")
+    assert "alice and bob" in page.inner_text("main")
+    page.goto("/collections/trial/disagreements/")
+    row = page.locator('tr[data-pair="q1/d1"]')
+    row.locator("select[name=grade]").select_option("3")
+    row.locator("input[name=note]").fill("on topic")
+    with page.expect_navigation():
+        row.locator("button").click()
+    assert "(adjudicated)" in page.locator('tr[data-pair="q1/d1"]').inner_text()
+
+    log3 = math.log2(3)
+    ideal = 3 + 1 / log3  # d1 adjudicated 3, d6 at the lower median 1
+    bm25 = QueryScore.objects.get(run__name="bm25", query__qid="q1", k=5).ndcg
+    assert bm25 == pytest.approx((3 + 1 / 2) / ideal)
+    assert RunScore.objects.get(run__name="dense", k=5).ndcg == pytest.approx((1 + 3 / 2) / ideal)
+    sources = list(
+        JudgementHistory.objects.filter(document__docno="d1").values_list("source", flat=True)
+    )
+    assert sorted(sources) == ["adjudication", "form", "form"]

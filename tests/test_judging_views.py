@@ -1,0 +1,272 @@
+"""Judging pages through the test client: queue, grading, pools, agreement, permissions."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from annotations import services
+from annotations.models import (
+    Assignment,
+    AssignmentItem,
+    Collection,
+    Document,
+    Judgement,
+    JudgementHistory,
+    Pool,
+)
+
+
+def user(name: str):  # type: ignore[no-untyped-def]
+    return get_user_model().objects.get(username=name)
+
+
+def as_user(name: str) -> Client:
+    client = Client()
+    client.force_login(user(name))
+    return client
+
+
+@pytest.fixture
+def assigned(trial: Collection) -> Assignment:
+    """Alice's assignment: q1's four depth-2 pairs (d1 d2 d3 d6), positions 1-4."""
+    q1 = trial.queries.get(qid="q1")
+    pool, _ = services.pool_build(collection=trial, name="main", depth=2, queries=[q1])
+    [(assignment, _)] = services.assignment_create(pool=pool, assessors=[user("alice")])
+    return assignment
+
+
+def grade_url(assignment: Assignment, position: int) -> str:
+    return f"/judging/assignments/{assignment.id}/pairs/{position}/"
+
+
+def alice_grades() -> dict[str, int]:
+    return dict(
+        Judgement.objects.filter(assessor__username="alice").values_list("document__docno", "grade")
+    )
+
+
+# --- assessor pages ---------------------------------------------------------------------
+
+
+def test_queue_shows_own_assignments_with_progress_and_continue(assigned: Assignment) -> None:
+    page = as_user("alice").get("/judging/").content.decode()
+    assert f'data-assignment="{assigned.id}"' in page
+    assert "0 / 4 (0%)" in page
+    assert f"/judging/assignments/{assigned.id}/continue/" in page
+
+
+def test_continue_opens_the_next_ungraded_pair(assigned: Assignment) -> None:
+    client = as_user("alice")
+    client.post(grade_url(assigned, 1), {"grade": "2"})
+    response = client.get(f"/judging/assignments/{assigned.id}/continue/")
+    assert response["Location"] == grade_url(assigned, 2)
+
+
+def test_grading_page_shows_query_document_and_scale(assigned: Assignment) -> None:
+    page = as_user("alice").get(grade_url(assigned, 1)).content.decode()
+    assert "solar energy storage" in page
+    assert "How is solar energy stored?" in page
+    assert "Batteries or heat count." in page
+    assert "<mark>Solar</mark> <mark>energy</mark> can be stored in batteries." in page
+    assert "Perfectly relevant" in page
+    assert "Exactly what the query asks for" in page
+    assert 'data-key="3"' in page
+    assert "https://example.org/d1" in page
+
+
+def test_document_text_is_escaped_never_executed(assigned: Assignment) -> None:
+    position = assigned.items.get(entry__document__docno="d3").position
+    page = as_user("alice").get(grade_url(assigned, position)).content.decode()
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+
+
+def test_an_unsafe_document_url_is_not_a_link(assigned: Assignment) -> None:
+    Document.objects.filter(docno="d1").update(url="javascript:alert(1)")
+    page = as_user("alice").get(grade_url(assigned, 1)).content.decode()
+    assert 'href="javascript:' not in page
+
+
+def test_posting_a_grade_saves_it_with_history_and_moves_on(assigned: Assignment) -> None:
+    response = as_user("alice").post(grade_url(assigned, 1), {"grade": "3", "note": "clear"})
+    assert response.status_code == 302
+    assert response["Location"] == grade_url(assigned, 2)
+    assert alice_grades() == {"d1": 3}
+    history = JudgementHistory.objects.get()
+    assert (history.old_grade, history.new_grade, history.source) == (None, 3, "form")
+    assert history.changed_by == user("alice")
+
+
+def test_a_double_submit_creates_one_judgement_and_one_history_row(
+    assigned: Assignment,
+) -> None:
+    client = as_user("alice")
+    client.post(grade_url(assigned, 1), {"grade": "2"})
+    client.post(grade_url(assigned, 1), {"grade": "2"})
+    assert Judgement.objects.count() == 1
+    assert JudgementHistory.objects.count() == 1
+
+
+def test_revisiting_changes_the_grade_and_records_old_and_new(assigned: Assignment) -> None:
+    client = as_user("alice")
+    client.post(grade_url(assigned, 1), {"grade": "2"})
+    client.post(grade_url(assigned, 1), {"grade": "0"})
+    assert alice_grades() == {"d1": 0}
+    rows = list(JudgementHistory.objects.values_list("old_grade", "new_grade", "source"))
+    assert rows == [(None, 2, "form"), (2, 0, "form")]
+
+
+def test_grading_the_last_pair_leads_to_the_finished_assignment(assigned: Assignment) -> None:
+    client = as_user("alice")
+    for position in (1, 2, 3):
+        client.post(grade_url(assigned, position), {"grade": "1"})
+    response = client.post(grade_url(assigned, 4), {"grade": "1"}, follow=True)
+    assert response.redirect_chain[-1][0] == f"/judging/assignments/{assigned.id}/"
+    assert "4 / 4 (100%)" in response.content.decode()
+
+
+def test_skip_with_a_note_counts_as_done_and_is_passed_over(assigned: Assignment) -> None:
+    client = as_user("alice")
+    response = client.post(grade_url(assigned, 1), {"action": "skip", "note": "foreign language"})
+    assert response["Location"] == grade_url(assigned, 2)
+    item = assigned.items.get(position=1)
+    assert (item.skipped, item.note) == (True, "foreign language")
+    assert not Judgement.objects.exists()
+    assert "1 / 4 (25%)" in client.get("/judging/").content.decode()
+
+
+def test_skipping_a_graded_pair_withdraws_the_grade_with_history(assigned: Assignment) -> None:
+    client = as_user("alice")
+    client.post(grade_url(assigned, 1), {"grade": "2"})
+    client.post(grade_url(assigned, 1), {"action": "skip"})
+    assert not Judgement.objects.exists()
+    assert list(JudgementHistory.objects.values_list("old_grade", "new_grade")) == [
+        (None, 2),
+        (2, None),
+    ]
+    client.post(grade_url(assigned, 1), {"grade": "1"})
+    assert not AssignmentItem.objects.get(assignment=assigned, position=1).skipped
+
+
+def test_a_grade_off_the_scale_is_refused_and_nothing_saved(assigned: Assignment) -> None:
+    response = as_user("alice").post(grade_url(assigned, 1), {"grade": "7"})
+    assert response.status_code == 200
+    assert not Judgement.objects.exists()
+
+
+# --- permissions ------------------------------------------------------------------------
+
+
+def test_another_assessor_can_neither_see_nor_grade_an_assignment(assigned: Assignment) -> None:
+    bob = as_user("bob")
+    assert bob.get(grade_url(assigned, 1)).status_code == 404
+    assert bob.post(grade_url(assigned, 1), {"grade": "3"}).status_code == 404
+    assert bob.get(f"/judging/assignments/{assigned.id}/").status_code == 404
+    assert bob.get(f"/judging/assignments/{assigned.id}/continue/").status_code == 404
+    assert f'data-assignment="{assigned.id}"' not in bob.get("/judging/").content.decode()
+    assert not Judgement.objects.exists()
+
+
+def test_even_an_organiser_cannot_grade_in_an_assessors_name(assigned: Assignment) -> None:
+    assert as_user("olga").post(grade_url(assigned, 1), {"grade": "3"}).status_code == 404
+    assert not Judgement.objects.exists()
+
+
+def test_anonymous_users_are_sent_to_the_login_page(assigned: Assignment) -> None:
+    response = Client().get(grade_url(assigned, 1))
+    assert response.status_code == 302
+    assert "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.parametrize(
+    "path", ["pools/", "agreement/", "disagreements/"], ids=["pools", "agreement", "disagreements"]
+)
+def test_non_members_get_404_and_assessors_403_on_organiser_pages(
+    trial: Collection, path: str
+) -> None:
+    url = f"/collections/trial/{path}"
+    assert as_user("eve").get(url).status_code == 404
+    assert as_user("alice").get(url).status_code == 403
+    assert as_user("olga").get(url).status_code == 200
+
+
+def test_assessors_cannot_build_pools_or_adjudicate(trial: Collection) -> None:
+    alice = as_user("alice")
+    assert alice.post("/collections/trial/pools/", {"name": "x", "depth": "2"}).status_code == 403
+    response = alice.post(
+        "/collections/trial/disagreements/", {"query": "1", "document": "1", "grade": "3"}
+    )
+    assert response.status_code == 403
+    assert not Pool.objects.exists()
+
+
+# --- organiser pages --------------------------------------------------------------------
+
+
+def test_organiser_builds_a_pool_and_assigns_it_through_the_pages(trial: Collection) -> None:
+    olga = as_user("olga")
+    response = olga.post("/collections/trial/pools/", {"name": "main", "depth": "2"})
+    pool = Pool.objects.get(name="main")
+    assert response["Location"] == f"/collections/trial/pools/{pool.id}/"
+    response = olga.post(
+        f"/collections/trial/pools/{pool.id}/assign/",
+        {"assessors": [user("alice").pk, user("bob").pk], "overlap": "2"},
+    )
+    assert response.status_code == 302
+    assert AssignmentItem.objects.count() == 14
+    page = olga.get(f"/collections/trial/pools/{pool.id}/").content.decode()
+    assert "0 / 7 (0%)" in page
+
+
+def test_assigning_with_too_large_an_overlap_shows_the_error(trial: Collection) -> None:
+    olga = as_user("olga")
+    olga.post("/collections/trial/pools/", {"name": "main", "depth": "2"})
+    pool = Pool.objects.get(name="main")
+    response = olga.post(
+        f"/collections/trial/pools/{pool.id}/assign/",
+        {"assessors": [user("alice").pk], "overlap": "2"},
+    )
+    assert response.status_code == 200
+    assert "needs at least 2 assessors" in response.content.decode()
+
+
+def test_organiser_extends_a_pool_through_the_page(trial: Collection) -> None:
+    olga = as_user("olga")
+    olga.post("/collections/trial/pools/", {"name": "main", "depth": "1"})
+    pool = Pool.objects.get(name="main")
+    olga.post(f"/collections/trial/pools/{pool.id}/extend/", {"depth": "2"})
+    assert pool.entries.count() == 7
+
+
+def test_agreement_page_shows_alpha_kappa_and_the_confusion_matrix(trial: Collection) -> None:
+    q1 = trial.queries.get(qid="q1")
+    for docno, alice, bob in [("d1", 3, 3), ("d2", 0, 2), ("d3", 1, 1)]:
+        document = trial.documents.get(docno=docno)
+        for name, grade in (("alice", alice), ("bob", bob)):
+            services.judgement_record(
+                query=q1, document=document, assessor=user(name), grade=grade, source="form"
+            )
+    page = as_user("olga").get("/collections/trial/agreement/").content.decode()
+    assert "alice and bob" in page
+    assert "3 common pairs" in page
+    # Hand-computed with w = (i - j)^2 / 9: observed sum(w * o) = 4/9 (the one 0-vs-2 pair);
+    # expected sum(w * e) = (1/3) * (14 + 5 + 5) / 9 = 8/9; kappa = 1 - (4/9) / (8/9) = 0.5.
+    assert '<strong class="kappa">0.500</strong>' in page
+    assert "over 3 pairs judged by two or more assessors" in page
+
+
+def test_disagreement_list_filters_by_spread(trial: Collection) -> None:
+    q1 = trial.queries.get(qid="q1")
+    for docno, alice, bob in [("d1", 3, 2), ("d2", 0, 2)]:
+        document = trial.documents.get(docno=docno)
+        for name, grade in (("alice", alice), ("bob", bob)):
+            services.judgement_record(
+                query=q1, document=document, assessor=user(name), grade=grade, source="form"
+            )
+    olga = as_user("olga")
+    wide = olga.get("/collections/trial/disagreements/").content.decode()
+    assert 'data-pair="q1/d2"' in wide
+    assert 'data-pair="q1/d1"' not in wide
+    every = olga.get("/collections/trial/disagreements/?min=1").content.decode()
+    assert 'data-pair="q1/d1"' in every
+    assert 'data-pair="q1/d2"' in every
