@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from annotations import services
 from annotations.models import (
     Adjudication,
+    Assignment,
     Collection,
     Document,
     GradeLevel,
@@ -17,12 +18,15 @@ from annotations.models import (
     Judgement,
     JudgementHistory,
     Membership,
+    Pool,
+    PoolEntry,
     Query,
     QueryScore,
     Ranking,
     Run,
     RunScore,
 )
+from annotations.services.adjudications import adjudication_record
 
 
 class GradeLevelInline(admin.TabularInline):
@@ -191,8 +195,53 @@ class JudgementHistoryAdmin(ReadOnlyAdmin):
 
 @admin.register(Adjudication)
 class AdjudicationAdmin(admin.ModelAdmin):
+    """Adjudications are saved through the service: history row, rescoring, organiser check."""
+
     list_display = ["query", "document", "grade", "organiser", "updated"]
+    list_select_related = ["query", "document", "organiser"]
     raw_id_fields = ["query", "document"]
+    fields = ["query", "document", "grade", "note"]
+
+    def save_model(self, request: HttpRequest, obj: Adjudication, form: Any, change: bool) -> None:
+        recorded = adjudication_record(
+            query=obj.query,
+            document=obj.document,
+            organiser=request.user,  # type: ignore[arg-type]
+            grade=obj.grade,
+            note=obj.note,
+        )
+        obj.pk = recorded.pk
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # an adjudication is changed, never silently removed
+
+
+class PoolEntryInline(admin.TabularInline):
+    model = PoolEntry
+    extra = 0
+    raw_id_fields = ["query", "document"]
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Pool)
+class PoolAdmin(admin.ModelAdmin):
+    """Pools are built and extended with `build_pool` or the pool pages."""
+
+    list_display = ["name", "collection", "depth", "overlap", "created"]
+    list_filter = ["collection"]
+    readonly_fields = ["collection", "depth", "overlap"]
+    inlines = [PoolEntryInline]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["pool", "assessor", "created"]
+    list_filter = ["pool__collection"]
+    list_select_related = ["pool", "assessor"]
+    readonly_fields = ["pool", "assessor"]
 
 
 @admin.register(QueryScore)

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from annotations import scoring
 from annotations.models import Adjudication, Document, Judgement, JudgementHistory, Query
 from annotations.selectors.judging import user_is_organiser
-from annotations.services.judgements import _check_grade, _mark_changed
+from annotations.services.judgements import grade_check, queries_mark_stale
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -36,7 +36,7 @@ def adjudication_record(
         raise ValidationError({"document": "The document belongs to another collection."})
     if not user_is_organiser(user=organiser, collection=collection):
         raise PermissionDenied("Only an organiser of the collection may adjudicate.")
-    _check_grade(collection, grade)
+    grade_check(collection, grade)
     with transaction.atomic():
         grades = list(
             Judgement.objects.select_for_update()
@@ -85,4 +85,4 @@ def _history(adjudication: Adjudication, old: int) -> None:
         source="adjudication",
     )
     if old != adjudication.grade:
-        _mark_changed([adjudication.query_id])
+        queries_mark_stale([adjudication.query_id])

@@ -36,7 +36,7 @@ IMPORT_ASSESSOR = "trec"
 # --- judgements -------------------------------------------------------------------------
 
 
-def _check_grade(collection: Collection, grade: int) -> None:
+def grade_check(collection: Collection, grade: int) -> None:
     levels = grade_values(collection)
     if grade not in levels:
         raise ValidationError(
@@ -61,7 +61,7 @@ def judgement_record(
     """
     if query.collection_id != document.collection_id:
         raise ValidationError({"document": "The document belongs to another collection."})
-    _check_grade(query.collection, grade)
+    grade_check(query.collection, grade)
     with transaction.atomic():
         judgement = (
             Judgement.objects.select_for_update()
@@ -83,7 +83,7 @@ def judgement_record(
                 )
             else:
                 _history(judgement, None, grade, note, source, changed_by or assessor)
-                _mark_changed([query.id])
+                queries_mark_stale([query.id])
                 return judgement
         if judgement.grade == grade and judgement.note == note:
             return judgement
@@ -93,7 +93,7 @@ def judgement_record(
         judgement.save(update_fields=["grade", "note", "updated"])
         _history(judgement, old_grade, grade, note, source, changed_by or assessor)
         if old_grade != grade:
-            _mark_changed([query.id])
+            queries_mark_stale([query.id])
     return judgement
 
 
@@ -108,7 +108,7 @@ def judgement_delete(
         _history(locked, locked.grade, None, locked.note, source, changed_by)
         locked._recorded_by_service = True  # type: ignore[attr-defined]
         locked.delete()
-        _mark_changed([locked.query_id])
+        queries_mark_stale([locked.query_id])
 
 
 def _history(
@@ -131,7 +131,7 @@ def _history(
     )
 
 
-def _mark_changed(query_ids: Iterable[int]) -> None:
+def queries_mark_stale(query_ids: Iterable[int]) -> None:
     """Mark queries stale in the writing transaction and rescore them after it commits."""
     ids = sorted(set(query_ids))
     for start in range(0, len(ids), LOOKUP_CHUNK):
@@ -229,5 +229,5 @@ def judgements_import(
             ),
             ((*row, "", history_source, now) for row in history_rows),
         )
-        _mark_changed(changed_queries)
+        queries_mark_stale(changed_queries)
     return ImportSummary(created, updated, unchanged)
