@@ -67,6 +67,9 @@ class DocumentAdmin(admin.ModelAdmin):
     list_filter = ["collection"]
     search_fields = ["docno", "title"]
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # rankings refer to documents by id: they go only with their collection
+
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
