@@ -385,23 +385,37 @@ def _qrels(source: Source, path: str, allowed: frozenset[int] | None) -> Iterato
 
 
 def _run(source: Source, path: str) -> Iterator[RunLine]:
+    # The hot loop of every run import (hundreds of thousands of lines per file): the checks
+    # are inlined, and ids need only a length check because split() already removed
+    # whitespace and empty pieces. Errors go through the same helpers as elsewhere.
     first_tag: tuple[str, int] | None = None
     first_seen: dict[str, dict[str, int]] = {}
+    is_integer = _INTEGER.fullmatch
+    is_decimal = _DECIMAL.fullmatch
     for number, text in _data_lines(source, path):
         columns = text.split()
         if len(columns) != 6:
             raise _column_count(path, number, "qid Q0 docno rank score tag", len(columns))
         qid, _q0, docno, rank_text, score_text, tag = columns
-        _check_id(qid, "qid", path, number)
-        _check_id(docno, "docno", path, number)
-        rank = _parse_int(rank_text, "rank", path, number)
-        score = _parse_score(score_text, path, number)
+        if len(qid) > MAX_ID_LENGTH:
+            _check_id(qid, "qid", path, number)
+        if len(docno) > MAX_ID_LENGTH:
+            _check_id(docno, "docno", path, number)
+        if not is_integer(rank_text):
+            _parse_int(rank_text, "rank", path, number)
+        rank = int(rank_text)
+        score = float(score_text) if is_decimal(score_text) else math.nan
+        if not math.isfinite(score):
+            score = _parse_score(score_text, path, number)  # raises with the right message
         if first_tag is None:
             first_tag = (_check_id(tag, "tag", path, number), number)
         elif tag != first_tag[0]:
             problem = f"{tag!r} differs from {first_tag[0]!r} on line {first_tag[1]}"
             raise TrecFormatError(path, number, "tag", f"{problem}; a file holds one run")
-        first = first_seen.setdefault(qid, {}).setdefault(docno, number)
+        seen = first_seen.get(qid)
+        if seen is None:
+            seen = first_seen[qid] = {}
+        first = seen.setdefault(docno, number)
         if first != number:
             problem = f"{docno!r} is retrieved twice for qid {qid!r}, first on line {first}"
             raise TrecFormatError(path, number, "docno", problem)
