@@ -2,8 +2,11 @@
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
+
 from annotations import services
-from annotations.management.commands._base import FileImportCommand, run_reporting_errors
+from annotations.management.commands._base import FileImportCommand
 from annotations.models import Collection
 
 
@@ -27,7 +30,9 @@ class Command(FileImportCommand):
     def import_file(self, collection: Collection, path: str) -> str:
         owner = None
         if self.options["owner"]:
-            owner = run_reporting_errors(lambda: services.import_assessor(self.options["owner"]))
+            owner = get_user_model().objects.filter(username=self.options["owner"]).first()
+            if owner is None:
+                raise CommandError(f"--owner: no user named {self.options['owner']!r}")
         run, count = services.run_import(
             collection=collection,
             source=path,

@@ -1,0 +1,103 @@
+"""One error body for every REST API failure: {"error": {"status", "code", "detail", "fields"}}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import status
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from annotations.trec import TrecFormatError
+
+
+class UploadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The upload is larger than this server accepts."
+    default_code = "upload_too_large"
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Nested serializer errors as {"results[2].score": ["..."]}."""
+    if isinstance(data, dict):
+        flat: dict[str, list[str]] = {}
+        for key, value in data.items():
+            if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+                name = f"{prefix}[{key}]"  # an item of a list
+            elif key == "non_field_errors" and prefix:
+                name = prefix  # the error is about the whole nested value
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
+            flat.update(_flatten(value, name))
+        return flat
+    if isinstance(data, list) and data and all(isinstance(item, dict | list) for item in data):
+        flat = {}
+        for index, item in enumerate(data):
+            flat.update(_flatten(item, f"{prefix}[{index}]"))
+        return flat
+    messages = data if isinstance(data, list) else [data]
+    return (
+        {prefix or "non_field_errors": [str(message) for message in messages]} if messages else {}
+    )
+
+
+def _translate(exc: Exception) -> tuple[Exception, dict[str, Any] | None]:
+    if isinstance(exc, TrecFormatError):
+        location = {"file": exc.path, "line": exc.line, "field": exc.field}
+        return ValidationError({"file": [str(exc)]}), location
+    if isinstance(exc, DjangoValidationError):
+        detail = (
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+        detail = {
+            ("non_field_errors" if key == "__all__" else key): value
+            for key, value in detail.items()
+        }
+        return ValidationError(detail), None
+    if isinstance(exc, Http404):
+        return NotFound(str(exc) or None), None
+    if isinstance(exc, DjangoPermissionDenied):
+        return PermissionDenied(str(exc) or None), None
+    if isinstance(exc, RequestDataTooBig):
+        return UploadTooLarge("The request body is too large; upload a run as a file."), None
+    return exc, None
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler plus service and file errors, wrapped in the one error body."""
+    exc, location = _translate(exc)
+    response = exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: a 500, logged by Django as usual
+    data = response.data
+    fields: dict[str, list[str]] = {}
+    if isinstance(exc, ValidationError):
+        fields = _flatten(data)
+        detail = "; ".join(
+            f"{name}: {message}" if name != "non_field_errors" else message
+            for name, messages in fields.items()
+            for message in messages
+        )
+    elif isinstance(data, dict) and "detail" in data:
+        detail = str(data["detail"])
+    else:
+        detail = str(data)
+    code = getattr(exc, "default_code", "error")
+    if isinstance(exc, APIException):
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else code
+    body: dict[str, Any] = {
+        "status": response.status_code,
+        "code": code,
+        "detail": detail,
+        "fields": fields,
+    }
+    if location is not None:
+        body["location"] = location
+    response.data = {"error": body}
+    return response

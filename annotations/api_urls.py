@@ -1,0 +1,38 @@
+"""Routes of the REST API v1 (mounted at /api/v1/); resources by slug, qid, docno, run name."""
+
+from django.urls import path
+
+from annotations import apis
+
+app_name = "api"
+
+urlpatterns = [
+    path("collections/", apis.CollectionListCreateApi.as_view(), name="collections"),
+    path("collections/<slug:slug>/", apis.CollectionDetailApi.as_view(), name="collection"),
+    path("collections/<slug:slug>/queries/", apis.QueryListCreateApi.as_view(), name="queries"),
+    path(
+        "collections/<slug:slug>/documents/",
+        apis.DocumentListCreateApi.as_view(),
+        name="documents",
+    ),
+    path("collections/<slug:slug>/runs/", apis.RunListCreateApi.as_view(), name="runs"),
+    path("collections/<slug:slug>/runs/<str:name>/", apis.RunDetailApi.as_view(), name="run"),
+    path(
+        "collections/<slug:slug>/runs/<str:name>/scores/",
+        apis.RunScoresApi.as_view(),
+        name="run-scores",
+    ),
+    path(
+        "collections/<slug:slug>/judgements/",
+        apis.JudgementListCreateApi.as_view(),
+        name="judgements",
+    ),
+    path(
+        "collections/<slug:slug>/judgements/<str:qid>/<str:docno>/",
+        apis.JudgementDetailApi.as_view(),
+        name="judgement",
+    ),
+    path("collections/<slug:slug>/qrels/", apis.QrelsApi.as_view(), name="qrels"),
+    path("collections/<slug:slug>/leaderboard/", apis.LeaderboardApi.as_view(), name="leaderboard"),
+    path("collections/<slug:slug>/compare/", apis.CompareApi.as_view(), name="compare"),
+]

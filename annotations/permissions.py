@@ -1,0 +1,84 @@
+"""Who may do what in a collection: roles from memberships, staff as organiser everywhere."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.http import Http404
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+
+from annotations.models import Collection, Membership
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView
+
+ORGANISER = Membership.ORGANISER
+ASSESSOR = Membership.ASSESSOR
+OWNER = Membership.OWNER
+ANY_ROLE = frozenset({ORGANISER, ASSESSOR, OWNER})
+
+
+def collection_roles(*, user: Any, collection: Collection) -> frozenset[str]:
+    """The caller's roles in a collection; staff hold every role, anonymous users none."""
+    if user is None or not user.is_authenticated:
+        return frozenset()
+    if user.is_staff:
+        return ANY_ROLE
+    return frozenset(
+        Membership.objects.filter(collection=collection, user=user).values_list("role", flat=True)
+    )
+
+
+def may_create_collections(user: Any) -> bool:
+    """Staff, and anyone who already organises a collection."""
+    if not user.is_authenticated:
+        return False
+    return bool(user.is_staff or Membership.objects.filter(user=user, role=ORGANISER).exists())
+
+
+def may_replace_run(*, roles: frozenset[str], user: Any, run_owner_id: int | None) -> bool:
+    """Organisers change any run; system owners only the runs they own."""
+    return ORGANISER in roles or (OWNER in roles and run_owner_id == user.pk)
+
+
+class CollectionRole(BasePermission):
+    """Resolve the view's collection by slug and check the caller's role for the method.
+
+    The view declares ``roles``: HTTP method -> roles allowed (any one suffices), and
+    ``public_read`` when a collection with ``public_leaderboard`` may be read by anyone.
+    Anonymous callers get 401, members without a suitable role 403, and users with no role
+    at all 404, so the API never confirms that a private collection exists.
+    """
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        slug = view.kwargs["slug"]
+        collection = Collection.objects.filter(slug=slug).first()
+        public = (
+            collection is not None
+            and getattr(view, "public_read", False)
+            and collection.public_leaderboard
+            and request.method in SAFE_METHODS
+        )
+        if public and collection is not None:
+            view.collection = collection  # type: ignore[attr-defined]
+            view.roles_held = collection_roles(  # type: ignore[attr-defined]
+                user=request.user, collection=collection
+            )
+            return True
+        if not request.user or not request.user.is_authenticated:
+            raise NotAuthenticated()
+        if collection is None:
+            raise Http404("No such collection")
+        roles = collection_roles(user=request.user, collection=collection)
+        if not roles:
+            raise Http404("No such collection")
+        view.collection = collection  # type: ignore[attr-defined]
+        view.roles_held = roles  # type: ignore[attr-defined]
+        allowed: frozenset[str] = getattr(view, "roles", {}).get(request.method or "", frozenset())
+        if request.method == "HEAD":
+            allowed = getattr(view, "roles", {}).get("GET", frozenset())
+        if not roles & allowed:
+            raise PermissionDenied("Your role in this collection does not allow this.")
+        return True

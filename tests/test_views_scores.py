@@ -1,0 +1,92 @@
+"""Score pages through the test client: access, the state document, grades only for organisers."""
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from annotations import services
+from annotations.models import Collection, Membership
+from tests.factories import UserFactory
+
+Capture = Callable[..., AbstractContextManager[Any]]
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def scored(db: None, django_capture_on_commit_callbacks: Capture, write_file: Any) -> Collection:
+    with django_capture_on_commit_callbacks(execute=True):
+        collection = services.collection_create(slug="pages", cutoffs=[3])
+        judge = UserFactory(username="judge")
+        services.judgements_import(
+            collection=collection, source=write_file("p.qrels", "q1 0 d1 2\n"), assessor=judge
+        )
+        for name, docs in (("alpha", ("d1", "d2")), ("beta", ("d3", "d1"))):
+            services.run_store(
+                collection=collection,
+                run_name=name,
+                results={"q1": [(doc, None, i) for i, doc in enumerate(docs, 1)]},
+            )
+    for role in ("organiser", "owner"):
+        Membership.objects.create(collection=collection, user=UserFactory(username=role), role=role)
+    return collection
+
+
+def _as(username: str | None) -> Client:
+    client = Client()
+    if username:
+        client.force_login(UserFactory(username=username))
+    return client
+
+
+def test_leaderboard_page_shows_ci_tier_judged_and_bounds(scored: Collection) -> None:
+    html = _as("owner").get("/collections/pages/leaderboard/").content.decode()
+    assert 'data-run="alpha"' in html and "95% CI" in html and "judged@3" in html
+    assert "10000 resamples" in html and "Last recomputed" in html
+    assert 'id="leaderboard-live" data-stamp="' in html
+
+
+def test_state_document_carries_the_stamp_and_pending(scored: Collection) -> None:
+    state = _as("owner").get("/collections/pages/leaderboard/state/").json()
+    assert set(state) == {"stamp", "pending", "pending_queries", "pending_runs", "last_recomputed"}
+    assert state["pending"] is False and len(state["stamp"]) == 16
+
+
+def test_private_pages_need_a_member_and_public_leaderboards_open_to_all(
+    scored: Collection,
+) -> None:
+    assert _as(None).get("/collections/pages/leaderboard/").status_code == 302
+    assert _as("stranger").get("/collections/pages/leaderboard/").status_code == 404
+    assert _as("stranger").get("/collections/pages/runs/alpha/").status_code == 404
+    services.collection_publish(collection=scored, public=True)
+    for path in ("leaderboard/", "leaderboard/state/", "runs/alpha/"):
+        assert _as(None).get(f"/collections/pages/{path}").status_code == 200
+    assert _as(None).get("/collections/pages/queries/q1/").status_code == 302
+    assert _as("stranger").get("/collections/pages/queries/q1/").status_code == 404
+
+
+def test_run_page_has_chart_data_and_a_sortable_table(scored: Collection) -> None:
+    response = _as("owner").get("/collections/pages/runs/beta/")
+    html = response.content.decode()
+    assert 'id="run-chart-data"' in html and "vendor/chart.umd.js" in html
+    assert 'class="data sortable" id="per-query"' in html
+    assert response.context["chart"]["labels"] == ["q1"]
+    assert _as("owner").get("/collections/pages/runs/ghost/").status_code == 404
+
+
+def test_query_page_shows_grades_to_organisers_and_badges_to_everyone(scored: Collection) -> None:
+    organiser = _as("organiser").get("/collections/pages/queries/q1/?a=alpha&b=beta")
+    html = organiser.content.decode()
+    assert "grade 2" in html and html.count("badge unjudged") == 2  # d2 in alpha, d3 in beta
+    assert 'id="judged-documents"' in html
+    assert "2 documents in the runs' top 3 for this query are not judged yet" in html
+    owner = _as("owner").get("/collections/pages/queries/q1/").content.decode()
+    assert "grade 2" not in owner and "judged-documents" not in owner
+    assert "badge unjudged" in owner
+    assert _as("owner").get("/collections/pages/queries/nope/").status_code == 404
