@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations import selectors, services
-from annotations.api_errors import UploadTooLarge, api_exception_handler
+from annotations.api_errors import UploadTooLarge
 from annotations.models import Collection, Document, Judgement, Membership, Query, Run
 from annotations.permissions import (
     ANY_ROLE,
@@ -77,10 +77,7 @@ def _cutoff(collection: Collection, request: Request) -> int:
 
 
 class ApiView(APIView):
-    """Every API view: the one error body."""
-
-    def get_exception_handler(self) -> Any:
-        return api_exception_handler
+    """Base of every API view (errors get one body through settings' EXCEPTION_HANDLER)."""
 
 
 class CollectionApiView(ApiView):
