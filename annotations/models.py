@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
@@ -9,6 +11,9 @@ from django.db import models
 from django.db.models import Q
 
 from annotations import packing
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 GAIN_CHOICES = [
     ("linear", "Linear (grade; trec_eval)"),
@@ -57,7 +62,7 @@ class Collection(models.Model):
     public_leaderboard = models.BooleanField(
         default=False, help_text="Anyone, logged in or not, may read the leaderboard."
     )
-    members = models.ManyToManyField(
+    members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="collections", blank=True
     )
     created = models.DateTimeField(auto_now_add=True)

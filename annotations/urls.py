@@ -15,6 +15,11 @@ urlpatterns = [
     ),
     path("collections/<slug:slug>/runs/<str:name>/", scores.run_detail, name="run-detail"),
     path("collections/<slug:slug>/queries/<str:qid>/", scores.query_detail, name="query-detail"),
+    path(
+        "collections/<slug:slug>/queries/<str:qid>/to-pool/",
+        scores.query_to_pool,
+        name="query-to-pool",
+    ),
     path("judging/", judging.queue, name="judging-queue"),
     path(
         "judging/assignments/<int:assignment_id>/",

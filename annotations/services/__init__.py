@@ -37,6 +37,7 @@ from annotations.services.pools import (
     assignment_create,
     assignment_item_grade,
     assignment_item_skip,
+    pool_add_pairs,
     pool_build,
     pool_extend,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "judgement_record",
     "judgements_import",
     "membership_grant",
+    "pool_add_pairs",
     "pool_build",
     "pool_extend",
     "qrels_export",

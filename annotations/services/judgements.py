@@ -97,9 +97,7 @@ def judgement_record(
     return judgement
 
 
-def judgement_delete(
-    *, judgement: Judgement, source: str, changed_by: User | None = None
-) -> None:
+def judgement_delete(*, judgement: Judgement, source: str, changed_by: User | None = None) -> None:
     """Delete a judgement, keeping a history row, and rescore its query."""
     with transaction.atomic():
         locked = Judgement.objects.select_for_update().filter(id=judgement.id).first()

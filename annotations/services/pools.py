@@ -14,6 +14,7 @@ from annotations.models import (
     Assignment,
     AssignmentItem,
     Collection,
+    Document,
     Judgement,
     Membership,
     Pool,
@@ -21,7 +22,8 @@ from annotations.models import (
     Query,
     Run,
 )
-from annotations.selectors.judging import pool_candidates
+from annotations.selectors import query_rankings
+from annotations.selectors.judging import pool_candidates, user_is_organiser
 from annotations.services.judgements import judgement_delete, judgement_record
 
 if TYPE_CHECKING:
@@ -132,6 +134,54 @@ def pool_extend(
         locked.depth = max(locked.depth, use_depth)
         locked.save(update_fields=["depth", "updated"])
     pool.refresh_from_db()
+    return added
+
+
+# A pair no run retrieved sorts after every ranked one; the largest PositiveIntegerField value.
+UNRANKED_POSITION = 2_147_483_647
+
+
+def pool_add_pairs(*, pool: Pool, query: Query, document_ids: Sequence[int], added_by: User) -> int:
+    """Add the given (query, document) pairs an organiser picked to a pool; returns how many
+    were new.
+
+    Pairs already in the pool are left alone, as are assignments and judgements, so a second
+    call adds nothing. `best_position` is the pair's best position in any run's ranking for
+    the query (`UNRANKED_POSITION` when no run retrieved the document). When the pool is
+    limited to some queries, `query` joins the limit so the pool still covers its entries.
+    The new pairs wait in the pool until `assignment_create` hands them to assessors.
+    """
+    collection = pool.collection
+    if not user_is_organiser(user=added_by, collection=collection):
+        raise PermissionDenied("Only an organiser of the collection may add pairs to a pool.")
+    if query.collection_id != collection.id:
+        raise ValidationError({"query": f"The query must belong to {collection.slug}."})
+    wanted = set(document_ids)
+    known = set(
+        Document.objects.filter(collection=collection, id__in=wanted).values_list("id", flat=True)
+    )
+    if known != wanted:
+        raise ValidationError(
+            {"document_ids": f"Every one of the documents must belong to {collection.slug}."}
+        )
+    if not wanted:
+        return 0
+    best = dict.fromkeys(wanted, UNRANKED_POSITION)
+    for documents in query_rankings(query_id=query.id, depth=None).values():
+        for position, document_id in enumerate(documents, start=1):
+            if document_id in best and position < best[document_id]:
+                best[document_id] = position
+    with transaction.atomic():
+        # The lock serialises concurrent adds, so the unique constraint never trips.
+        locked = Pool.objects.select_for_update().get(id=pool.id)
+        added = _add_entries(
+            locked, {(query.id, document_id): position for document_id, position in best.items()}
+        )
+        limit = locked.queries.all()
+        if limit.exists() and not limit.filter(id=query.id).exists():
+            locked.queries.add(query)
+        if added:
+            locked.save(update_fields=["updated"])
     return added
 
 

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from typing import TYPE_CHECKING, cast
 
-from annotations import selectors
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotations import selectors, services
 from annotations.models import Collection, Query, Run
 from annotations.permissions import ORGANISER, collection_roles
-from annotations.selectors import leaderboards
+from annotations.selectors import judging, leaderboards
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 # How often an open leaderboard asks whether scores changed (a few aggregate queries).
 DEFAULT_POLL_MS = 3000
@@ -143,5 +152,43 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         "unjudged_top": (
             len(leaderboards.query_unjudged_top(query=query, k=k)) if ORGANISER in roles else None
         ),
+        "pools": list(judging.pools_of(collection=collection)) if ORGANISER in roles else [],
     }
     return render(request, "annotations/scores/query.html", context)
+
+
+@require_POST
+@_guarded
+def query_to_pool(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
+    """Organisers send the query's unjudged documents of the runs' top k to a pool."""
+    collection, roles = _collection(request, slug, public=False)
+    if ORGANISER not in roles:
+        raise PermissionDenied("Only the collection's organisers may do this.")
+    query = Query.objects.filter(collection=collection, qid=qid).first()
+    if query is None:
+        raise Http404("No such query")
+    k = selectors.cutoff_from(collection, request.POST.get("k"))
+    raw_pool = request.POST.get("pool", "")
+    pool = (
+        judging.pools_of(collection=collection).filter(id=int(raw_pool)).first()
+        if raw_pool.isdigit()
+        else None
+    )
+    if pool is None:
+        messages.error(request, "Choose one of the collection's pools.")
+    else:
+        document_ids = leaderboards.query_unjudged_top(query=query, k=k)
+        try:
+            added = services.pool_add_pairs(
+                pool=pool,
+                query=query,
+                document_ids=document_ids,
+                added_by=cast("User", request.user),
+            )
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            already = len(document_ids) - added
+            note = f" ({already} already in it)" if already else ""
+            messages.success(request, f"Added {added} pairs to pool {pool.name}{note}.")
+    return redirect(f"{reverse('query-detail', args=[collection.slug, query.qid])}?k={k}")
