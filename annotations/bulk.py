@@ -97,3 +97,79 @@ def ids_ensure(
             )
             found.update(cursor.fetchall())
         return found
+
+
+def bulk_update(
+    model: type[Model],
+    *,
+    key: Sequence[str],
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+) -> int:
+    """Update rows in place, each row being (*key values, *column values); one statement.
+
+    In-place updates of unindexed columns let PostgreSQL keep the rows on their pages (HOT
+    updates): the score tables are rewritten on every judgement, and delete + insert would
+    leave them bloated with dead rows.
+    """
+    if not rows:
+        return 0
+    table = connection.ops.quote_name(model._meta.db_table)
+    names = [*key, *columns]
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # One array parameter per column (unnest): a small statement however many rows,
+            # where a VALUES list would be thousands of parameters to bind and parse.
+            types = [
+                model._meta.get_field(_field_name(model, n)).db_type(connection) for n in names
+            ]
+            arrays = [list(column) for column in zip(*rows, strict=True)]
+            assignments = ", ".join(f"{quote(c)} = v.{quote(c)}" for c in columns)
+            match = " AND ".join(f"t.{quote(k)} = v.{quote(k)}" for k in key)
+            unnest = ", ".join(f"%s::{_base_type(t)}[]" for t in types)
+            cursor.execute(
+                f"UPDATE {table} AS t SET {assignments} FROM unnest({unnest}) "
+                f"AS v({', '.join(quote(n) for n in names)}) WHERE {match}",
+                arrays,
+            )
+            return len(rows)
+        assignments = ", ".join(f"{quote(c)} = %s" for c in columns)
+        match = " AND ".join(f"{quote(k)} = %s" for k in key)
+        cursor.executemany(
+            f"UPDATE {table} SET {assignments} WHERE {match}",
+            [(*row[len(key) :], *row[: len(key)]) for row in rows],
+        )
+    return len(rows)
+
+
+def _base_type(db_type: str | None) -> str:
+    """The column type without its constraints ('integer CHECK (...)' -> 'integer')."""
+    if db_type is None:
+        raise ValueError("a column without a database type cannot be updated in bulk")
+    return db_type.split(" CHECK")[0].strip()
+
+
+def _field_name(model: type[Model], column: str) -> str:
+    for field in model._meta.concrete_fields:
+        if field.column == column:
+            return field.name
+    raise ValueError(f"{model.__name__} has no column {column!r}")
+
+
+def fetch_binary(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Run a query whose results include large bytea values, fetched in binary on PostgreSQL.
+
+    Text transfer would hex-encode every byte (twice the size, then decoded in Python).
+    """
+    if connection.vendor == "postgresql":
+        import psycopg
+
+        connection.ensure_connection()
+        # Django's cursors bind on the client, which cannot return binary results.
+        with psycopg.Cursor(connection.connection) as raw:
+            raw.execute(sql, params, binary=True)
+            return raw.fetchall()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

@@ -48,16 +48,31 @@ class ExactSum:
         return float(Fraction(self._total, count << _SCALE_BITS))
 
     def to_text(self) -> str:
-        """A compact, exact text form for storage (hexadecimal of the scaled integer)."""
-        return format(self._total, "x") if self._total >= 0 else "-" + format(-self._total, "x")
+        """A compact, exact text form for storage: 'MANTISSA_HEX:SHIFT' = mantissa * 2**-shift.
+
+        Trailing zero bits are dropped, so typical sums of scores in [0, 1] take a couple
+        of dozen characters instead of the 270 the full 2**-1074 scale would.
+        """
+        total, shift = self._total, _SCALE_BITS
+        if total == 0:
+            return "0:0"
+        trailing = (total & -total).bit_length() - 1
+        total >>= trailing
+        shift -= trailing
+        sign = "-" if total < 0 else ""
+        return f"{sign}{abs(total):x}:{shift}"
 
     @classmethod
     def from_text(cls, text: str) -> ExactSum:
         result = cls()
         try:
-            result._total = int(text, 16)
+            mantissa, shift = text.split(":")
+            value, bits = int(mantissa, 16), int(shift)
         except ValueError:
             raise ValueError(f"not an exact-sum text: {text!r}") from None
+        if not -_SCALE_BITS <= bits <= _SCALE_BITS:
+            raise ValueError(f"not an exact-sum text: {text!r}")
+        result._total = value << (_SCALE_BITS - bits)
         return result
 
     def __eq__(self, other: object) -> bool:

@@ -113,7 +113,9 @@ class GradeLevel(models.Model):
     definition = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["collection", "value"]
+        # Orderings name the *_id columns: ordering by a foreign key itself would join the
+        # related table and sort by its ordering on every default query.
+        ordering = ["collection_id", "value"]
         constraints = [
             models.UniqueConstraint(fields=["collection", "value"], name="grade_level_unique"),
             models.CheckConstraint(
@@ -140,7 +142,7 @@ class Membership(models.Model):
     role = models.CharField(max_length=10, choices=ROLE_CHOICES)
 
     class Meta:
-        ordering = ["collection", "user", "role"]
+        ordering = ["collection_id", "user_id", "role"]
         constraints = [
             models.UniqueConstraint(
                 fields=["collection", "user", "role"], name="membership_unique"
@@ -171,7 +173,7 @@ class Query(models.Model):
     scored_version = models.BigIntegerField(default=0)
 
     class Meta:
-        ordering = ["collection", "qid"]
+        ordering = ["collection_id", "qid"]
         verbose_name_plural = "queries"
         constraints = [
             models.UniqueConstraint(fields=["collection", "qid"], name="query_qid_unique"),
@@ -203,7 +205,7 @@ class Document(models.Model):
     content_hash = models.CharField(max_length=64, blank=True, help_text="SHA-256 of title+text")
 
     class Meta:
-        ordering = ["collection", "docno"]
+        ordering = ["collection_id", "docno"]
         constraints = [
             models.UniqueConstraint(fields=["collection", "docno"], name="document_docno_unique"),
         ]
@@ -230,7 +232,7 @@ class Run(models.Model):
     scored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["collection", "name"]
+        ordering = ["collection_id", "name"]
         constraints = [
             models.UniqueConstraint(fields=["collection", "name"], name="run_name_unique"),
         ]
@@ -250,15 +252,17 @@ class Ranking(models.Model):
     of a query instead of one per result.
     """
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rankings")
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="rankings")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rankings", db_index=False)
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="rankings", db_index=False
+    )
     size = models.PositiveIntegerField(help_text="Number of documents retrieved")
     documents = models.BinaryField(help_text="Document ids, int64 little-endian, in order")
     scores = models.BinaryField(help_text="Scores, float64 little-endian; empty: none given")
     ranks = models.BinaryField(help_text="Submitted ranks, int32 little-endian")
 
     class Meta:
-        ordering = ["run", "query"]
+        ordering = ["run_id", "query_id"]
         constraints = [
             models.UniqueConstraint(fields=["run", "query"], name="ranking_unique"),
             models.CheckConstraint(condition=Q(size__gte=1), name="ranking_not_empty"),
@@ -282,7 +286,9 @@ class Ranking(models.Model):
 class Judgement(models.Model):
     """One assessor's grade for a (query, document) pair."""
 
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="judgements")
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="judgements", db_index=False
+    )
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="judgements")
     assessor = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgements"
@@ -293,7 +299,7 @@ class Judgement(models.Model):
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["query", "document", "assessor"]
+        ordering = ["query_id", "document_id", "assessor_id"]
         constraints = [
             models.UniqueConstraint(
                 fields=["query", "document", "assessor"], name="judgement_unique_per_assessor"
@@ -340,7 +346,7 @@ class JudgementHistory(models.Model):
     changed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["query", "document", "changed_at", "id"]
+        ordering = ["query_id", "document_id", "changed_at", "id"]
         verbose_name_plural = "judgement history"
         constraints = [
             models.CheckConstraint(
@@ -354,15 +360,21 @@ class JudgementHistory(models.Model):
         return f"{self.query_id}/{self.document_id}: {self.old_grade} -> {self.new_grade}"
 
 
+# Foreign keys whose column leads a composite index or constraint below carry no index of
+# their own (db_index=False): every extra index is maintained on each score write.
+
+
 class IdealScore(models.Model):
     """A query's ideal DCG at k, from every judged document of the query."""
 
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="ideal_scores")
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="ideal_scores", db_index=False
+    )
     k = models.PositiveIntegerField()
     idcg = models.FloatField()
 
     class Meta:
-        ordering = ["query", "k"]
+        ordering = ["query_id", "k"]
         constraints = [models.UniqueConstraint(fields=["query", "k"], name="ideal_unique")]
 
     def __str__(self) -> str:
@@ -372,8 +384,12 @@ class IdealScore(models.Model):
 class QueryScore(models.Model):
     """A run's scores for one evaluated query at one cutoff k."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="query_scores")
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="scores")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="query_scores", db_index=False
+    )
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="scores", db_index=False
+    )
     k = models.PositiveIntegerField()
     ndcg = models.FloatField()
     dcg = models.FloatField()
@@ -381,7 +397,7 @@ class QueryScore(models.Model):
     ndcg_condensed = models.FloatField(help_text="nDCG' with unjudged documents removed")
 
     class Meta:
-        ordering = ["run", "query", "k"]
+        ordering = ["run_id", "query_id", "k"]
         constraints = [
             models.UniqueConstraint(fields=["query", "run", "k"], name="query_score_unique"),
         ]
@@ -395,24 +411,27 @@ class RunScore(models.Model):
     """A run's mean scores at k over the collection's evaluated queries.
 
     The `*_sum` fields hold the exact sum of the per-query values (every finite double is an
-    integer multiple of 2**-1074, so the sum is kept as that integer in hexadecimal); the
-    means are that sum divided by `queries`, correctly rounded. An incremental update after
+    integer multiple of 2**-1074, so the sum is an exact binary fraction, kept as
+    'MANTISSA_HEX:SHIFT', see `annotations.exact`); the means are that sum divided by
+    `queries`, correctly rounded. An incremental update after
     one query changes therefore gives the same bits as a recomputation from scratch.
     """
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="run_scores")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="run_scores", db_index=False
+    )
     k = models.PositiveIntegerField()
     queries = models.PositiveIntegerField(default=0)
     ndcg = models.FloatField(default=0.0)
     ndcg_condensed = models.FloatField(default=0.0)
     judged = models.FloatField(default=0.0)
-    ndcg_sum = models.TextField(default="0")
-    ndcg_condensed_sum = models.TextField(default="0")
-    judged_sum = models.TextField(default="0")
+    ndcg_sum = models.TextField(default="0:0")
+    ndcg_condensed_sum = models.TextField(default="0:0")
+    judged_sum = models.TextField(default="0:0")
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["run", "k"]
+        ordering = ["run_id", "k"]
         constraints = [models.UniqueConstraint(fields=["run", "k"], name="run_score_unique")]
 
     def __str__(self) -> str:
@@ -433,7 +452,7 @@ class Adjudication(models.Model):
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["query", "document"]
+        ordering = ["query_id", "document_id"]
         constraints = [
             models.UniqueConstraint(fields=["query", "document"], name="adjudication_unique"),
             models.CheckConstraint(
@@ -472,7 +491,7 @@ class Pool(models.Model):
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["collection", "name"]
+        ordering = ["collection_id", "name"]
         constraints = [
             models.UniqueConstraint(fields=["collection", "name"], name="pool_name_unique"),
             models.CheckConstraint(condition=Q(depth__gte=1), name="pool_depth_positive"),
@@ -493,7 +512,7 @@ class PoolEntry(models.Model):
     added = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["pool", "query", "document"]
+        ordering = ["pool_id", "query_id", "document_id"]
         verbose_name_plural = "pool entries"
         constraints = [
             models.UniqueConstraint(fields=["pool", "query", "document"], name="pool_entry_unique"),
@@ -523,7 +542,7 @@ class Assignment(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["pool", "assessor"]
+        ordering = ["pool_id", "assessor_id"]
         constraints = [
             models.UniqueConstraint(fields=["pool", "assessor"], name="assignment_unique"),
         ]
@@ -547,7 +566,7 @@ class AssignmentItem(models.Model):
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["assignment", "position"]
+        ordering = ["assignment_id", "position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["assignment", "entry"], name="assignment_item_entry_unique"

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from annotations import scoring, selectors
-from annotations.bulk import bulk_insert
+from annotations.bulk import bulk_insert, bulk_update
 from annotations.exact import ExactSum
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 
@@ -36,15 +36,6 @@ class _RunAccumulator:
     ndcg: ExactSum = field(default_factory=ExactSum)
     condensed: ExactSum = field(default_factory=ExactSum)
     judged: ExactSum = field(default_factory=ExactSum)
-
-    @classmethod
-    def from_row(cls, row: RunScore) -> _RunAccumulator:
-        return cls(
-            queries=row.queries,
-            ndcg=ExactSum.from_text(row.ndcg_sum),
-            condensed=ExactSum.from_text(row.ndcg_condensed_sum),
-            judged=ExactSum.from_text(row.judged_sum),
-        )
 
     def add(self, values: Triple) -> None:
         self.ndcg.add(values[0])
@@ -90,6 +81,12 @@ def _score_query(
 def _lock_collection(collection_id: int) -> Collection:
     # All score writers of a collection take this lock, so the run means (shared by every
     # query) are always updated from the latest committed per-query values.
+    if connection.vendor == "postgresql":
+        # Scores are derived data and this transaction also clears the pending mark: if a
+        # crash loses its commit, the query stays pending and the sweep recomputes it, so
+        # the commit need not wait for the disk.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
     return Collection.objects.select_for_update().get(id=collection_id)
 
 
@@ -125,45 +122,76 @@ def _store_query(
     idcgs: dict[int, float],
     new: dict[tuple[int, int], scoring.CutoffScores],
 ) -> None:
-    old: dict[tuple[int, int], Triple] = {
-        (run_id, k): (ndcg, condensed, judged)
-        for run_id, k, ndcg, condensed, judged in QueryScore.objects.filter(
-            query_id=query_id
-        ).values_list("run_id", "k", "ndcg", "ndcg_condensed", "judged")
+    """Write what changed for one query and fold the differences into the run means.
+
+    Rows are updated in place (see `bulk_update`); only runs whose values changed are
+    touched, unless the number of evaluated queries changed, which moves every mean.
+    """
+    stored = {
+        (run_id, k): (ndcg, dcg, judged, condensed)
+        for run_id, k, ndcg, dcg, judged, condensed in QueryScore.objects.filter(query_id=query_id)
+        .order_by()
+        .values_list("run_id", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
     }
-    was_evaluated = IdealScore.objects.filter(query_id=query_id).exists()
-    is_evaluated = bool(idcgs)
-    changed = [key for key, value in new.items() if old.get(key) != _triple(value)]
-    gone = [key for key in old if key not in new]
-    stale_keys = [key for key in changed if key in old] + gone
-    if stale_keys:
-        _delete_query_scores(query_id, stale_keys)
-    if changed:
-        bulk_insert(
-            QueryScore,
-            QUERY_SCORE_COLUMNS,
-            (
-                (run_id, query_id, k, s.ndcg, s.dcg, s.judged, s.ndcg_condensed)
-                for (run_id, k), s in ((key, new[key]) for key in changed)
-            ),
-        )
-    old_ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
+    old: dict[tuple[int, int], Triple] = {
+        key: (ndcg, condensed, judged) for key, (ndcg, _, judged, condensed) in stored.items()
+    }
+    fresh = {key: (s.ndcg, s.dcg, s.judged, s.ndcg_condensed) for key, s in new.items()}
+    changed = [key for key, values in fresh.items() if stored.get(key) != values]
+    gone = [key for key in stored if key not in fresh]
+    bulk_update(
+        QueryScore,
+        key=("query_id", "run_id", "k"),
+        columns=("ndcg", "dcg", "judged", "ndcg_condensed"),
+        rows=[(query_id, *key, *fresh[key]) for key in changed if key in stored],
+    )
+    bulk_insert(
+        QueryScore,
+        QUERY_SCORE_COLUMNS,
+        [
+            (run_id, query_id, k, *fresh[(run_id, k)])
+            for run_id, k in changed
+            if (run_id, k) not in stored
+        ],
+    )
+    if gone:
+        _delete_query_scores(query_id, gone)
+
+    old_ideal = dict(
+        IdealScore.objects.filter(query_id=query_id).order_by().values_list("k", "idcg")
+    )
     if old_ideal != idcgs:
-        IdealScore.objects.filter(query_id=query_id).delete()
-        bulk_insert(
-            IdealScore, ("query_id", "k", "idcg"), ((query_id, k, v) for k, v in idcgs.items())
+        IdealScore.objects.filter(query_id=query_id).exclude(k__in=list(idcgs)).delete()
+        bulk_update(
+            IdealScore,
+            key=("query_id", "k"),
+            columns=("idcg",),
+            rows=[(query_id, k, v) for k, v in idcgs.items() if k in old_ideal],
         )
-    count_delta = int(is_evaluated) - int(was_evaluated)
+        bulk_insert(
+            IdealScore,
+            ("query_id", "k", "idcg"),
+            [(query_id, k, v) for k, v in idcgs.items() if k not in old_ideal],
+        )
+    count_delta = int(bool(idcgs)) - int(bool(old_ideal))
     zero_mode = collection.missing_queries == "zero"
-    if not changed and not gone and not (zero_mode and count_delta):
+    moved = [
+        key for key in changed + gone if old.get(key) != (_triple(new[key]) if key in new else None)
+    ]
+    if not moved and not (zero_mode and count_delta):
         return
-    touched_runs = {run_id for run_id, _ in changed} | {run_id for run_id, _ in gone}
-    rows = RunScore.objects.filter(run__collection=collection)
+    rows = RunScore.objects.filter(run__collection=collection).order_by()
     if not (zero_mode and count_delta):
-        rows = rows.filter(run_id__in=touched_runs)
-    run_rows = list(rows)
-    accumulators = {(row.run_id, row.k): _RunAccumulator.from_row(row) for row in run_rows}
-    for key in changed + gone:
+        rows = rows.filter(run_id__in={run_id for run_id, _ in moved})
+    accumulators = {
+        (run_id, k): _RunAccumulator(
+            queries, ExactSum.from_text(a), ExactSum.from_text(b), ExactSum.from_text(c)
+        )
+        for run_id, k, queries, a, b, c in rows.values_list(
+            "run_id", "k", "queries", "ndcg_sum", "ndcg_condensed_sum", "judged_sum"
+        )
+    }
+    for key in moved:
         acc = accumulators.get(key)
         if acc is None:
             continue  # the run's means were never stored: its own scoring (pending) builds them
@@ -179,11 +207,11 @@ def _store_query(
         for acc in accumulators.values():
             acc.queries += count_delta
     now = timezone.now()
-    RunScore.objects.filter(id__in=[row.id for row in run_rows]).delete()
-    bulk_insert(
+    bulk_update(
         RunScore,
-        RUN_SCORE_COLUMNS,
-        (acc.row(run_id, k, now) for (run_id, k), acc in accumulators.items()),
+        key=("run_id", "k"),
+        columns=RUN_SCORE_COLUMNS[2:],
+        rows=[acc.row(run_id, k, now) for (run_id, k), acc in accumulators.items()],
     )
 
 
