@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -10,6 +11,27 @@ from django.db import connection
 from django.db.models import Model
 
 BATCH_ROWS = 5000
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _copy_text(value: Any) -> str:
+    """One value in COPY's text format (formatting here is several times faster than
+    psycopg's per-row adaptation for the integers, strings and timestamps of imports)."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "\\\\x" + bytes(value).hex()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value).translate(_COPY_ESCAPES)
 
 
 def bulk_insert(model: type[Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
@@ -25,9 +47,15 @@ def bulk_insert(model: type[Model], columns: Sequence[str], rows: Iterable[Seque
         if connection.vendor == "postgresql":
             raw = cursor.cursor  # the psycopg cursor under Django's wrapper
             with raw.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
+                lines: list[str] = []
                 for row in rows:
-                    copy.write_row(row)
+                    lines.append("\t".join(map(_copy_text, row)))
                     count += 1
+                    if len(lines) == BATCH_ROWS:
+                        copy.write("\n".join(lines) + "\n")
+                        lines = []
+                if lines:
+                    copy.write("\n".join(lines) + "\n")
             return count
         placeholders = ", ".join(["%s"] * len(columns))
         sql = f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})"
