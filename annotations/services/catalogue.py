@@ -10,12 +10,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations import trec
-from annotations.models import ID_MAX_LENGTH, Collection, Membership, Query
+from annotations.models import ID_MAX_LENGTH, Collection, Membership
 from annotations.services.collections import collection_create
 from annotations.services.imports import (
     LOOKUP_CHUNK,
     ImportSummary,
-    _documents_upsert,  # the same upsert as a file import: one place hashes contents
+    documents_upsert,
+    queries_upsert,
 )
 
 
@@ -51,32 +52,8 @@ def _check_ids(ids: Sequence[str], field: str) -> None:
 def queries_store(*, collection: Collection, queries: Sequence[QueryFields]) -> ImportSummary:
     """Create or update queries by qid (all or nothing); like a topic file import."""
     _check_ids([q.qid for q in queries], "qid")
-    created = updated = unchanged = 0
-    with transaction.atomic():
-        existing = {
-            q.qid: q
-            for q in Query.objects.filter(collection=collection, qid__in=[q.qid for q in queries])
-        }
-        to_create: list[Query] = []
-        for item in queries:
-            fields = {
-                "title": item.title,
-                "description": item.description,
-                "narrative": item.narrative,
-            }
-            query = existing.get(item.qid)
-            if query is None:
-                to_create.append(Query(collection=collection, qid=item.qid, **fields))
-                created += 1
-            elif all(getattr(query, key) == value for key, value in fields.items()):
-                unchanged += 1
-            else:
-                for key, value in fields.items():
-                    setattr(query, key, value)
-                query.save(update_fields=list(fields))
-                updated += 1
-        Query.objects.bulk_create(to_create, batch_size=LOOKUP_CHUNK)
-    return ImportSummary(created, updated, unchanged)
+    topics = [trec.Topic(q.qid, q.title, q.description, q.narrative, line=0) for q in queries]
+    return queries_upsert(collection=collection, topics=topics)
 
 
 def documents_store(
@@ -88,7 +65,7 @@ def documents_store(
     created = updated = unchanged = 0
     with transaction.atomic():
         for start in range(0, len(records), LOOKUP_CHUNK):
-            c, u, n = _documents_upsert(collection, records[start : start + LOOKUP_CHUNK])
+            c, u, n = documents_upsert(collection, records[start : start + LOOKUP_CHUNK])
             created, updated, unchanged = created + c, updated + u, unchanged + n
     return ImportSummary(created, updated, unchanged)
 

@@ -73,10 +73,17 @@ def topics_import(
     *, collection: Collection, source: Source, name: str | None = None
 ) -> ImportSummary:
     """Create or update queries from a TSV, JSONL or TREC topic file (all or nothing)."""
-    topics = list(trec.read_topics(source, name=name))
+    return queries_upsert(collection=collection, topics=list(trec.read_topics(source, name=name)))
+
+
+def queries_upsert(*, collection: Collection, topics: Sequence[trec.Topic]) -> ImportSummary:
+    """Create or update queries by qid in one transaction (topic files and the API)."""
     created = updated = unchanged = 0
     with transaction.atomic():
-        existing = {q.qid: q for q in Query.objects.filter(collection=collection)}
+        existing = {
+            q.qid: q
+            for q in Query.objects.filter(collection=collection, qid__in=[t.qid for t in topics])
+        }
         to_create: list[Query] = []
         for topic in topics:
             query = existing.get(topic.qid)
@@ -113,16 +120,16 @@ def documents_import(
         for record in trec.read_documents(source, name=name):
             batch.append(record)
             if len(batch) >= LOOKUP_CHUNK:
-                c, u, n = _documents_upsert(collection, batch)
+                c, u, n = documents_upsert(collection, batch)
                 created, updated, unchanged = created + c, updated + u, unchanged + n
                 batch = []
         if batch:
-            c, u, n = _documents_upsert(collection, batch)
+            c, u, n = documents_upsert(collection, batch)
             created, updated, unchanged = created + c, updated + u, unchanged + n
     return ImportSummary(created, updated, unchanged)
 
 
-def _documents_upsert(
+def documents_upsert(
     collection: Collection, records: list[trec.DocumentRecord]
 ) -> tuple[int, int, int]:
     existing = {
