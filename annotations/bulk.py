@@ -149,13 +149,11 @@ def bulk_update(
         if connection.vendor == "postgresql":
             # One array parameter per column (unnest): a small statement however many rows,
             # where a VALUES list would be thousands of parameters to bind and parse.
-            types = [
-                model._meta.get_field(_field_name(model, n)).db_type(connection) for n in names
-            ]
+            types = [_column_type(model, n) for n in names]
             arrays = [list(column) for column in zip(*rows, strict=True)]
             assignments = ", ".join(f"{quote(c)} = v.{quote(c)}" for c in columns)
             match = " AND ".join(f"t.{quote(k)} = v.{quote(k)}" for k in key)
-            unnest = ", ".join(f"%s::{_base_type(t)}[]" for t in types)
+            unnest = ", ".join(f"%s::{t}[]" for t in types)
             cursor.execute(
                 f"UPDATE {table} AS t SET {assignments} FROM unnest({unnest}) "
                 f"AS v({', '.join(quote(n) for n in names)}) WHERE {match}",
@@ -178,10 +176,10 @@ def _base_type(db_type: str | None) -> str:
     return db_type.split(" CHECK")[0].strip()
 
 
-def _field_name(model: type[Model], column: str) -> str:
+def _column_type(model: type[Model], column: str) -> str:
     for field in model._meta.concrete_fields:
         if field.column == column:
-            return field.name
+            return _base_type(field.db_type(connection))
     raise ValueError(f"{model.__name__} has no column {column!r}")
 
 

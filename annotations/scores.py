@@ -70,7 +70,9 @@ def _score_query(
         return {}, {}
     ks = collection.sorted_cutoffs
     idcgs = scoring.idcgs_for(grades.values(), ks, collection.gain)
-    rankings = selectors.query_rankings(query_id=query_id, run_ids=run_ids)
+    rankings = selectors.scoring_rankings(
+        query_id=query_id, depth=max(ks), grades=grades, run_ids=run_ids
+    )
     scores: dict[tuple[int, int], scoring.CutoffScores] = {}
     for run_id, ranking in rankings.items():
         for k, value in scoring.query_scores(ranking, grades, ks, collection.gain, idcgs).items():

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from django.db import connection
 from django.db.models import F, QuerySet
 
 from annotations import packing, scoring
@@ -39,15 +40,20 @@ def effective_grades(*, query_id: int, rule: str) -> dict[int, int]:
     adjudication overrides them.
     """
     grades_by_doc: dict[int, list[int]] = defaultdict(list)
-    for document_id, grade in (
-        Judgement.objects.filter(query_id=query_id).order_by().values_list("document_id", "grade")
-    ):
-        grades_by_doc[document_id].append(grade)
-    adjudicated = dict(
-        Adjudication.objects.filter(query_id=query_id)
-        .order_by()
-        .values_list("document_id", "grade")
-    )
+    adjudicated: dict[int, int] = {}
+    # Raw SQL: this runs on every judgement, for every judged document of the query.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT document_id, grade FROM {Judgement._meta.db_table} WHERE query_id = %s",
+            [query_id],
+        )
+        for document_id, grade in cursor.fetchall():
+            grades_by_doc[document_id].append(grade)
+        cursor.execute(
+            f"SELECT document_id, grade FROM {Adjudication._meta.db_table} WHERE query_id = %s",
+            [query_id],
+        )
+        adjudicated.update(cursor.fetchall())
     return _aggregate(grades_by_doc, adjudicated, rule)
 
 
@@ -101,6 +107,48 @@ def query_rankings(
         run_id: packing.unpack_ids(documents, depth)
         for run_id, documents in fetch_binary(sql, params)
     }
+
+
+# Scoring first reads this many times max(k) documents of each ranking; the condensed list
+# (unjudged documents removed) rarely needs more, and rankings that do are read whole.
+SCORING_PREFIX_FACTOR = 4
+
+
+def scoring_rankings(
+    *,
+    query_id: int,
+    depth: int,
+    grades: Mapping[int, int],
+    run_ids: Iterable[int] | None = None,
+) -> dict[int, list[int]]:
+    """Run id -> as much of each ranking as scoring at cutoffs up to `depth` needs.
+
+    nDCG@k and judged@k need the top `depth` documents; the condensed list needs the first
+    `depth` judged ones. A prefix of every ranking is read (SQL substring: with uncompressed
+    storage only those bytes are fetched), then the few rankings whose prefix holds fewer
+    than `depth` judged documents are read whole.
+    """
+    prefix = depth * SCORING_PREFIX_FACTOR
+    substring = "substring" if connection.vendor == "postgresql" else "substr"
+    table = Ranking._meta.db_table
+    sql = f"SELECT run_id, size, {substring}(documents, 1, %s) FROM {table} WHERE query_id = %s"
+    params: list[object] = [prefix * 8, query_id]
+    if run_ids is not None:
+        wanted = list(run_ids)
+        if not wanted:
+            return {}
+        sql += f" AND run_id IN ({', '.join(['%s'] * len(wanted))})"
+        params.extend(wanted)
+    rankings: dict[int, list[int]] = {}
+    short: list[int] = []
+    for run_id, size, documents in fetch_binary(sql, params):
+        ids = packing.unpack_ids(documents)
+        rankings[run_id] = ids
+        if size > len(ids) and sum(1 for doc in ids if scoring.is_judged(grades.get(doc))) < depth:
+            short.append(run_id)
+    if short:
+        rankings.update(query_rankings(query_id=query_id, run_ids=short))
+    return rankings
 
 
 def top_documents(
