@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -66,6 +67,7 @@ class DocumentAdmin(admin.ModelAdmin):
     list_display = ["docno", "collection", "title"]
     list_filter = ["collection"]
     search_fields = ["docno", "title"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # rankings refer to documents by id: they go only with their collection
