@@ -87,25 +87,33 @@ def ids_ensure(
     key_column = connection.ops.quote_name(key)
     columns = ["collection_id", key, *defaults]
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
-    fixed = [collection_id, *defaults.values()]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("CREATE TEMP TABLE IF NOT EXISTS ndcg_wanted_ids (value text)")
             cursor.execute("TRUNCATE ndcg_wanted_ids")
             raw = cursor.cursor
             with raw.copy("COPY ndcg_wanted_ids (value) FROM STDIN") as copy:
-                for value in wanted:
-                    copy.write_row((value,))
-            placeholders = ", ".join(["%s"] * len(defaults))
+                copy.write("".join(f"{_copy_text(value)}\n" for value in wanted))
+            cursor.execute("ANALYZE ndcg_wanted_ids")  # a fresh temp table has no statistics
+            found = f"{table} t JOIN ndcg_wanted_ids w ON t.{key_column} = w.value"
             cursor.execute(
-                f"INSERT INTO {table} ({quoted}) SELECT %s, value"
-                f"{', ' + placeholders if defaults else ''} FROM ndcg_wanted_ids "
-                "ON CONFLICT DO NOTHING",
-                fixed,
+                f"SELECT t.{key_column}, t.id FROM {found} WHERE t.collection_id = %s",
+                [collection_id],
+            )
+            ids = dict(cursor.fetchall())
+            if len(ids) == len(wanted):
+                return ids  # the common case on a second import: nothing to create
+            placeholders = ", ".join(["%s"] * len(defaults))
+            # Only the missing ones; ON CONFLICT covers another import creating them meanwhile.
+            cursor.execute(
+                f"INSERT INTO {table} ({quoted}) SELECT %s, w.value"
+                f"{', ' + placeholders if defaults else ''} FROM ndcg_wanted_ids w "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE t.collection_id = %s "
+                f"AND t.{key_column} = w.value) ON CONFLICT DO NOTHING",
+                [collection_id, *defaults.values(), collection_id],
             )
             cursor.execute(
-                f"SELECT t.{key_column}, t.id FROM {table} t JOIN ndcg_wanted_ids w "
-                f"ON t.{key_column} = w.value WHERE t.collection_id = %s",
+                f"SELECT t.{key_column}, t.id FROM {found} WHERE t.collection_id = %s",
                 [collection_id],
             )
             return dict(cursor.fetchall())
