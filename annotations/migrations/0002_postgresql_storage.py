@@ -38,7 +38,7 @@ SCORE_TABLES = ("annotations_queryscore", "annotations_runscore", "annotations_i
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotations", "0003_orderings_by_id")]
+    dependencies = [("annotations", "0001_initial")]
 
     operations = [
         migrations.RunPython(storage("EXTERNAL"), storage("EXTENDED")),
