@@ -411,15 +411,6 @@ def scores_sweep_stale(*, collection: Collection | None = None) -> int:
     return done
 
 
-def pending_query_count(*, collection: Collection) -> int:
-    return (
-        Query.objects.filter(
-            collection=collection, judgements_version__gt=F("scored_version")
-        ).count()
-        + Run.objects.filter(collection=collection, scored_at__isnull=True).count()
-    )
-
-
 # --- scheduling -------------------------------------------------------------------------
 
 _pending = threading.local()
