@@ -217,3 +217,22 @@ def test_judgement_saved_with_the_orm_still_rescores(worked_example: Collection)
         QueryScore.objects.get(query__qid="q1", k=6).ndcg
         == oracle(worked_example)[("example", "q1", 6)]
     )
+
+
+def test_periodic_sweep_task_heals_pending_queries(
+    worked_example: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from annotations import tasks
+    from ndcg_platform.settings import CELERY_BEAT_SCHEDULE
+
+    assert CELERY_BEAT_SCHEDULE["scores-sweep-stale"]["task"] == tasks.scores_sweep_stale.name
+    monkeypatch.setattr(scores, "run_inline", lambda *args: None)  # the recomputation is lost
+    judgement = Judgement.objects.get(query__qid="q1", document__docno="d2")
+    services.judgement_record(
+        query=judgement.query, document=judgement.document, assessor=judgement.assessor,
+        grade=3, source="api",
+    )  # fmt: skip
+    assert Query.objects.get(qid="q1").scores_pending
+    assert tasks.scores_sweep_stale() == 1
+    assert not Query.objects.get(qid="q1").scores_pending
+    assert stored_ndcg(worked_example) == oracle(worked_example)
