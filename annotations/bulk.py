@@ -7,6 +7,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+import psycopg
 from django.db import connection
 from django.db.models import Model
 
@@ -95,9 +96,9 @@ def ids_ensure(
             with raw.copy("COPY ndcg_wanted_ids (value) FROM STDIN") as copy:
                 copy.write("".join(f"{_copy_text(value)}\n" for value in wanted))
             cursor.execute("ANALYZE ndcg_wanted_ids")  # a fresh temp table has no statistics
-            found = f"{table} t JOIN ndcg_wanted_ids w ON t.{key_column} = w.value"
+            joined = f"{table} t JOIN ndcg_wanted_ids w ON t.{key_column} = w.value"
             cursor.execute(
-                f"SELECT t.{key_column}, t.id FROM {found} WHERE t.collection_id = %s",
+                f"SELECT t.{key_column}, t.id FROM {joined} WHERE t.collection_id = %s",
                 [collection_id],
             )
             ids = dict(cursor.fetchall())
@@ -113,7 +114,7 @@ def ids_ensure(
                 [collection_id, *defaults.values(), collection_id],
             )
             cursor.execute(
-                f"SELECT t.{key_column}, t.id FROM {found} WHERE t.collection_id = %s",
+                f"SELECT t.{key_column}, t.id FROM {joined} WHERE t.collection_id = %s",
                 [collection_id],
             )
             return dict(cursor.fetchall())
@@ -162,11 +163,13 @@ def bulk_update(
             assignments = ", ".join(f"{quote(c)} = v.{quote(c)}" for c in columns)
             match = " AND ".join(f"t.{quote(k)} = v.{quote(k)}" for k in key)
             unnest = ", ".join(f"%s::{t}[]" for t in types)
-            cursor.execute(
-                f"UPDATE {table} AS t SET {assignments} FROM unnest({unnest}) "
-                f"AS v({', '.join(quote(n) for n in names)}) WHERE {match}",
-                arrays,
-            )
+            # Server-side binding: the arrays travel as parameters, not as SQL literals.
+            with psycopg.Cursor(connection.connection) as raw:
+                raw.execute(
+                    f"UPDATE {table} AS t SET {assignments} FROM unnest({unnest}) "
+                    f"AS v({', '.join(quote(n) for n in names)}) WHERE {match}",
+                    arrays,
+                )
             return len(rows)
         assignments = ", ".join(f"{quote(c)} = %s" for c in columns)
         match = " AND ".join(f"{quote(k)} = %s" for k in key)
@@ -197,8 +200,6 @@ def fetch_binary(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     Text transfer would hex-encode every byte (twice the size, then decoded in Python).
     """
     if connection.vendor == "postgresql":
-        import psycopg
-
         connection.ensure_connection()
         # Django's cursors bind on the client, which cannot return binary results.
         with psycopg.Cursor(connection.connection) as raw:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from fractions import Fraction
 
 # Every finite double is an integer multiple of 2**-1074 (the smallest subnormal), so a sum
 # of doubles scaled by 2**1074 is an exact Python integer.
@@ -37,7 +36,7 @@ class ExactSum:
 
     def value(self) -> float:
         """The sum itself, correctly rounded to a double."""
-        return float(Fraction(self._total, 1 << _SCALE_BITS))
+        return self._total / (1 << _SCALE_BITS)  # int / int is correctly rounded in Python
 
     def mean(self, count: int) -> float:
         """The mean over `count` items (0.0 when there are none), correctly rounded."""
@@ -45,7 +44,7 @@ class ExactSum:
             raise ValueError(f"count must be >= 0, got {count}")
         if count == 0:
             return 0.0
-        return float(Fraction(self._total, count << _SCALE_BITS))
+        return self._total / (count << _SCALE_BITS)  # int / int is correctly rounded
 
     def to_text(self) -> str:
         """A compact, exact text form for storage: 'MANTISSA_HEX:SHIFT' = mantissa * 2**-shift.

@@ -139,12 +139,13 @@ def scoring_rankings(
             return {}
         sql += f" AND run_id IN ({', '.join(['%s'] * len(wanted))})"
         params.extend(wanted)
+    judged = {doc for doc, grade in grades.items() if scoring.is_judged(grade)}
     rankings: dict[int, list[int]] = {}
     short: list[int] = []
     for run_id, size, documents in fetch_binary(sql, params):
         ids = packing.unpack_ids(documents)
         rankings[run_id] = ids
-        if size > len(ids) and sum(1 for doc in ids if scoring.is_judged(grades.get(doc))) < depth:
+        if size > len(ids) and len(judged.intersection(ids)) < depth:
             short.append(run_id)
     if short:
         rankings.update(query_rankings(query_id=query_id, run_ids=short))
