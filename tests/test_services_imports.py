@@ -384,3 +384,39 @@ def test_a_judgement_created_with_the_orm_is_recorded_as_other_and_rescored(
     assert (latest.old_grade, latest.new_grade, latest.source) == (3, 0, "other")
     assert ndcg_at_6() == pytest.approx(dcg([0, 2, 3, 0, 1, 2]) / dcg([3, 3, 3, 2, 2, 2]))
     assert not fresh(query).scores_pending
+
+
+def test_judgements_import_in_batches_is_all_or_nothing(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad line in a later batch rolls back the batches already written."""
+    monkeypatch.setattr("annotations.services.judgements.QRELS_BATCH", 3)
+    collection = CollectionFactory()
+    assessor = UserFactory()
+    good = "".join(f"q{i % 2} 0 d{i} {i % 4}\n" for i in range(8))
+    with pytest.raises(TrecFormatError, match=r"qrels\.txt:9: grade"):
+        services.judgements_import(
+            collection=collection, source=stream(good + "q1 0 dx 7\n"), name="qrels.txt",
+            assessor=assessor,
+        )  # fmt: skip
+    assert not Judgement.objects.exists()
+    assert not JudgementHistory.objects.exists()
+    assert not Query.objects.filter(collection=collection).exists()
+
+
+def test_judgements_import_in_batches_counts_and_updates_across_batches(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("annotations.services.judgements.QRELS_BATCH", 3)
+    collection = CollectionFactory()
+    assessor = UserFactory()
+    first = "".join(f"q{i % 2} 0 d{i} 1\n" for i in range(8))
+    assert services.judgements_import(
+        collection=collection, source=stream(first), assessor=assessor
+    ) == ImportSummary(8, 0, 0)
+    second = "".join(f"q{i % 2} 0 d{i} {2 if i < 4 else 1}\n" for i in range(10))
+    assert services.judgements_import(
+        collection=collection, source=stream(second), assessor=assessor
+    ) == ImportSummary(2, 4, 4)
+    assert Judgement.objects.filter(grade=2).count() == 4
+    assert JudgementHistory.objects.filter(old_grade=1, new_grade=2).count() == 4

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
+from itertools import islice
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -154,6 +156,9 @@ def import_assessor(username: str | None = None) -> User:
     return user
 
 
+QRELS_BATCH = 50_000
+
+
 def judgements_import(
     *,
     collection: Collection,
@@ -166,66 +171,81 @@ def judgements_import(
     """Import TREC qrels as one assessor's judgements: all or nothing, every change in history.
 
     Pairs this assessor already judged get the new grade (a history row each); pairs not in
-    the file are left alone.
+    the file are left alone. The file is read in batches inside one transaction, so memory
+    does not grow with the file and a bad line anywhere rolls everything back.
     """
-    lines = list(trec.read_qrels(source, name=name, grades=grade_values(collection)))
-    created = updated = unchanged = 0
+    counts = [0, 0, 0]  # created, updated, unchanged
+    changed_queries: set[int] = set()
+    lines = trec.read_qrels(source, name=name, grades=grade_values(collection))
     with transaction.atomic():
-        query_ids = queries_ensure(collection=collection, qids=(line.qid for line in lines))
-        doc_ids = documents_ensure(collection=collection, docnos=(line.docno for line in lines))
-        by_query: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for line in lines:
-            by_query[query_ids[line.qid]].append((doc_ids[line.docno], line.grade))
-        del lines
-        new_rows: list[tuple[object, ...]] = []
-        history_rows: list[tuple[object, ...]] = []
-        changed_queries: set[int] = set()
         now = timezone.now()
         who = getattr(changed_by or assessor, "pk", None)
-        for query_id, pairs in by_query.items():
-            existing = dict(
-                Judgement.objects.select_for_update()
-                .filter(query_id=query_id, assessor=assessor)
-                .values_list("document_id", "grade")
+        while batch := list(islice(lines, QRELS_BATCH)):
+            _judgements_import_batch(
+                collection, batch, assessor, who, now, history_source, counts, changed_queries
             )
-            updates: dict[int, list[int]] = defaultdict(list)
-            for document_id, grade in pairs:
-                old = existing.get(document_id)
-                if old is None:
-                    new_rows.append((query_id, document_id, assessor.pk, grade, "", now, now))
-                    history_rows.append((query_id, document_id, assessor.pk, who, None, grade))
-                    created += 1
-                elif old == grade:
-                    unchanged += 1
-                    continue
-                else:
-                    updates[grade].append(document_id)
-                    history_rows.append((query_id, document_id, assessor.pk, who, old, grade))
-                    updated += 1
-                changed_queries.add(query_id)
-            for grade, documents in updates.items():
-                Judgement.objects.filter(
-                    query_id=query_id, assessor=assessor, document_id__in=documents
-                ).update(grade=grade, updated=now)
-        bulk_insert(
-            Judgement,
-            ("query_id", "document_id", "assessor_id", "grade", "note", "created", "updated"),
-            new_rows,
-        )
-        bulk_insert(
-            JudgementHistory,
-            (
-                "query_id",
-                "document_id",
-                "assessor_id",
-                "changed_by_id",
-                "old_grade",
-                "new_grade",
-                "note",
-                "source",
-                "changed_at",
-            ),
-            ((*row, "", history_source, now) for row in history_rows),
-        )
         queries_mark_stale(changed_queries)
-    return ImportSummary(created, updated, unchanged)
+    return ImportSummary(*counts)
+
+
+def _judgements_import_batch(
+    collection: Collection,
+    lines: list[trec.QrelLine],
+    assessor: User,
+    who: int | None,
+    now: datetime,
+    history_source: str,
+    counts: list[int],
+    changed_queries: set[int],
+) -> None:
+    query_ids = queries_ensure(collection=collection, qids=(line.qid for line in lines))
+    doc_ids = documents_ensure(collection=collection, docnos=(line.docno for line in lines))
+    by_query: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for line in lines:
+        by_query[query_ids[line.qid]].append((doc_ids[line.docno], line.grade))
+    new_rows: list[tuple[object, ...]] = []
+    history_rows: list[tuple[object, ...]] = []
+    for query_id, pairs in by_query.items():
+        mine = Judgement.objects.select_for_update().filter(query_id=query_id, assessor=assessor)
+        if len(pairs) <= LOOKUP_CHUNK:  # else all of them: stay under parameter limits
+            mine = mine.filter(document_id__in=[document_id for document_id, _ in pairs])
+        existing = dict(mine.order_by().values_list("document_id", "grade"))
+        updates: dict[int, list[int]] = defaultdict(list)
+        for document_id, grade in pairs:
+            old = existing.get(document_id)
+            if old is None:
+                new_rows.append((query_id, document_id, assessor.pk, grade, "", now, now))
+                history_rows.append((query_id, document_id, assessor.pk, who, None, grade))
+                counts[0] += 1
+            elif old == grade:
+                counts[2] += 1
+                continue
+            else:
+                updates[grade].append(document_id)
+                history_rows.append((query_id, document_id, assessor.pk, who, old, grade))
+                counts[1] += 1
+            changed_queries.add(query_id)
+        for grade, documents in updates.items():
+            Judgement.objects.filter(
+                query_id=query_id, assessor=assessor, document_id__in=documents
+            ).update(grade=grade, updated=now)
+    bulk_insert(
+        Judgement,
+        ("query_id", "document_id", "assessor_id", "grade", "note", "created", "updated"),
+        new_rows,
+    )
+    bulk_insert(
+        JudgementHistory,
+        (
+            "query_id",
+            "document_id",
+            "assessor_id",
+            "changed_by_id",
+            "old_grade",
+            "new_grade",
+            "note",
+            "source",
+            "changed_at",
+        ),
+        ((*row, "", history_source, now) for row in history_rows),
+    )
