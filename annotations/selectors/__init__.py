@@ -6,8 +6,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from django.db import connection
+from django.db import connection, models
 from django.db.models import F, QuerySet
+from django.db.models.functions import Substr
 
 from annotations import packing, scoring
 from annotations.bulk import fetch_binary
@@ -170,9 +171,15 @@ def top_documents(
         rows = rows.filter(run_id__in=list(run_ids))
     if query_ids is not None:
         rows = rows.filter(query_id__in=list(query_ids))
+    if depth is not None:
+        # Only the top `depth` ids leave the database (8 bytes each), not whole rankings.
+        rows = rows.annotate(
+            top=Substr("documents", 1, depth * 8, output_field=models.BinaryField())
+        )
+    column = "documents" if depth is None else "top"
     for run_id, query_id, documents in (
         rows.order_by("run_id", "query_id")
-        .values_list("run_id", "query_id", "documents")
+        .values_list("run_id", "query_id", column)
         .iterator(chunk_size=500)
     ):
         yield run_id, query_id, packing.unpack_ids(documents, depth)
