@@ -10,12 +10,48 @@ from collections.abc import Iterable
 _SCALE_BITS = 1074
 
 
-def _scaled(value: float) -> int:
+def scaled(value: float) -> int:
+    """A finite double as an exact integer multiple of 2**-1074."""
     if not math.isfinite(value):
         raise ValueError(f"cannot sum a non-finite value: {value!r}")
     numerator, denominator = value.as_integer_ratio()
     # denominator is a power of two no larger than 2**1074 for a finite double
     return numerator << (_SCALE_BITS - (denominator.bit_length() - 1))
+
+
+def total_mean(total: int, count: int) -> float:
+    """The correctly rounded mean of `count` doubles whose scaled sum is `total` (0.0 for none)."""
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    if count == 0:
+        return 0.0
+    return total / (count << _SCALE_BITS)  # int / int is correctly rounded in Python
+
+
+def total_to_text(total: int) -> str:
+    """A compact, exact text form for storage: 'MANTISSA_HEX:SHIFT' = mantissa * 2**-shift.
+
+    Trailing zero bits are dropped, so typical sums of scores in [0, 1] take a couple of
+    dozen characters instead of the 270 the full 2**-1074 scale would.
+    """
+    if total == 0:
+        return "0:0"
+    trailing = (total & -total).bit_length() - 1
+    total >>= trailing
+    sign = "-" if total < 0 else ""
+    return f"{sign}{abs(total):x}:{_SCALE_BITS - trailing}"
+
+
+def total_from_text(text: str) -> int:
+    """The scaled sum written by `total_to_text`; ValueError for anything else."""
+    try:
+        mantissa, shift = text.split(":")
+        value, bits = int(mantissa, 16), int(shift)
+    except ValueError:
+        raise ValueError(f"not an exact-sum text: {text!r}") from None
+    if not -_SCALE_BITS <= bits <= _SCALE_BITS:
+        raise ValueError(f"not an exact-sum text: {text!r}")
+    return value << (_SCALE_BITS - bits)
 
 
 class ExactSum:
@@ -29,10 +65,10 @@ class ExactSum:
             self.add(value)
 
     def add(self, value: float) -> None:
-        self._total += _scaled(value)
+        self._total += scaled(value)
 
     def remove(self, value: float) -> None:
-        self._total -= _scaled(value)
+        self._total -= scaled(value)
 
     def value(self) -> float:
         """The sum itself, correctly rounded to a double."""
@@ -40,38 +76,16 @@ class ExactSum:
 
     def mean(self, count: int) -> float:
         """The mean over `count` items (0.0 when there are none), correctly rounded."""
-        if count < 0:
-            raise ValueError(f"count must be >= 0, got {count}")
-        if count == 0:
-            return 0.0
-        return self._total / (count << _SCALE_BITS)  # int / int is correctly rounded
+        return total_mean(self._total, count)
 
     def to_text(self) -> str:
-        """A compact, exact text form for storage: 'MANTISSA_HEX:SHIFT' = mantissa * 2**-shift.
-
-        Trailing zero bits are dropped, so typical sums of scores in [0, 1] take a couple
-        of dozen characters instead of the 270 the full 2**-1074 scale would.
-        """
-        total, shift = self._total, _SCALE_BITS
-        if total == 0:
-            return "0:0"
-        trailing = (total & -total).bit_length() - 1
-        total >>= trailing
-        shift -= trailing
-        sign = "-" if total < 0 else ""
-        return f"{sign}{abs(total):x}:{shift}"
+        """The exact text form of `total_to_text`."""
+        return total_to_text(self._total)
 
     @classmethod
     def from_text(cls, text: str) -> ExactSum:
         result = cls()
-        try:
-            mantissa, shift = text.split(":")
-            value, bits = int(mantissa, 16), int(shift)
-        except ValueError:
-            raise ValueError(f"not an exact-sum text: {text!r}") from None
-        if not -_SCALE_BITS <= bits <= _SCALE_BITS:
-            raise ValueError(f"not an exact-sum text: {text!r}")
-        result._total = value << (_SCALE_BITS - bits)
+        result._total = total_from_text(text)
         return result
 
     def __eq__(self, other: object) -> bool:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations import scoring, selectors
+from annotations import exact, scoring, selectors
 from annotations.bulk import bulk_insert, bulk_update
 from annotations.exact import ExactSum
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
@@ -42,16 +43,12 @@ class _RunAccumulator:
         self.condensed.add(values[1])
         self.judged.add(values[2])
 
-    def remove(self, values: Triple) -> None:
-        self.ndcg.remove(values[0])
-        self.condensed.remove(values[1])
-        self.judged.remove(values[2])
-
-    def row(self, run_id: int, k: int, now: object) -> tuple[object, ...]:
+    def row(self, run_id: int, k: int) -> tuple[object, ...]:
+        """The stored values in RUN_SCORE_COLUMNS order, all but the time of the update."""
         n = self.queries
         return (
             run_id, k, n, self.ndcg.mean(n), self.condensed.mean(n), self.judged.mean(n),
-            self.ndcg.to_text(), self.condensed.to_text(), self.judged.to_text(), now,
+            self.ndcg.to_text(), self.condensed.to_text(), self.judged.to_text(),
         )  # fmt: skip
 
 
@@ -80,15 +77,19 @@ def _score_query(
     return idcgs, scores
 
 
-def _lock_collection(collection_id: int) -> Collection:
-    # All score writers of a collection take this lock, so the run means (shared by every
-    # query) are always updated from the latest committed per-query values.
+def _synchronous_commit_off() -> None:
     if connection.vendor == "postgresql":
         # Scores are derived data and this transaction also clears the pending mark: if a
         # crash loses its commit, the query stays pending and the sweep recomputes it, so
         # the commit need not wait for the disk.
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+def _lock_collection(collection_id: int) -> Collection:
+    # All score writers of a collection take this lock, so the run means (shared by every
+    # query) are always updated from the latest committed per-query values.
+    _synchronous_commit_off()
     return Collection.objects.select_for_update().get(id=collection_id)
 
 
@@ -100,22 +101,42 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
     recomputation. Without `force`, a query that is not stale is left alone (coalescing).
     """
     with transaction.atomic():
-        collection_id = (
-            Query.objects.filter(id=query_id).values_list("collection_id", flat=True).first()
+        _synchronous_commit_off()
+        # The query's collection, locked (see `_lock_collection`), found in one statement.
+        collection = (
+            Collection.objects.select_for_update(of=("self",))
+            .filter(queries__id=query_id)
+            .order_by()
+            .first()
         )
-        if collection_id is None:
+        if collection is None:
             return False  # deleted meanwhile
-        collection = _lock_collection(collection_id)
-        version, scored = Query.objects.values_list("judgements_version", "scored_version").get(
-            id=query_id
-        )
+        # Read after the lock is held, so a recomputation that held it before is seen.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT judgements_version, scored_version FROM {Query._meta.db_table} "
+                "WHERE id = %s",
+                [query_id],
+            )
+            version, scored = cursor.fetchone()
         if version == scored and not force:
             return False
         grades = selectors.effective_grades(query_id=query_id, rule=collection.aggregation)
         idcgs, new = _score_query(collection, query_id, grades)
         _store_query(collection, query_id, idcgs, new)
-        Query.objects.filter(id=query_id).update(scored_version=version)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Query._meta.db_table} SET scored_version = %s WHERE id = %s",
+                [version, query_id],
+            )
     return True
+
+
+def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Raw rows of one statement: the reads on the judgement path skip the ORM's overhead."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def _store_query(
@@ -131,9 +152,11 @@ def _store_query(
     """
     stored = {
         (run_id, k): (ndcg, dcg, judged, condensed)
-        for run_id, k, ndcg, dcg, judged, condensed in QueryScore.objects.filter(query_id=query_id)
-        .order_by()
-        .values_list("run_id", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
+        for run_id, k, ndcg, dcg, judged, condensed in _rows(
+            "SELECT run_id, k, ndcg, dcg, judged, ndcg_condensed "
+            f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
+            [query_id],
+        )
     }
     old: dict[tuple[int, int], Triple] = {
         key: (ndcg, condensed, judged) for key, (ndcg, _, judged, condensed) in stored.items()
@@ -160,10 +183,11 @@ def _store_query(
         _delete_query_scores(query_id, gone)
 
     old_ideal = dict(
-        IdealScore.objects.filter(query_id=query_id).order_by().values_list("k", "idcg")
+        _rows(f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s", [query_id])
     )
     if old_ideal != idcgs:
-        IdealScore.objects.filter(query_id=query_id).exclude(k__in=list(idcgs)).delete()
+        if set(old_ideal) - set(idcgs):
+            IdealScore.objects.filter(query_id=query_id).exclude(k__in=list(idcgs)).delete()
         bulk_update(
             IdealScore,
             key=("query_id", "k"),
@@ -182,39 +206,69 @@ def _store_query(
     ]
     if not moved and not (zero_mode and count_delta):
         return
-    rows = RunScore.objects.filter(run__collection=collection).order_by()
-    if not (zero_mode and count_delta):
-        rows = rows.filter(run_id__in={run_id for run_id, _ in moved})
-    accumulators = {
-        (run_id, k): _RunAccumulator(
-            queries, ExactSum.from_text(a), ExactSum.from_text(b), ExactSum.from_text(c)
-        )
-        for run_id, k, queries, a, b, c in rows.values_list(
-            "run_id", "k", "queries", "ndcg_sum", "ndcg_condensed_sum", "judged_sum"
-        )
-    }
-    for key in moved:
-        acc = accumulators.get(key)
-        if acc is None:
-            continue  # the run's means were never stored: its own scoring (pending) builds them
-        if key in old:
-            acc.remove(old[key])
-            if not zero_mode:
-                acc.queries -= 1
-        if key in new:
-            acc.add(_triple(new[key]))
-            if not zero_mode:
-                acc.queries += 1
-    if zero_mode and count_delta:
-        for acc in accumulators.values():
-            acc.queries += count_delta
-    now = timezone.now()
+    sql = (
+        "SELECT s.run_id, s.k, s.queries, s.ndcg, s.ndcg_condensed, s.judged, s.ndcg_sum, "
+        f"s.ndcg_condensed_sum, s.judged_sum FROM {RunScore._meta.db_table} s"
+    )
+    if zero_mode and count_delta:  # every mean of the collection moves
+        sql += f" JOIN {Run._meta.db_table} r ON r.id = s.run_id WHERE r.collection_id = %s"
+        params: list[int] = [collection.id]
+    else:
+        run_ids = sorted({run_id for run_id, _ in moved})
+        sql += f" WHERE s.run_id IN ({', '.join(['%s'] * len(run_ids))})"
+        params = list(run_ids)
+    rows = []
+    for run_id, k, queries, *stored_means in _rows(sql, params):
+        # A run without a stored mean is pending its own scoring, which builds the mean.
+        key = (run_id, k)
+        before = old.get(key)
+        after = _triple(new[key]) if key in new else None
+        folded = _fold(queries, stored_means, before, after, zero_mode, count_delta)
+        if folded is not None:
+            rows.append((run_id, k, *folded))
     bulk_update(
         RunScore,
         key=("run_id", "k"),
-        columns=RUN_SCORE_COLUMNS[2:],
-        rows=[acc.row(run_id, k, now) for (run_id, k), acc in accumulators.items()],
+        columns=RUN_SCORE_COLUMNS[2:-1],
+        rows=rows,
+        constants={"updated": timezone.now()},
     )
+
+
+def _fold(
+    queries: int,
+    stored: list[object],
+    before: Triple | None,
+    after: Triple | None,
+    zero_mode: bool,
+    count_delta: int,
+) -> tuple[object, ...] | None:
+    """One run mean row after one query's values went from `before` to `after` (None: the
+    row does not change).
+
+    `stored` holds the three means then their three exact sums as stored. A sum whose value
+    did not change, with an unchanged count, is kept as stored: on a change of grade most
+    rows move only one or two of their three sums, and parsing and formatting exact sums is
+    the costly part of this path.
+    """
+    if zero_mode:
+        count = queries + count_delta
+    else:
+        count = queries + (after is not None) - (before is not None)
+    means = list(stored[:3])
+    texts = list(stored[3:])
+    changed = count != queries
+    for i in range(3):
+        old_value = 0.0 if before is None else before[i]
+        new_value = 0.0 if after is None else after[i]
+        if old_value == new_value and count == queries:
+            continue
+        total = exact.total_from_text(texts[i])  # type: ignore[arg-type]
+        total += exact.scaled(new_value) - exact.scaled(old_value)
+        means[i] = exact.total_mean(total, count)
+        texts[i] = exact.total_to_text(total)
+        changed = True
+    return (count, *means, *texts) if changed else None
 
 
 def _delete_query_scores(query_id: int, keys: list[tuple[int, int]]) -> None:
@@ -291,7 +345,7 @@ def _write_all(collection: Collection, computed: _Computed, run_ids: list[int] |
     bulk_insert(
         RunScore,
         RUN_SCORE_COLUMNS,
-        (acc.row(run_id, k, now) for (run_id, k), acc in computed.runs.items()),
+        ((*acc.row(run_id, k), now) for (run_id, k), acc in computed.runs.items()),
     )
     runs = Run.objects.filter(collection=collection)
     if run_ids is not None:
@@ -383,7 +437,7 @@ def _differences(collection: Collection, computed: _Computed) -> Iterator[str]:
     }
     for run_key in sorted(set(stored_runs) | set(computed.runs)):
         acc = computed.runs.get(run_key)
-        fresh_run = None if acc is None else list(acc.row(run_key[0], run_key[1], None)[2:6])
+        fresh_run = None if acc is None else list(acc.row(*run_key)[2:6])
         if stored_runs.get(run_key) != fresh_run:
             yield (
                 f"run={names[run_key[0]]} k={run_key[1]} means (queries, ndcg, ndcg', judged): "

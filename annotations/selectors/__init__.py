@@ -27,8 +27,10 @@ from annotations.models import (
 def _aggregate(
     grades_by_doc: dict[int, list[int]], adjudicated: dict[int, int], rule: str
 ) -> dict[int, int]:
+    # Every rule gives a lone grade back unchanged: most pairs have one assessor.
     effective = {
-        doc: scoring.effective_grade(grades, rule) for doc, grades in grades_by_doc.items()
+        doc: grades[0] if len(grades) == 1 else scoring.effective_grade(grades, rule)
+        for doc, grades in grades_by_doc.items()
     }
     effective.update(adjudicated)
     return effective
@@ -40,21 +42,24 @@ def effective_grades(*, query_id: int, rule: str) -> dict[int, int]:
     Several assessors' grades are combined by the collection's rule; an organiser's
     adjudication overrides them.
     """
-    grades_by_doc: dict[int, list[int]] = defaultdict(list)
+    grades_by_doc: dict[int, list[int]] = {}
     adjudicated: dict[int, int] = {}
-    # Raw SQL: this runs on every judgement, for every judged document of the query.
+    # Raw SQL, one statement: this runs on every judgement, for every judged document of the
+    # query (the third column tells adjudications from judgements).
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT document_id, grade FROM {Judgement._meta.db_table} WHERE query_id = %s",
-            [query_id],
+            f"SELECT document_id, grade, 0 FROM {Judgement._meta.db_table} WHERE query_id = %s "
+            f"UNION ALL SELECT document_id, grade, 1 FROM {Adjudication._meta.db_table} "
+            "WHERE query_id = %s",
+            [query_id, query_id],
         )
-        for document_id, grade in cursor.fetchall():
-            grades_by_doc[document_id].append(grade)
-        cursor.execute(
-            f"SELECT document_id, grade FROM {Adjudication._meta.db_table} WHERE query_id = %s",
-            [query_id],
-        )
-        adjudicated.update(cursor.fetchall())
+        for document_id, grade, adjudication in cursor.fetchall():
+            if adjudication:
+                adjudicated[document_id] = grade
+            elif document_id in grades_by_doc:
+                grades_by_doc[document_id].append(grade)
+            else:
+                grades_by_doc[document_id] = [grade]
     return _aggregate(grades_by_doc, adjudicated, rule)
 
 
