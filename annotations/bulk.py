@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from itertools import islice
 from typing import Any
@@ -266,3 +267,59 @@ def fetch_binary(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def fetch_many(
+    statements: Sequence[tuple[str, Sequence[Any], bool]],
+) -> list[list[tuple[Any, ...]]]:
+    """Run reads given as (sql, params, binary) and return each one's rows, in order.
+
+    On PostgreSQL they leave together in one pipeline: a single round trip, and the server
+    works through them back to back (binary: results fetched in binary, for bytea).
+    """
+    if connection.vendor == "postgresql":
+        connection.ensure_connection()
+        conn = connection.connection
+        cursors: list[psycopg.Cursor[Any]] = []
+        try:
+            with conn.pipeline():
+                for sql, params, binary in statements:
+                    cursor = psycopg.Cursor(conn)
+                    cursors.append(cursor)
+                    cursor.execute(sql, params, binary=binary)
+            return [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+    results = []
+    with connection.cursor() as django_cursor:
+        for sql, params, _ in statements:
+            django_cursor.execute(sql, params)
+            results.append(django_cursor.fetchall())
+    return results
+
+
+@contextmanager
+def pipeline() -> Iterator[None]:
+    """Statements of `bulk_update` inside are sent without waiting for each one's result.
+
+    On PostgreSQL (pipeline mode) the server works on them while Python goes on; their
+    results and errors arrive when the block ends. No COPY (`bulk_insert`) inside.
+    """
+    if connection.vendor == "postgresql":
+        connection.ensure_connection()
+        with connection.connection.pipeline():
+            yield
+    else:
+        yield
+
+
+def execute(sql: str, params: Sequence[Any]) -> None:
+    """One statement without results; inside `pipeline()` it does not wait for the server."""
+    if connection.vendor == "postgresql":
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(sql, params)
+        return
+    with connection.cursor() as django_cursor:
+        django_cursor.execute(sql, params)

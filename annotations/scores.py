@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotations import exact, scoring, selectors
-from annotations.bulk import bulk_insert, bulk_update
+from annotations.bulk import bulk_insert, bulk_update, execute, fetch_many, pipeline
 from annotations.exact import ExactSum
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 
@@ -65,11 +65,19 @@ def _score_query(
     """The IDCG per k and every (run, k) score of one query, from its current grades."""
     if not grades:
         return {}, {}
+    rankings = selectors.scoring_rankings(
+        query_id=query_id, depth=max(collection.sorted_cutoffs), grades=grades, run_ids=run_ids
+    )
+    return _score_rankings(collection, grades, rankings)
+
+
+def _score_rankings(
+    collection: Collection, grades: Mapping[int, int], rankings: Mapping[int, Sequence[int]]
+) -> tuple[dict[int, float], dict[tuple[int, int], scoring.CutoffScores]]:
+    if not grades:
+        return {}, {}
     ks = collection.sorted_cutoffs
     idcgs = scoring.idcgs_for(grades.values(), ks, collection.gain)
-    rankings = selectors.scoring_rankings(
-        query_id=query_id, depth=max(ks), grades=grades, run_ids=run_ids
-    )
     scores: dict[tuple[int, int], scoring.CutoffScores] = {}
     for run_id, ranking in rankings.items():
         for k, value in scoring.query_scores(ranking, grades, ks, collection.gain, idcgs).items():
@@ -101,7 +109,6 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
     recomputation. Without `force`, a query that is not stale is left alone (coalescing).
     """
     with transaction.atomic():
-        _synchronous_commit_off()
         # The query's collection, locked (see `_lock_collection`), found in one statement.
         collection = (
             Collection.objects.select_for_update(of=("self",))
@@ -111,32 +118,65 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
         )
         if collection is None:
             return False  # deleted meanwhile
-        # Read after the lock is held, so a recomputation that held it before is seen.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT judgements_version, scored_version FROM {Query._meta.db_table} "
-                "WHERE id = %s",
-                [query_id],
-            )
-            version, scored = cursor.fetchone()
+        depth = max(collection.sorted_cutoffs)
+        rankings_read = selectors.scoring_rankings_statement(query_id=query_id, depth=depth)
+        assert rankings_read is not None  # None only for an empty choice of runs
+        # Everything else it reads, in one round trip, after the lock is held (so the work
+        # of a recomputation that held it before is seen).
+        version_rows, grade_rows, ranking_rows, stored_rows, ideal_rows, run_rows = fetch_many(
+            [
+                (
+                    f"SELECT judgements_version, scored_version FROM {Query._meta.db_table} "
+                    "WHERE id = %s",
+                    [query_id],
+                    False,
+                ),
+                (*selectors.effective_grades_statement(query_id=query_id), False),
+                (*rankings_read, True),
+                (
+                    "SELECT run_id, k, ndcg, dcg, judged, ndcg_condensed "
+                    f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
+                    [query_id],
+                    False,
+                ),
+                (
+                    f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s",
+                    [query_id],
+                    False,
+                ),
+                (
+                    "SELECT s.run_id, s.k, s.queries, s.ndcg, s.ndcg_condensed, s.judged, "
+                    "s.ndcg_sum, s.ndcg_condensed_sum, s.judged_sum "
+                    f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
+                    "ON r.id = s.run_id WHERE r.collection_id = %s",
+                    [collection.id],
+                    False,
+                ),
+            ]
+        )
+        if not version_rows:
+            return False  # deleted meanwhile
+        version, scored = version_rows[0]
         if version == scored and not force:
             return False
-        grades = selectors.effective_grades(query_id=query_id, rule=collection.aggregation)
-        idcgs, new = _score_query(collection, query_id, grades)
-        _store_query(collection, query_id, idcgs, new)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Query._meta.db_table} SET scored_version = %s WHERE id = %s",
-                [version, query_id],
+        grades = selectors.effective_grades_from_rows(grade_rows, collection.aggregation)
+        rankings = (
+            selectors.scoring_rankings_from_rows(
+                ranking_rows, query_id=query_id, depth=depth, grades=grades
             )
+            if grades
+            else {}
+        )
+        idcgs, new = _score_rankings(collection, grades, rankings)
+        stored = {
+            (run_id, k): (ndcg, dcg, judged, condensed)
+            for run_id, k, ndcg, dcg, judged, condensed in stored_rows
+        }
+        _store_query(
+            collection, query_id, idcgs, new,
+            stored=stored, old_ideal=dict(ideal_rows), run_rows=run_rows, version=version,
+        )  # fmt: skip
     return True
-
-
-def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """Raw rows of one statement: the reads on the judgement path skip the ORM's overhead."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def _store_query(
@@ -144,32 +184,28 @@ def _store_query(
     query_id: int,
     idcgs: dict[int, float],
     new: dict[tuple[int, int], scoring.CutoffScores],
+    *,
+    stored: dict[tuple[int, int], tuple[float, float, float, float]],
+    old_ideal: dict[int, float],
+    run_rows: list[tuple[Any, ...]],
+    version: int,
 ) -> None:
-    """Write what changed for one query and fold the differences into the run means.
+    """Write what changed for one query, fold the differences into the run means and mark
+    `version` scored.
 
-    Rows are updated in place (see `bulk_update`); only runs whose values changed are
-    touched, unless the number of evaluated queries changed, which moves every mean.
+    `stored`, `old_ideal` and `run_rows` are the query's stored scores, its stored IDCGs and
+    the collection's stored run means, read under the collection lock. Rows are updated in
+    place (see `bulk_update`); only runs whose values changed are touched, unless the number
+    of evaluated queries changed, which moves every mean.
     """
-    stored = {
-        (run_id, k): (ndcg, dcg, judged, condensed)
-        for run_id, k, ndcg, dcg, judged, condensed in _rows(
-            "SELECT run_id, k, ndcg, dcg, judged, ndcg_condensed "
-            f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
-            [query_id],
-        )
-    }
     old: dict[tuple[int, int], Triple] = {
         key: (ndcg, condensed, judged) for key, (ndcg, _, judged, condensed) in stored.items()
     }
     fresh = {key: (s.ndcg, s.dcg, s.judged, s.ndcg_condensed) for key, s in new.items()}
     changed = [key for key, values in fresh.items() if stored.get(key) != values]
     gone = [key for key in stored if key not in fresh]
-    bulk_update(
-        QueryScore,
-        key=("query_id", "run_id", "k"),
-        columns=("ndcg", "dcg", "judged", "ndcg_condensed"),
-        rows=[(query_id, *key, *fresh[key]) for key in changed if key in stored],
-    )
+    # Inserts and deletes first (rare: a query's first or last judgement, a run's first
+    # result for it); COPY cannot run inside the pipeline below.
     bulk_insert(
         QueryScore,
         QUERY_SCORE_COLUMNS,
@@ -181,58 +217,63 @@ def _store_query(
     )
     if gone:
         _delete_query_scores(query_id, gone)
-
-    old_ideal = dict(
-        _rows(f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s", [query_id])
+    if set(old_ideal) - set(idcgs):
+        IdealScore.objects.filter(query_id=query_id).exclude(k__in=list(idcgs)).delete()
+    bulk_insert(
+        IdealScore,
+        ("query_id", "k", "idcg"),
+        [(query_id, k, v) for k, v in idcgs.items() if k not in old_ideal],
     )
-    if old_ideal != idcgs:
-        if set(old_ideal) - set(idcgs):
-            IdealScore.objects.filter(query_id=query_id).exclude(k__in=list(idcgs)).delete()
+    count_delta = int(bool(idcgs)) - int(bool(old_ideal))
+    zero_mode = collection.missing_queries == "zero"
+    moved = {
+        key for key in changed + gone if old.get(key) != (_triple(new[key]) if key in new else None)
+    }
+    moved_runs = {run_id for run_id, _ in moved}
+    every_mean = zero_mode and count_delta != 0
+    # The updates go out without waiting: the server applies the per-query scores while
+    # the run means are folded here.
+    with pipeline():
+        if connection.vendor == "postgresql":
+            # Scores are derived data and this transaction also clears the pending mark: if
+            # a crash loses its commit, the query stays pending and the sweep recomputes
+            # it, so the commit need not wait for the disk.
+            execute("SET LOCAL synchronous_commit = off", [])
+        bulk_update(
+            QueryScore,
+            key=("query_id", "run_id", "k"),
+            columns=("ndcg", "dcg", "judged", "ndcg_condensed"),
+            rows=[(query_id, *key, *fresh[key]) for key in changed if key in stored],
+        )
         bulk_update(
             IdealScore,
             key=("query_id", "k"),
             columns=("idcg",),
-            rows=[(query_id, k, v) for k, v in idcgs.items() if k in old_ideal],
+            rows=[(query_id, k, v) for k, v in idcgs.items() if old_ideal.get(k, v) != v],
         )
-        bulk_insert(
-            IdealScore,
-            ("query_id", "k", "idcg"),
-            [(query_id, k, v) for k, v in idcgs.items() if k not in old_ideal],
+        rows = []
+        if moved or every_mean:
+            for run_id, k, queries, *stored_means in run_rows:
+                # A run without a stored mean is pending its own scoring, which builds it.
+                if not every_mean and run_id not in moved_runs:
+                    continue
+                key = (run_id, k)
+                before = old.get(key)
+                after = _triple(new[key]) if key in new else None
+                folded = _fold(queries, stored_means, before, after, zero_mode, count_delta)
+                if folded is not None:
+                    rows.append((run_id, k, *folded))
+        bulk_update(
+            RunScore,
+            key=("run_id", "k"),
+            columns=RUN_SCORE_COLUMNS[2:-1],
+            rows=rows,
+            constants={"updated": timezone.now()},
         )
-    count_delta = int(bool(idcgs)) - int(bool(old_ideal))
-    zero_mode = collection.missing_queries == "zero"
-    moved = [
-        key for key in changed + gone if old.get(key) != (_triple(new[key]) if key in new else None)
-    ]
-    if not moved and not (zero_mode and count_delta):
-        return
-    sql = (
-        "SELECT s.run_id, s.k, s.queries, s.ndcg, s.ndcg_condensed, s.judged, s.ndcg_sum, "
-        f"s.ndcg_condensed_sum, s.judged_sum FROM {RunScore._meta.db_table} s"
-    )
-    if zero_mode and count_delta:  # every mean of the collection moves
-        sql += f" JOIN {Run._meta.db_table} r ON r.id = s.run_id WHERE r.collection_id = %s"
-        params: list[int] = [collection.id]
-    else:
-        run_ids = sorted({run_id for run_id, _ in moved})
-        sql += f" WHERE s.run_id IN ({', '.join(['%s'] * len(run_ids))})"
-        params = list(run_ids)
-    rows = []
-    for run_id, k, queries, *stored_means in _rows(sql, params):
-        # A run without a stored mean is pending its own scoring, which builds the mean.
-        key = (run_id, k)
-        before = old.get(key)
-        after = _triple(new[key]) if key in new else None
-        folded = _fold(queries, stored_means, before, after, zero_mode, count_delta)
-        if folded is not None:
-            rows.append((run_id, k, *folded))
-    bulk_update(
-        RunScore,
-        key=("run_id", "k"),
-        columns=RUN_SCORE_COLUMNS[2:-1],
-        rows=rows,
-        constants={"updated": timezone.now()},
-    )
+        execute(
+            f"UPDATE {Query._meta.db_table} SET scored_version = %s WHERE id = %s",
+            [version, query_id],
+        )
 
 
 def _fold(

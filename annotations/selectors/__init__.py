@@ -36,31 +36,40 @@ def _aggregate(
     return effective
 
 
+def effective_grades_statement(*, query_id: int) -> tuple[str, list[Any]]:
+    """The read behind `effective_grades` (rows: document id, grade, adjudication flag)."""
+    return (
+        f"SELECT document_id, grade, 0 FROM {Judgement._meta.db_table} WHERE query_id = %s "
+        f"UNION ALL SELECT document_id, grade, 1 FROM {Adjudication._meta.db_table} "
+        "WHERE query_id = %s",
+        [query_id, query_id],
+    )
+
+
+def effective_grades_from_rows(rows: Iterable[tuple[int, int, int]], rule: str) -> dict[int, int]:
+    grades_by_doc: dict[int, list[int]] = {}
+    adjudicated: dict[int, int] = {}
+    for document_id, grade, adjudication in rows:
+        if adjudication:
+            adjudicated[document_id] = grade
+        elif document_id in grades_by_doc:
+            grades_by_doc[document_id].append(grade)
+        else:
+            grades_by_doc[document_id] = [grade]
+    return _aggregate(grades_by_doc, adjudicated, rule)
+
+
 def effective_grades(*, query_id: int, rule: str) -> dict[int, int]:
     """Document id -> effective grade for every judged document of one query.
 
     Several assessors' grades are combined by the collection's rule; an organiser's
-    adjudication overrides them.
+    adjudication overrides them. Raw SQL, one statement: this runs on every judgement, for
+    every judged document of the query.
     """
-    grades_by_doc: dict[int, list[int]] = {}
-    adjudicated: dict[int, int] = {}
-    # Raw SQL, one statement: this runs on every judgement, for every judged document of the
-    # query (the third column tells adjudications from judgements).
+    sql, params = effective_grades_statement(query_id=query_id)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT document_id, grade, 0 FROM {Judgement._meta.db_table} WHERE query_id = %s "
-            f"UNION ALL SELECT document_id, grade, 1 FROM {Adjudication._meta.db_table} "
-            "WHERE query_id = %s",
-            [query_id, query_id],
-        )
-        for document_id, grade, adjudication in cursor.fetchall():
-            if adjudication:
-                adjudicated[document_id] = grade
-            elif document_id in grades_by_doc:
-                grades_by_doc[document_id].append(grade)
-            else:
-                grades_by_doc[document_id] = [grade]
-    return _aggregate(grades_by_doc, adjudicated, rule)
+        cursor.execute(sql, params)
+        return effective_grades_from_rows(cursor.fetchall(), rule)
 
 
 def effective_grades_by_query(*, collection: Collection) -> Iterator[tuple[int, dict[int, int]]]:
@@ -120,6 +129,41 @@ def query_rankings(
 SCORING_PREFIX_FACTOR = 4
 
 
+def scoring_rankings_statement(
+    *, query_id: int, depth: int, run_ids: Iterable[int] | None = None
+) -> tuple[str, list[Any]] | None:
+    """The read behind `scoring_rankings` (None: no run asked for); fetch it in binary."""
+    prefix = depth * SCORING_PREFIX_FACTOR
+    substring = "substring" if connection.vendor == "postgresql" else "substr"
+    table = Ranking._meta.db_table
+    sql = f"SELECT run_id, size, {substring}(documents, 1, %s) FROM {table} WHERE query_id = %s"
+    params: list[Any] = [prefix * 8, query_id]
+    if run_ids is not None:
+        wanted = list(run_ids)
+        if not wanted:
+            return None
+        sql += f" AND run_id IN ({', '.join(['%s'] * len(wanted))})"
+        params.extend(wanted)
+    return sql, params
+
+
+def scoring_rankings_from_rows(
+    rows: Iterable[tuple[int, int, bytes]], *, query_id: int, depth: int, grades: Mapping[int, int]
+) -> dict[int, list[int]]:
+    """Rankings from the prefix rows; the few whose prefix is too short are read whole."""
+    judged = {doc for doc, grade in grades.items() if scoring.is_judged(grade)}
+    rankings: dict[int, list[int]] = {}
+    short: list[int] = []
+    for run_id, size, documents in rows:
+        ids = packing.unpack_ids(documents)
+        rankings[run_id] = ids
+        if size > len(ids) and len(judged.intersection(ids)) < depth:
+            short.append(run_id)
+    if short:
+        rankings.update(query_rankings(query_id=query_id, run_ids=short))
+    return rankings
+
+
 def scoring_rankings(
     *,
     query_id: int,
@@ -134,28 +178,12 @@ def scoring_rankings(
     storage only those bytes are fetched), then the few rankings whose prefix holds fewer
     than `depth` judged documents are read whole.
     """
-    prefix = depth * SCORING_PREFIX_FACTOR
-    substring = "substring" if connection.vendor == "postgresql" else "substr"
-    table = Ranking._meta.db_table
-    sql = f"SELECT run_id, size, {substring}(documents, 1, %s) FROM {table} WHERE query_id = %s"
-    params: list[object] = [prefix * 8, query_id]
-    if run_ids is not None:
-        wanted = list(run_ids)
-        if not wanted:
-            return {}
-        sql += f" AND run_id IN ({', '.join(['%s'] * len(wanted))})"
-        params.extend(wanted)
-    judged = {doc for doc, grade in grades.items() if scoring.is_judged(grade)}
-    rankings: dict[int, list[int]] = {}
-    short: list[int] = []
-    for run_id, size, documents in fetch_binary(sql, params):
-        ids = packing.unpack_ids(documents)
-        rankings[run_id] = ids
-        if size > len(ids) and len(judged.intersection(ids)) < depth:
-            short.append(run_id)
-    if short:
-        rankings.update(query_rankings(query_id=query_id, run_ids=short))
-    return rankings
+    statement = scoring_rankings_statement(query_id=query_id, depth=depth, run_ids=run_ids)
+    if statement is None:
+        return {}
+    return scoring_rankings_from_rows(
+        fetch_binary(*statement), query_id=query_id, depth=depth, grades=grades
+    )
 
 
 def top_documents(
