@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Substr
 
 from annotations import packing
 
@@ -241,6 +242,10 @@ class Run(models.Model):
         return f"{self.collection.slug}/{self.name}"
 
 
+# Document ids of each ranking copied into its row (see Ranking.head).
+HEAD_IDS = 128
+
+
 class Ranking(models.Model):
     """A run's ranked documents for one query: the run's results, one row per (run, query).
 
@@ -260,6 +265,15 @@ class Ranking(models.Model):
     documents = models.BinaryField(help_text="Document ids, int64 little-endian, in order")
     scores = models.BinaryField(help_text="Scores, float64 little-endian; empty: none given")
     ranks = models.BinaryField(help_text="Submitted ranks, int32 little-endian")
+    # The top of the ranking, kept by the database itself inside the row: every judgement
+    # reads the top of one query's rankings of every run, and reading it here avoids a
+    # separate TOAST lookup per ranking for the out-of-line `documents`.
+    head = models.GeneratedField(
+        expression=Substr("documents", 1, HEAD_IDS * 8),
+        output_field=models.BinaryField(),
+        db_persist=True,
+        help_text=f"The first {HEAD_IDS} document ids of `documents`",
+    )
 
     class Meta:
         ordering = ["run_id", "query_id"]

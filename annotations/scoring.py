@@ -3,9 +3,8 @@
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeGuard, TypeVar
+from typing import NamedTuple, TypeGuard, TypeVar
 
 __all__ = [
     "RULES",
@@ -83,6 +82,19 @@ _GAINS: dict[str, Callable[[int], float]] = {
     "linear": _linear_gain,
     "exponential": _exponential_gain,
 }
+
+
+_DISCOUNTS: list[float] = [math.log2(i + 2) for i in range(1024)]
+
+
+def _discounts(length: int) -> list[float]:
+    """log2(i + 2) for i < length at least: the same doubles math.log2 gives, computed once."""
+    global _DISCOUNTS
+    table = _DISCOUNTS
+    if len(table) < length:
+        table = [math.log2(i + 2) for i in range(max(length, 2 * len(table)))]
+        _DISCOUNTS = table  # rebound whole, so a concurrent reader never sees a partial list
+    return table
 
 
 def _gain_function(scheme: str) -> Callable[[int], float]:
@@ -207,9 +219,9 @@ def condensed(ranking_grades: Sequence[int | None]) -> list[int]:
 # --- one query, several cutoffs: the entry point of the database layer ---------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CutoffScores:
-    """Scores of one ranking for one query at cutoff k."""
+class CutoffScores(NamedTuple):
+    """Scores of one ranking for one query at cutoff k (a named tuple: immutable, and cheap
+    to create on the judgement path, a few hundred per change)."""
 
     k: int
     dcg: float
@@ -245,7 +257,7 @@ def query_scores(
         missing = [k for k in cutoffs if k not in idcgs]
         if missing:
             raise ValueError(f"idcgs lacks cutoffs {missing}")
-    log2 = math.log2
+    discount = _discounts(len(ranking) + 1)  # discount[i] == math.log2(i + 2)
     last = len(cutoffs)
 
     dcg_at: dict[int, float] = {}
@@ -264,9 +276,9 @@ def query_scores(
             if grade > 0:
                 doc_gain = gain_of(grade)
                 if next_cut < last:
-                    total += doc_gain / log2(position + 2)
+                    total += doc_gain / discount[position]
                 if next_condensed_cut < last:
-                    condensed_total += doc_gain / log2(judged_seen + 2)
+                    condensed_total += doc_gain / discount[judged_seen]
             judged_seen += 1
             if next_condensed_cut < last and judged_seen == cutoffs[next_condensed_cut]:
                 condensed_at[judged_seen] = condensed_total

@@ -72,6 +72,23 @@ def ranking(run: Run, query: Query, documents: list[Document]) -> Ranking:
     )
 
 
+def test_a_ranking_keeps_a_copy_of_its_top_ids_in_the_row(pair: tuple[Query, Document]) -> None:
+    """`head` is computed by the database from `documents`, by any writer, and stays equal."""
+    from annotations.models import HEAD_IDS
+
+    query, _ = pair
+    ids = list(range(1, HEAD_IDS + 40))
+    run = RunFactory(collection=query.collection)
+    Ranking.objects.create(
+        run=run, query=query, size=len(ids), documents=packing.pack_ids(ids),
+        scores=b"", ranks=packing.pack_ranks(list(range(1, len(ids) + 1))),
+    )  # fmt: skip
+    stored = Ranking.objects.get(run=run)
+    assert packing.unpack_ids(stored.head) == ids[:HEAD_IDS]
+    Ranking.objects.filter(pk=stored.pk).update(documents=packing.pack_ids([7, 8]), size=2)
+    assert packing.unpack_ids(Ranking.objects.get(pk=stored.pk).head) == [7, 8]
+
+
 # Uniqueness ------------------------------------------------------------------------------
 
 

@@ -157,6 +157,36 @@ def test_import_then_rescore_verify_and_oracle_agree(
     assert condensed == oracle(collection, judged_only=True)
 
 
+def test_cutoffs_deeper_than_the_copied_head_read_whole_rankings(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    """Scoring reads the in-row head of each ranking for shallow cutoffs and the whole
+    ranking for deep ones; both agree with trec_eval, ties and unjudged documents included."""
+    rng = random.Random(11)
+    collection = CollectionFactory(slug="deep", cutoffs=[5, 20, 100])
+    docs = [f"d{i}" for i in range(400)]
+    for tag in ("alpha", "beta"):
+        lines = [
+            f"q{q} Q0 {docno} {rank} {rng.choice([1.0, 2.0, 3.0])} {tag}"
+            for q in range(3)
+            for rank, docno in enumerate(rng.sample(docs, 300), start=1)
+        ]
+        services.run_import(
+            collection=collection, source=write_file(f"{tag}.txt", "\n".join(lines))
+        )
+    qrels = [
+        f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(3) for d in rng.sample(range(400), 150)
+    ]
+    services.judgements_import(
+        collection=collection, source=write_file("qrels.txt", "\n".join(qrels)),
+        assessor=UserFactory(username="deep-importer"),
+    )  # fmt: skip
+    assert stored_ndcg(collection) == oracle(collection)
+    services.collection_update(collection=collection, cutoffs=[5, 10, 20])
+    assert stored_ndcg(collection) == oracle(collection)
+    assert scores.scores_verify(collection=collection) == []
+
+
 def test_run_replace_and_delete_update_scores(
     worked_example: Collection, write_file: WRITE
 ) -> None:

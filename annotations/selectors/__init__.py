@@ -13,6 +13,7 @@ from django.db.models.functions import Substr
 from annotations import packing, scoring
 from annotations.bulk import fetch_binary
 from annotations.models import (
+    HEAD_IDS,
     Adjudication,
     Collection,
     Document,
@@ -136,7 +137,10 @@ def scoring_rankings_statement(
     prefix = depth * SCORING_PREFIX_FACTOR
     substring = "substring" if connection.vendor == "postgresql" else "substr"
     table = Ranking._meta.db_table
-    sql = f"SELECT run_id, size, {substring}(documents, 1, %s) FROM {table} WHERE query_id = %s"
+    # The copy of the top kept inside the row when it is deep enough, else the prefix of
+    # the whole (out-of-line) ranking.
+    column = "head" if prefix <= HEAD_IDS else "documents"
+    sql = f"SELECT run_id, size, {substring}({column}, 1, %s) FROM {table} WHERE query_id = %s"
     params: list[Any] = [prefix * 8, query_id]
     if run_ids is not None:
         wanted = list(run_ids)
