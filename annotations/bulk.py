@@ -212,6 +212,29 @@ def bulk_update(
     return len(rows)
 
 
+def bulk_delete(model: type[Model], *, key: Sequence[str], keys: Sequence[Sequence[Any]]) -> int:
+    """Delete the rows with these key values (tuples in `key` order); one statement."""
+    if not keys:
+        return 0
+    table = connection.ops.quote_name(model._meta.db_table)
+    quote = connection.ops.quote_name
+    if connection.vendor == "postgresql":
+        types = _column_types(model, tuple(key))
+        unnest = ", ".join(f"%s::{t}[]" for t in types)
+        match = " AND ".join(f"t.{quote(k)} = v.{quote(k)}" for k in key)
+        with psycopg.Cursor(connection.connection) as raw:
+            raw.execute(
+                f"DELETE FROM {table} AS t USING unnest({unnest}) "
+                f"AS v({', '.join(quote(k) for k in key)}) WHERE {match}",
+                [_array_literal(column) for column in zip(*keys, strict=True)],
+            )
+        return len(keys)
+    match = " AND ".join(f"{quote(k)} = %s" for k in key)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"DELETE FROM {table} WHERE {match}", [tuple(k) for k in keys])
+    return len(keys)
+
+
 def _array_literal(values: Sequence[Any]) -> str:
     """A PostgreSQL array literal ('{1,2.5,NULL,"text"}') of one column's values."""
     if all(type(value) is float for value in values):

@@ -14,7 +14,14 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotations import exact, scoring, selectors
-from annotations.bulk import bulk_insert, bulk_update, execute, fetch_many, pipeline
+from annotations.bulk import (
+    bulk_delete,
+    bulk_insert,
+    bulk_update,
+    execute,
+    fetch_many,
+    pipeline,
+)
 from annotations.exact import ExactSum
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 
@@ -411,21 +418,86 @@ def scores_recompute_run(*, run_id: int) -> bool:
 
 
 def scores_rescore_collection(*, collection_id: int) -> None:
-    """Recompute every stored score of a collection from scratch."""
+    """Recompute every stored score of a collection from scratch.
+
+    Only rows whose values differ are written (updated in place, inserted or deleted): a
+    rescore that confirms the stored scores writes nothing, and one that changes them
+    leaves no dead rows behind for VACUUM, only in-place (HOT) updates that PostgreSQL
+    prunes by itself.
+    """
     with transaction.atomic():
         collection = _lock_collection(collection_id)
         computed = _compute_all(collection)
-        QueryScore.objects.filter(query__collection=collection).delete()
-        IdealScore.objects.filter(query__collection=collection).delete()
-        RunScore.objects.filter(run__collection=collection).delete()
-        bulk_insert(
+        now = timezone.now()
+        _sync_rows(
             IdealScore,
-            ("query_id", "k", "idcg"),
-            ((query_id, k, v) for (query_id, k), v in computed.ideal.items()),
+            key=("query_id", "k"),
+            columns=("idcg",),
+            stored={
+                (query_id, k): (idcg,)
+                for query_id, k, idcg in IdealScore.objects.filter(
+                    query__collection=collection
+                ).values_list("query_id", "k", "idcg")
+            },
+            fresh={key: (value,) for key, value in computed.ideal.items()},
         )
-        _write_all(collection, computed, None)
-        for query_id, version in computed.versions.items():
-            Query.objects.filter(id=query_id).update(scored_version=version)
+        _sync_rows(
+            QueryScore,
+            key=("query_id", "run_id", "k"),
+            columns=("ndcg", "dcg", "judged", "ndcg_condensed"),
+            stored={
+                (query_id, run_id, k): tuple(values)
+                for query_id, run_id, k, *values in QueryScore.objects.filter(
+                    query__collection=collection
+                ).values_list("query_id", "run_id", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
+            },
+            fresh={
+                (query_id, run_id, k): (s.ndcg, s.dcg, s.judged, s.ndcg_condensed)
+                for (run_id, query_id, k), s in computed.query_scores.items()
+            },
+        )
+        # Every run mean is rewritten, changed or not: `updated` tells when it was computed.
+        _sync_rows(
+            RunScore,
+            key=("run_id", "k"),
+            columns=RUN_SCORE_COLUMNS[2:-1],
+            stored={
+                key: ()
+                for key in RunScore.objects.filter(run__collection=collection).values_list(
+                    "run_id", "k"
+                )
+            },
+            fresh={key: acc.row(*key)[2:] for key, acc in computed.runs.items()},
+            constants={"updated": now},
+        )
+        Run.objects.filter(collection=collection).update(scored_at=now)
+        bulk_update(
+            Query,
+            key=("id",),
+            columns=("scored_version",),
+            rows=sorted(computed.versions.items()),
+        )
+
+
+def _sync_rows(
+    model: type[QueryScore | IdealScore | RunScore],
+    *,
+    key: tuple[str, ...],
+    columns: tuple[str, ...],
+    stored: Mapping[tuple[int, ...], tuple[object, ...]],
+    fresh: Mapping[tuple[int, ...], tuple[object, ...]],
+    constants: Mapping[str, object] | None = None,
+) -> None:
+    """Make the stored rows equal `fresh` (key -> values) with the fewest writes."""
+    constants = dict(constants or {})
+    rows = [(*k, *values) for k, values in fresh.items() if k in stored and stored[k] != values]
+    bulk_update(model, key=key, columns=columns, rows=rows, constants=constants)
+    bulk_insert(
+        model,
+        (*key, *columns, *constants),
+        ((*k, *values, *constants.values()) for k, values in fresh.items() if k not in stored),
+    )
+    bulk_delete(model, key=key, keys=[k for k in stored if k not in fresh])
 
 
 def scores_verify(*, collection: Collection) -> list[str]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from annotations.bulk import bulk_insert, bulk_update
+from annotations.bulk import bulk_delete, bulk_insert, bulk_update
 from annotations.models import Collection, QueryScore, Run, RunScore
 from tests.factories import CollectionFactory, QueryFactory
 
@@ -102,3 +102,21 @@ def test_bulk_update_with_a_key_shared_by_every_row_touches_only_those_rows() ->
 def test_bulk_writes_of_nothing_do_nothing() -> None:
     assert bulk_insert(RunScore, ("run_id", "k"), []) == 0
     assert bulk_update(RunScore, key=("run_id", "k"), columns=("queries",), rows=[]) == 0
+
+
+def test_bulk_delete_removes_exactly_the_given_keys() -> None:
+    collection = CollectionFactory(slug="bulk-delete")
+    runs = _runs(collection, 3)
+    columns = ("run_id", "k", "queries", "ndcg", "ndcg_condensed", "judged")
+    columns += ("ndcg_sum", "ndcg_condensed_sum", "judged_sum", "updated")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    bulk_insert(
+        RunScore,
+        columns,
+        [(run.id, k, 1, 0.5, 0.5, 1.0, "1:1", "1:1", "1:0", now) for run in runs for k in (5, 10)],
+    )
+    assert bulk_delete(RunScore, key=("run_id", "k"), keys=[(runs[0].id, 5), (runs[2].id, 10)]) == 2
+    assert sorted(RunScore.objects.values_list("run_id", "k")) == sorted(
+        [(runs[0].id, 10), (runs[1].id, 5), (runs[1].id, 10), (runs[2].id, 5)]
+    )
+    assert bulk_delete(RunScore, key=("run_id", "k"), keys=[]) == 0

@@ -8,6 +8,7 @@ import pytest
 import pytrec_eval
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 from annotations import scores, services
 from annotations.models import (
@@ -199,6 +200,24 @@ def test_run_replace_and_delete_update_scores(
     assert scores.scores_verify(collection=worked_example) == []
     services.run_delete(run=Run.objects.get(name="example"))
     assert not QueryScore.objects.exists() and not RunScore.objects.exists()
+
+
+def test_a_rescore_rewrites_only_what_differs(worked_example: Collection) -> None:
+    """Confirming the stored scores writes no per-query row; a changed row is updated in
+    place (same primary key), not deleted and inserted again."""
+    before = dict(QueryScore.objects.values_list("id", "ndcg"))
+    QueryScore.objects.filter(k=6).update(ndcg=0.5)  # a stored value gone wrong
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id, xmin::text FROM annotations_queryscore WHERE k <> 6")
+            untouched = dict(cursor.fetchall())
+    call_command("rescore", worked_example.slug)
+    assert dict(QueryScore.objects.values_list("id", "ndcg")) == before
+    assert scores.scores_verify(collection=worked_example) == []
+    if connection.vendor == "postgresql":  # the rows that were right were not rewritten
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id, xmin::text FROM annotations_queryscore WHERE k <> 6")
+            assert dict(cursor.fetchall()) == untouched
 
 
 def test_collection_cutoff_change_rescores_everything(worked_example: Collection) -> None:
