@@ -292,34 +292,41 @@ def fetch_binary(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def fetch_many(
+@contextmanager
+def reads(
     statements: Sequence[tuple[str, Sequence[Any], bool]],
-) -> list[list[tuple[Any, ...]]]:
-    """Run reads given as (sql, params, binary) and return each one's rows, in order.
+) -> Iterator[Iterator[list[tuple[Any, ...]]]]:
+    """Run reads given as (sql, params, binary) and yield their rows one statement at a time.
 
-    On PostgreSQL they leave together in one pipeline: a single round trip, and the server
-    works through them back to back (binary: results fetched in binary, for bytea).
+    On PostgreSQL they all leave at once in one pipeline: the server works through them
+    back to back while the caller handles the rows of the first ones (binary: results
+    fetched in binary, for bytea). Other reads may run inside the block; no COPY.
     """
-    if connection.vendor == "postgresql":
-        connection.ensure_connection()
-        conn = connection.connection
-        cursors: list[psycopg.Cursor[Any]] = []
-        try:
-            with conn.pipeline():
-                for sql, params, binary in statements:
-                    cursor = psycopg.Cursor(conn)
-                    cursors.append(cursor)
-                    cursor.execute(sql, params, binary=binary)
-            return [cursor.fetchall() for cursor in cursors]
-        finally:
-            for cursor in cursors:
-                cursor.close()
-    results = []
-    with connection.cursor() as django_cursor:
+    if connection.vendor != "postgresql":
+        yield _sqlite_reads(statements)
+        return
+    connection.ensure_connection()
+    conn = connection.connection
+    cursors: list[psycopg.Cursor[Any]] = []
+    try:
+        with conn.pipeline():
+            for sql, params, binary in statements:
+                cursor = psycopg.Cursor(conn)
+                cursors.append(cursor)
+                cursor.execute(sql, params, binary=binary)
+            yield (cursor.fetchall() for cursor in cursors)
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
+def _sqlite_reads(
+    statements: Sequence[tuple[str, Sequence[Any], bool]],
+) -> Iterator[list[tuple[Any, ...]]]:
+    with connection.cursor() as cursor:
         for sql, params, _ in statements:
-            django_cursor.execute(sql, params)
-            results.append(django_cursor.fetchall())
-    return results
+            cursor.execute(sql, params)
+            yield cursor.fetchall()
 
 
 @contextmanager

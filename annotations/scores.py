@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,8 +20,8 @@ from annotations.bulk import (
     bulk_insert,
     bulk_update,
     execute,
-    fetch_many,
     pipeline,
+    reads,
 )
 from annotations.exact import ExactSum
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
@@ -116,65 +117,68 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
     recomputation. Without `force`, a query that is not stale is left alone (coalescing).
     """
     with transaction.atomic():
-        # The query's collection, locked (see `_lock_collection`), found in one statement.
-        collection = (
-            Collection.objects.select_for_update(of=("self",))
-            .filter(queries__id=query_id)
-            .order_by()
-            .first()
-        )
-        if collection is None:
-            return False  # deleted meanwhile
-        depth = max(collection.sorted_cutoffs)
-        rankings_read = selectors.scoring_rankings_statement(query_id=query_id, depth=depth)
-        assert rankings_read is not None  # None only for an empty choice of runs
-        # Everything else it reads, in one round trip, after the lock is held (so the work
-        # of a recomputation that held it before is seen).
-        version_rows, grade_rows, ranking_rows, stored_rows, ideal_rows, run_rows = fetch_many(
-            [
-                (
-                    f"SELECT judgements_version, scored_version FROM {Query._meta.db_table} "
-                    "WHERE id = %s",
-                    [query_id],
-                    False,
-                ),
-                (*selectors.effective_grades_statement(query_id=query_id), False),
-                (*rankings_read, True),
-                (
-                    "SELECT run_id, k, ndcg, dcg, judged, ndcg_condensed "
-                    f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
-                    [query_id],
-                    False,
-                ),
-                (
-                    f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s",
-                    [query_id],
-                    False,
-                ),
-                (
-                    "SELECT s.run_id, s.k, s.queries, s.ndcg, s.ndcg_condensed, s.judged, "
-                    "s.ndcg_sum, s.ndcg_condensed_sum, s.judged_sum "
-                    f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
-                    "ON r.id = s.run_id WHERE r.collection_id = %s",
-                    [collection.id],
-                    False,
-                ),
-            ]
-        )
-        if not version_rows:
-            return False  # deleted meanwhile
-        version, scored = version_rows[0]
-        if version == scored and not force:
-            return False
-        grades = selectors.effective_grades_from_rows(grade_rows, collection.aggregation)
-        rankings = (
-            selectors.scoring_rankings_from_rows(
-                ranking_rows, query_id=query_id, depth=depth, grades=grades
+        lock = " FOR UPDATE OF c" if connection.vendor == "postgresql" else ""
+        query_table = Query._meta.db_table
+        statements = [
+            # The query's collection, locked (see `_lock_collection`): the statements after
+            # it run once the lock is held, so they see the work of a recomputation that
+            # held it before.
+            (
+                "SELECT c.id, c.gain, c.missing_queries, c.aggregation, c.cutoffs "
+                f"FROM {Collection._meta.db_table} c JOIN {query_table} q "
+                f"ON q.collection_id = c.id WHERE q.id = %s{lock}",
+                [query_id],
+                False,
+            ),
+            (
+                f"SELECT judgements_version, scored_version FROM {query_table} WHERE id = %s",
+                [query_id],
+                False,
+            ),
+            (*selectors.effective_grades_statement(query_id=query_id), False),
+            (*selectors.ranking_heads_statement(query_id=query_id), True),
+            (
+                "SELECT run_id, k, ndcg, dcg, judged, ndcg_condensed "
+                f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
+                [query_id],
+                False,
+            ),
+            (
+                f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s",
+                [query_id],
+                False,
+            ),
+            (
+                "SELECT s.run_id, s.k, s.queries, s.ndcg_sum, s.ndcg_condensed_sum, s.judged_sum "
+                f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
+                f"ON r.id = s.run_id JOIN {query_table} q ON q.collection_id = r.collection_id "
+                "WHERE q.id = %s",
+                [query_id],
+                False,
+            ),
+        ]
+        # All of it leaves in one round trip; the scores are computed while the server
+        # still reads the stored ones.
+        with reads(statements) as results:
+            found = next(results)
+            if not found:
+                return False  # deleted meanwhile
+            collection = _collection_from_row(found[0])
+            version, scored = next(results)[0]
+            if version == scored and not force:
+                return False
+            grades = selectors.effective_grades_from_rows(next(results), collection.aggregation)
+            ranking_rows = next(results)
+            depth = max(collection.sorted_cutoffs)
+            rankings = (
+                selectors.scoring_rankings_from_rows(
+                    ranking_rows, query_id=query_id, depth=depth, grades=grades
+                )
+                if grades
+                else {}
             )
-            if grades
-            else {}
-        )
-        idcgs, new = _score_rankings(collection, grades, rankings)
+            idcgs, new = _score_rankings(collection, grades, rankings)
+            stored_rows, ideal_rows, run_rows = next(results), next(results), next(results)
         stored = {
             (run_id, k): (ndcg, dcg, judged, condensed)
             for run_id, k, ndcg, dcg, judged, condensed in stored_rows
@@ -184,6 +188,20 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             stored=stored, old_ideal=dict(ideal_rows), run_rows=run_rows, version=version,
         )  # fmt: skip
     return True
+
+
+def _collection_from_row(row: tuple[Any, ...]) -> Collection:
+    """The scoring settings of a collection read by raw SQL (an instance not to be saved)."""
+    collection_id, gain, missing_queries, aggregation, cutoffs = row
+    if isinstance(cutoffs, str | bytes):  # JSON as text (SQLite, or jsonb loaded as text)
+        cutoffs = json.loads(cutoffs)
+    return Collection(
+        id=collection_id,
+        gain=gain,
+        missing_queries=missing_queries,
+        aggregation=aggregation,
+        cutoffs=cutoffs,
+    )
 
 
 def _store_query(
@@ -258,22 +276,17 @@ def _store_query(
             columns=("idcg",),
             rows=[(query_id, k, v) for k, v in idcgs.items() if old_ideal.get(k, v) != v],
         )
-        rows = []
-        if moved or every_mean:
-            for run_id, k, queries, *stored_means in run_rows:
-                # A run without a stored mean is pending its own scoring, which builds it.
-                if not every_mean and run_id not in moved_runs:
-                    continue
-                key = (run_id, k)
-                before = old.get(key)
-                after = _triple(new[key]) if key in new else None
-                folded = _fold(queries, stored_means, before, after, zero_mode, count_delta)
-                if folded is not None:
-                    rows.append((run_id, k, *folded))
+        columns, rows = _fold_means(
+            run_rows,
+            (old, {key: _triple(value) for key, value in new.items()}),
+            runs=None if every_mean else moved_runs,
+            zero_mode=zero_mode,
+            count_delta=count_delta,
+        )
         bulk_update(
             RunScore,
             key=("run_id", "k"),
-            columns=RUN_SCORE_COLUMNS[2:-1],
+            columns=columns,
             rows=rows,
             constants={"updated": timezone.now()},
         )
@@ -283,40 +296,66 @@ def _store_query(
         )
 
 
-def _fold(
-    queries: int,
-    stored: list[object],
-    before: Triple | None,
-    after: Triple | None,
+# The three run means (each with its exact sum) in RunScore, in the order of a Triple.
+_MEANS = (("ndcg", "ndcg_sum"), ("ndcg_condensed", "ndcg_condensed_sum"), ("judged", "judged_sum"))
+
+
+def _fold_means(
+    run_rows: list[tuple[Any, ...]],
+    values: tuple[Mapping[tuple[int, int], Triple], Mapping[tuple[int, int], Triple]],
+    *,
+    runs: set[int] | None,
     zero_mode: bool,
     count_delta: int,
-) -> tuple[object, ...] | None:
-    """One run mean row after one query's values went from `before` to `after` (None: the
-    row does not change).
+) -> tuple[tuple[str, ...], list[tuple[object, ...]]]:
+    """The run mean rows that change when one query's values go from `values[0]` (stored)
+    to `values[1]` (new), and the RunScore columns that change in any of them.
 
-    `stored` holds the three means then their three exact sums as stored. A sum whose value
-    did not change, with an unchanged count, is kept as stored: on a change of grade most
-    rows move only one or two of their three sums, and parsing and formatting exact sums is
-    the costly part of this path.
+    `run_rows` are the stored rows (run, k, queries, the three exact sums) of the `runs`
+    concerned (None: all). A sum whose value did not change, with an unchanged
+    count, is kept as stored and its column left out: parsing and formatting exact sums is
+    the costly part of this path, and a grade change rarely moves judged@k.
     """
-    if zero_mode:
-        count = queries + count_delta
-    else:
-        count = queries + (after is not None) - (before is not None)
-    means = list(stored[:3])
-    texts = list(stored[3:])
-    changed = count != queries
-    for i in range(3):
-        old_value = 0.0 if before is None else before[i]
-        new_value = 0.0 if after is None else after[i]
-        if old_value == new_value and count == queries:
+    before_values, after_values = values
+    moved = [False, False, False]
+    count_moved = False
+    rows: list[list[Any]] = []
+    for run_id, k, queries, *stored in run_rows:
+        # A run without a stored mean is pending its own scoring, which builds it.
+        if runs is not None and run_id not in runs:
             continue
-        total = exact.total_from_text(texts[i])  # type: ignore[arg-type]
-        total += exact.scaled(new_value) - exact.scaled(old_value)
-        means[i] = exact.total_mean(total, count)
-        texts[i] = exact.total_to_text(total)
-        changed = True
-    return (count, *means, *texts) if changed else None
+        before = before_values.get((run_id, k))
+        after = after_values.get((run_id, k))
+        if zero_mode:
+            count = queries + count_delta
+        else:
+            count = queries + (after is not None) - (before is not None)
+        # run, k, count, three means (None: unchanged, not written), three sums
+        row: list[Any] = [run_id, k, count, None, None, None, *stored]
+        changed = count != queries
+        touched = changed
+        for i in range(3):
+            old_value = 0.0 if before is None else before[i]
+            new_value = 0.0 if after is None else after[i]
+            if old_value == new_value and not changed:
+                continue
+            row[3 + i], row[6 + i] = exact.fold(stored[i], old_value, new_value, count)
+            moved[i] = touched = True
+        if touched:
+            count_moved = count_moved or changed
+            rows.append(row)
+    if count_moved:
+        moved = [True, True, True]  # every mean divides by the new count
+    picked = [i for i in range(3) if moved[i]]
+    for row in rows:  # a column written for some rows needs its value in all of them
+        for i in picked:
+            if row[3 + i] is None:
+                row[3 + i], row[6 + i] = exact.fold(row[6 + i], 0.0, 0.0, row[2])
+    columns = (("queries",) if count_moved else ()) + tuple(
+        name for i in picked for name in _MEANS[i]
+    )
+    indexes = ([2] if count_moved else []) + [j for i in picked for j in (3 + i, 6 + i)]
+    return columns, [(row[0], row[1], *(row[j] for j in indexes)) for row in rows]
 
 
 def _delete_query_scores(query_id: int, keys: list[tuple[int, int]]) -> None:

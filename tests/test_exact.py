@@ -5,8 +5,10 @@ import random
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from annotations.exact import ExactSum
+from annotations.exact import ExactSum, fold
 
 
 def test_mean_is_the_correctly_rounded_exact_mean() -> None:
@@ -53,3 +55,21 @@ def test_non_finite_values_are_refused() -> None:
         ExactSum([math.inf])
     with pytest.raises(ValueError, match=">= 0"):
         ExactSum().mean(-1)
+
+
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=1.0), max_size=30),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.integers(min_value=0, max_value=500),
+)
+def test_fold_equals_removing_and_adding_on_an_exact_sum(
+    values: list[float], old: float, new: float, count: int
+) -> None:
+    stored = ExactSum([*values, old])
+    mean, text = fold(stored.to_text(), old, new, count)
+    expected = ExactSum([*values, new])
+    assert text == expected.to_text()
+    assert ExactSum.from_text(text) == expected
+    assert mean == expected.mean(count)
+    assert math.copysign(1.0, mean) == math.copysign(1.0, expected.mean(count))

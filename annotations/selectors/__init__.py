@@ -151,6 +151,15 @@ def scoring_rankings_statement(
     return sql, params
 
 
+def ranking_heads_statement(*, query_id: int) -> tuple[str, list[Any]]:
+    """The copies of the top (see `Ranking.head`) of one query's rankings of every run, as
+    rows for `scoring_rankings_from_rows`; fetch them in binary."""
+    return (
+        f"SELECT run_id, size, head FROM {Ranking._meta.db_table} WHERE query_id = %s",
+        [query_id],
+    )
+
+
 def scoring_rankings_from_rows(
     rows: Iterable[tuple[int, int, bytes]], *, query_id: int, depth: int, grades: Mapping[int, int]
 ) -> dict[int, list[int]]:
