@@ -264,11 +264,15 @@ def _store_query(
             # a crash loses its commit, the query stays pending and the sweep recomputes
             # it, so the commit need not wait for the disk.
             execute("SET LOCAL synchronous_commit = off", [])
+        updated = [key for key in changed if key in stored]
+        # Only the columns that change in some row (a change of the ideal DCG moves nDCG
+        # and nDCG' of every run, but no DCG and no judged@k).
+        parts = [i for i in range(4) if any(fresh[key][i] != stored[key][i] for key in updated)]
         bulk_update(
             QueryScore,
             key=("query_id", "run_id", "k"),
-            columns=("ndcg", "dcg", "judged", "ndcg_condensed"),
-            rows=[(query_id, *key, *fresh[key]) for key in changed if key in stored],
+            columns=tuple(QUERY_SCORE_COLUMNS[3 + i] for i in parts),
+            rows=[(query_id, *key, *(fresh[key][i] for i in parts)) for key in updated],
         )
         bulk_update(
             IdealScore,

@@ -163,12 +163,15 @@ def ranking_heads_statement(*, query_id: int) -> tuple[str, list[Any]]:
 def scoring_rankings_from_rows(
     rows: Iterable[tuple[int, int, bytes]], *, query_id: int, depth: int, grades: Mapping[int, int]
 ) -> dict[int, list[int]]:
-    """Rankings from the prefix rows; the few whose prefix is too short are read whole."""
+    """Rankings from rows of (run, size, prefix of the packed ids); only the first `depth`
+    times SCORING_PREFIX_FACTOR ids are used, and the few rankings whose prefix holds too
+    few judged documents are read whole."""
     judged = {doc for doc, grade in grades.items() if scoring.is_judged(grade)}
     rankings: dict[int, list[int]] = {}
     short: list[int] = []
+    prefix = depth * SCORING_PREFIX_FACTOR
     for run_id, size, documents in rows:
-        ids = packing.unpack_ids(documents)
+        ids = packing.unpack_ids(documents, prefix)
         rankings[run_id] = ids
         if size > len(ids) and len(judged.intersection(ids)) < depth:
             short.append(run_id)
