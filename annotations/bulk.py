@@ -38,11 +38,19 @@ def _copy_text(value: Any) -> str:
     return str(value).translate(_COPY_ESCAPES)
 
 
-def bulk_insert(model: type[Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+def bulk_insert(
+    model: type[Model],
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    binary: bool = False,
+) -> int:
     """Insert rows (tuples in `columns` order, column names as in the table) and count them.
 
     Runs inside the caller's transaction; rows are streamed, never materialised as model
-    instances, so memory stays flat however many rows there are.
+    instances, so memory stays flat however many rows there are. `binary`: COPY in binary
+    format on PostgreSQL, for few rows with large bytea values (no hex text to build and
+    parse).
     """
     iterator = iter(rows)
     first = next(iterator, None)
@@ -53,6 +61,13 @@ def bulk_insert(model: type[Model], columns: Sequence[str], rows: Iterable[Seque
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
     count = 0
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and binary:
+            with cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(list(_column_types(model, tuple(columns))))
+                for row in rows:
+                    copy.write_row(row)
+                    count += 1
+            return count
         if connection.vendor == "postgresql":
             raw = cursor.cursor  # the psycopg cursor under Django's wrapper
             with raw.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
@@ -102,7 +117,11 @@ def ids_ensure(
             cursor.execute("TRUNCATE ndcg_wanted_ids")
             raw = cursor.cursor
             with raw.copy("COPY ndcg_wanted_ids (value) FROM STDIN") as copy:
-                copy.write("".join(f"{_copy_text(value)}\n" for value in wanted))
+                text = "\n".join(wanted)
+                special = any(char in text for char in "\\\t\r")
+                if special or text.count("\n") != len(wanted) - 1:
+                    text = "\n".join(map(_copy_text, wanted))  # values that need escaping
+                copy.write(text + "\n")
             cursor.execute("ANALYZE ndcg_wanted_ids")  # a fresh temp table has no statistics
             joined = f"{table} t JOIN ndcg_wanted_ids w ON t.{key_column} = w.value"
             cursor.execute(

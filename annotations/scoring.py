@@ -4,7 +4,8 @@ import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import NamedTuple, TypeGuard, TypeVar
+from operator import itemgetter
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 __all__ = [
     "RULES",
@@ -19,6 +20,7 @@ __all__ = [
     "judged_at",
     "ndcg",
     "order_ranking",
+    "order_results",
     "query_scores",
     "run_mean",
 ]
@@ -48,22 +50,32 @@ def order_ranking(results: Iterable[tuple[str, float | None]]) -> list[str]:
     - A NaN score or a repeated docno: ``ValueError`` (trec_eval rejects duplicate docs;
       NaN has no place in a descending sort).
     """
-    pairs = list(results)
-    docnos = [docno for docno, _ in pairs]
+    return [row[0] for row in order_results(results)]
+
+
+_Row = TypeVar("_Row", bound=tuple[Any, ...])
+
+
+def order_results(results: Iterable[_Row]) -> list[_Row]:
+    """``order_ranking`` for whole result rows: tuples starting ``(docno, score, ...)``, the
+    rest (a rank, say) carried along; the rows come back in effective order."""
+    rows = list(results)
+    docnos = [row[0] for row in rows]
     if len(set(docnos)) != len(docnos):
         duplicate = next(docno for docno, count in Counter(docnos).items() if count > 1)
         raise ValueError(f"duplicate docno {duplicate!r} in one query's results")
-    scored = [(docno, score) for docno, score in pairs if score is not None]
-    if not scored:
-        return docnos
-    if len(scored) != len(pairs):
+    scores = [row[1] for row in rows]
+    unscored = scores.count(None)
+    if unscored == len(rows):
+        return rows
+    if unscored:
         raise ValueError("results mix scored and unscored documents; give all or no scores")
-    if any(math.isnan(score) for _, score in scored):
+    if any(map(math.isnan, scores)):
         raise ValueError("a result score is NaN")
     # Two stable sorts give (score desc, docno desc) without negating strings.
-    scored.sort(key=lambda pair: pair[0], reverse=True)
-    scored.sort(key=lambda pair: pair[1], reverse=True)
-    return [docno for docno, _ in scored]
+    rows.sort(key=itemgetter(0), reverse=True)
+    rows.sort(key=itemgetter(1), reverse=True)
+    return rows
 
 
 # --- gain and cutoffs ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ __all__ = [
     "read_documents",
     "read_qrels",
     "read_run",
+    "read_run_rows",
     "read_topics",
     "write_qrels",
     "write_run",
@@ -39,6 +40,7 @@ Source = str | PathLike[str] | IO[bytes]
 
 _R = TypeVar("_R")
 _BOM = b"\xef\xbb\xbf"
+_BLOCK_BYTES = 1 << 20  # how much of a file is read and decoded at once
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
@@ -141,6 +143,15 @@ def read_run(source: Source, *, name: str | None = None) -> Iterator[RunLine]:
     grouped by qid, so the duplicate check keeps, for the whole file, one docno -> line
     entry per line read (ids only, never the line text). ``#`` lines are data, as for qrels.
     """
+    path = _display_name(source, name)
+    return _nonempty((RunLine(*row) for row in _run(source, path)), path)
+
+
+def read_run_rows(
+    source: Source, *, name: str | None = None
+) -> Iterator[tuple[str, str, int, float, str, int]]:
+    """`read_run` as plain tuples (qid, docno, rank, score, tag, line): the same checks and
+    errors, for imports that read hundreds of thousands of lines."""
     path = _display_name(source, name)
     return _nonempty(_run(source, path), path)
 
@@ -248,24 +259,65 @@ def _lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
 
 
 def _decode(stream: IO[bytes], path: str) -> Iterator[tuple[int, str]]:
-    for number in itertools.count(1):
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        if not isinstance(raw, bytes):
+    # Read in blocks and decode each block's complete lines at once (imports read hundreds
+    # of thousands of lines per file); a block that is not valid UTF-8 is decoded again line
+    # by line to name the line and column of the first bad byte.
+    number = 0
+    pending = b""
+    while True:
+        block = stream.read(_BLOCK_BYTES)
+        if not block:
+            break
+        if not isinstance(block, bytes):
             raise TypeError(f"{path}: open the file in binary mode ('rb'), not text mode")
-        if len(raw) > MAX_LINE_BYTES:
-            raise TrecFormatError(path, number, None, f"line longer than {MAX_LINE_BYTES} bytes")
-        if number == 1 and raw.startswith(_BOM):
-            raw = raw[len(_BOM) :]
-        raw = raw.rstrip(b"\r\n")
+        data = pending + block
+        cut = data.rfind(b"\n") + 1
+        pending = data[cut:]
+        if cut:
+            for text in _decode_lines(data[: cut - 1].split(b"\n"), number, path, newline=True):
+                number += 1
+                yield number, text
+        if len(pending) > MAX_LINE_BYTES:
+            problem = f"line longer than {MAX_LINE_BYTES} bytes"
+            raise TrecFormatError(path, number + 1, None, problem)
+    if pending:
+        for text in _decode_lines([pending], number, path, newline=False):
+            yield number + 1, text
+
+
+def _decode_lines(raws: list[bytes], before: int, path: str, *, newline: bool) -> Iterator[str]:
+    """Lines `before + 1`, ... as text without terminators (the "\\n" already removed).
+
+    Fast path: the whole batch decoded at once. A line too long or not valid UTF-8 sends
+    the batch through the line-by-line path, so the lines before it are still yielded and
+    the error names the first bad line, exactly as when lines are read one at a time.
+    """
+    terminator = 1 if newline else 0
+    short = max(map(len, raws)) + terminator <= MAX_LINE_BYTES  # the BOM counts
+    if before == 0 and raws[0].startswith(_BOM):
+        raws[0] = raws[0][len(_BOM) :]
+        bom = len(_BOM)
+    else:
+        bom = 0
+    if short:
+        try:
+            texts = b"\n".join(raws).decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            pass
+        else:
+            yield from (text.rstrip("\r\n") for text in texts)
+            return
+    for offset, raw in enumerate(raws, start=1):
+        if len(raw) + terminator + (bom if offset == 1 else 0) > MAX_LINE_BYTES:
+            problem = f"line longer than {MAX_LINE_BYTES} bytes"
+            raise TrecFormatError(path, before + offset, None, problem)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             column = len(raw[: error.start].decode("utf-8")) + 1
             problem = f"not valid UTF-8 (byte 0x{raw[error.start]:02x} at column {column})"
-            raise TrecFormatError(path, number, None, problem) from None
-        yield number, text
+            raise TrecFormatError(path, before + offset, None, problem) from None
+        yield text.rstrip("\r\n")
 
 
 def _data_lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
@@ -384,7 +436,7 @@ def _qrels(source: Source, path: str, allowed: frozenset[int] | None) -> Iterato
         yield QrelLine(qid, iteration, docno, grade, number)
 
 
-def _run(source: Source, path: str) -> Iterator[RunLine]:
+def _run(source: Source, path: str) -> Iterator[tuple[str, str, int, float, str, int]]:
     # The hot loop of every run import (hundreds of thousands of lines per file): the checks
     # are inlined, and ids need only a length check because split() already removed
     # whitespace and empty pieces. Errors go through the same helpers as elsewhere.
@@ -392,9 +444,11 @@ def _run(source: Source, path: str) -> Iterator[RunLine]:
     first_seen: dict[str, dict[str, int]] = {}
     is_integer = _INTEGER.fullmatch
     is_decimal = _DECIMAL.fullmatch
-    for number, text in _data_lines(source, path):
+    for number, text in _lines(source, path):
         columns = text.split()
         if len(columns) != 6:
+            if not columns:
+                continue  # a blank line
             raise _column_count(path, number, "qid Q0 docno rank score tag", len(columns))
         qid, _q0, docno, rank_text, score_text, tag = columns
         if len(qid) > MAX_ID_LENGTH:
@@ -419,7 +473,7 @@ def _run(source: Source, path: str) -> Iterator[RunLine]:
         if first != number:
             problem = f"{docno!r} is retrieved twice for qid {qid!r}, first on line {first}"
             raise TrecFormatError(path, number, "docno", problem)
-        yield RunLine(qid, docno, rank, score, tag, number)
+        yield qid, docno, rank, score, tag, number
 
 
 def _topics(source: Source, path: str) -> Iterator[Topic]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import pickle
 from collections.abc import Callable, Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotations import trec
@@ -686,3 +687,61 @@ def test_write_qrels_rejects_rows_it_could_not_read_back(
     with pytest.raises(ValueError) as caught:
         write_qrels([("300", "FT0", 1), row], io.StringIO())
     assert str(caught.value) == message
+
+
+def _decode_line_by_line(data: bytes, path: str) -> Iterator[tuple[int, str]]:
+    """The reference: lines read one at a time, as `readline` gives them."""
+    stream = io.BytesIO(data)
+    for number in itertools.count(1):
+        raw = stream.readline(trec.MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > trec.MAX_LINE_BYTES:
+            problem = f"line longer than {trec.MAX_LINE_BYTES} bytes"
+            raise TrecFormatError(path, number, None, problem)
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        raw = raw.rstrip(b"\r\n")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            column = len(raw[: error.start].decode("utf-8")) + 1
+            problem = f"not valid UTF-8 (byte 0x{raw[error.start]:02x} at column {column})"
+            raise TrecFormatError(path, number, None, problem) from None
+        yield number, text
+
+
+def _outcome(lines: Iterator[tuple[int, str]]) -> tuple[list[tuple[int, str]], str | None]:
+    """What a reader sees: the lines yielded, then the error (if any)."""
+    seen: list[tuple[int, str]] = []
+    try:
+        for line in lines:
+            seen.append(line)
+    except TrecFormatError as error:
+        return seen, str(error)
+    return seen, None
+
+
+PIECES = [b"a", b"b ", b"\n", b"\r", b"\r\n", b"\xc3\xa9", b"\xc3", b"\xff", b"\xef\xbb\xbf"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=60),
+    st.integers(min_value=1, max_value=9),
+    st.integers(min_value=2, max_value=12),
+)
+def test_block_decoding_yields_and_fails_exactly_like_reading_line_by_line(
+    pieces: list[bytes], block: int, longest: int
+) -> None:
+    """Lines are decoded a block at a time; what a reader sees (lines, then the first error
+    with its line and column) is the same as reading and decoding one line at a time."""
+    data = b"".join(pieces)
+    saved = trec._BLOCK_BYTES, trec.MAX_LINE_BYTES
+    trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = block, longest
+    try:
+        blocks = _outcome(trec._decode(io.BytesIO(data), "f.txt"))
+        reference = _outcome(_decode_line_by_line(data, "f.txt"))
+    finally:
+        trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = saved
+    assert blocks == reference

@@ -39,9 +39,9 @@ def run_import(
     """
     by_query: dict[str, list[tuple[str, float | None, int]]] = defaultdict(list)
     tag: str | None = None
-    for line in trec.read_run(source, name=name):
-        tag = line.tag
-        by_query[line.qid].append((line.docno, line.score, line.rank))
+    # The tag of the last line names the run (every line carries the same, as checked).
+    for qid, docno, rank, score, tag, _ in trec.read_run_rows(source, name=name):  # noqa: B007
+        by_query[qid].append((docno, score, rank))
     if tag is None:  # read_run already refuses an empty file; this keeps the type honest
         raise ValidationError({"file": "the run file has no results"})
     return run_store(
@@ -95,6 +95,7 @@ def run_store(
             Ranking,
             ("run_id", "query_id", "size", "documents", "scores", "ranks"),
             _ranking_rows(run.id, results, query_ids, doc_ids),
+            binary=True,
         )
         count = sum(len(docs) for docs in results.values())
         Run.objects.filter(id=run.id).update(scored_at=None)
@@ -110,16 +111,14 @@ def _ranking_rows(
 ) -> Iterable[tuple[object, ...]]:
     """One packed row per query, documents in trec_eval's order (fixed here, once)."""
     for qid, docs in results.items():
-        info = {docno: (score, rank) for docno, score, rank in docs}
-        ordered = scoring.order_ranking((docno, score) for docno, score, _ in docs)
-        scores = [info[docno][0] for docno in ordered]
+        docnos, scores, ranks = zip(*scoring.order_results(docs), strict=True)
         yield (
             run_id,
             query_ids[qid],
-            len(ordered),
-            packing.pack_ids([doc_ids[docno] for docno in ordered]),
-            b"" if scores[0] is None else packing.pack_scores(scores),  # type: ignore[arg-type]
-            packing.pack_ranks([info[docno][1] for docno in ordered]),
+            len(docnos),
+            packing.pack_ids(list(map(doc_ids.__getitem__, docnos))),
+            b"" if scores[0] is None else packing.pack_scores(scores),
+            packing.pack_ranks(ranks),
         )
 
 
