@@ -9,7 +9,7 @@ import numbers
 import operator
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike, fspath
 from typing import IO, Protocol, SupportsIndex, TypeVar
 
@@ -25,7 +25,7 @@ __all__ = [
     "read_documents",
     "read_qrels",
     "read_run",
-    "read_run_rows",
+    "read_run_blocks",
     "read_topics",
     "write_qrels",
     "write_run",
@@ -144,14 +144,13 @@ def read_run(source: Source, *, name: str | None = None) -> Iterator[RunLine]:
     entry per line read (ids only, never the line text). ``#`` lines are data, as for qrels.
     """
     path = _display_name(source, name)
-    return _nonempty((RunLine(*row) for row in _run(source, path)), path)
+    return _nonempty((RunLine(*row) for rows in _run(source, path) for row in rows), path)
 
 
-def read_run_rows(
-    source: Source, *, name: str | None = None
-) -> Iterator[tuple[str, str, int, float, str, int]]:
-    """`read_run` as plain tuples (qid, docno, rank, score, tag, line): the same checks and
-    errors, for imports that read hundreds of thousands of lines."""
+def read_run_blocks(source: Source, *, name: str | None = None) -> Iterator[list[RunRow]]:
+    """`read_run` as lists of plain tuples (qid, docno, rank, score, tag, line), one list
+    per block of lines: the same checks and errors, for imports of hundreds of thousands
+    of lines."""
     path = _display_name(source, name)
     return _nonempty(_run(source, path), path)
 
@@ -251,6 +250,12 @@ def _display_name(source: Source, name: str | None) -> str:
 
 def _lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
     """Yield (line number, text without terminator) for every line, blank ones included."""
+    for first, texts in _batches(source, path):
+        yield from enumerate(texts, start=first)
+
+
+def _batches(source: Source, path: str) -> Iterator[tuple[int, list[str]]]:
+    """`_lines` a block at a time: (number of the first line, the lines' texts)."""
     if isinstance(source, str | PathLike):
         with open(source, "rb") as stream:
             yield from _decode(stream, path)
@@ -258,7 +263,7 @@ def _lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
         yield from _decode(source, path)
 
 
-def _decode(stream: IO[bytes], path: str) -> Iterator[tuple[int, str]]:
+def _decode(stream: IO[bytes], path: str) -> Iterator[tuple[int, list[str]]]:
     # Read in blocks and decode each block's complete lines at once (imports read hundreds
     # of thousands of lines per file); a block that is not valid UTF-8 is decoded again line
     # by line to name the line and column of the first bad byte.
@@ -274,50 +279,70 @@ def _decode(stream: IO[bytes], path: str) -> Iterator[tuple[int, str]]:
         cut = data.rfind(b"\n") + 1
         pending = data[cut:]
         if cut:
-            for text in _decode_lines(data[: cut - 1].split(b"\n"), number, path, newline=True):
-                number += 1
-                yield number, text
+            yield from _decoded(data[: cut - 1].split(b"\n"), number, path, newline=True)
+            number += data.count(b"\n", 0, cut)
         if len(pending) > MAX_LINE_BYTES:
             problem = f"line longer than {MAX_LINE_BYTES} bytes"
             raise TrecFormatError(path, number + 1, None, problem)
     if pending:
-        for text in _decode_lines([pending], number, path, newline=False):
-            yield number + 1, text
+        yield from _decoded([pending], number, path, newline=False)
 
 
-def _decode_lines(raws: list[bytes], before: int, path: str, *, newline: bool) -> Iterator[str]:
+def _decoded(
+    raws: list[bytes], before: int, path: str, *, newline: bool
+) -> Iterator[tuple[int, list[str]]]:
+    """One batch for `_decode`; with a bad line, the lines before it, then its error."""
+    try:
+        texts = _decode_lines(raws, before, path, newline=newline)
+    except _BadLine as bad:
+        if bad.texts:
+            yield before + 1, bad.texts
+        raise bad.error from None
+    yield before + 1, texts
+
+
+class _BadLine(Exception):
+    """A line of a batch failed (its error waits until the lines before it are yielded)."""
+
+    def __init__(self, texts: list[str], error: TrecFormatError) -> None:
+        super().__init__(str(error))
+        self.texts, self.error = texts, error
+
+
+def _decode_lines(raws: list[bytes], before: int, path: str, *, newline: bool) -> list[str]:
     """Lines `before + 1`, ... as text without terminators (the "\\n" already removed).
 
     Fast path: the whole batch decoded at once. A line too long or not valid UTF-8 sends
-    the batch through the line-by-line path, so the lines before it are still yielded and
-    the error names the first bad line, exactly as when lines are read one at a time.
+    the batch through the line-by-line path; the lines before it are still returned, and
+    the error (naming the first bad line) is raised after them, exactly as when lines are
+    read one at a time (see `_decode`'s caller, which yields them first).
     """
     terminator = 1 if newline else 0
     short = max(map(len, raws)) + terminator <= MAX_LINE_BYTES  # the BOM counts
+    bom = 0
     if before == 0 and raws[0].startswith(_BOM):
         raws[0] = raws[0][len(_BOM) :]
         bom = len(_BOM)
-    else:
-        bom = 0
     if short:
         try:
             texts = b"\n".join(raws).decode("utf-8").split("\n")
         except UnicodeDecodeError:
             pass
         else:
-            yield from (text.rstrip("\r\n") for text in texts)
-            return
+            return [text.rstrip("\r\n") for text in texts]
+    good: list[str] = []
     for offset, raw in enumerate(raws, start=1):
         if len(raw) + terminator + (bom if offset == 1 else 0) > MAX_LINE_BYTES:
             problem = f"line longer than {MAX_LINE_BYTES} bytes"
-            raise TrecFormatError(path, before + offset, None, problem)
+            raise _BadLine(good, TrecFormatError(path, before + offset, None, problem))
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             column = len(raw[: error.start].decode("utf-8")) + 1
             problem = f"not valid UTF-8 (byte 0x{raw[error.start]:02x} at column {column})"
-            raise TrecFormatError(path, before + offset, None, problem) from None
-        yield text.rstrip("\r\n")
+            raise _BadLine(good, TrecFormatError(path, before + offset, None, problem)) from None
+        good.append(text.rstrip("\r\n"))
+    return good
 
 
 def _data_lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
@@ -436,15 +461,45 @@ def _qrels(source: Source, path: str, allowed: frozenset[int] | None) -> Iterato
         yield QrelLine(qid, iteration, docno, grade, number)
 
 
-def _run(source: Source, path: str) -> Iterator[tuple[str, str, int, float, str, int]]:
-    # The hot loop of every run import (hundreds of thousands of lines per file): the checks
-    # are inlined, and ids need only a length check because split() already removed
-    # whitespace and empty pieces. Errors go through the same helpers as elsewhere.
-    first_tag: tuple[str, int] | None = None
-    first_seen: dict[str, dict[str, int]] = {}
+RunRow = tuple[str, str, int, float, str, int]  # qid, docno, rank, score, tag, line
+
+
+@dataclass
+class _RunState:
+    """What checking a run file remembers from line to line."""
+
+    tag: tuple[str, int] | None = None  # the first line's tag and that line
+    first_seen: dict[str, dict[str, int]] = field(default_factory=dict)  # qid -> docno -> line
+
+
+def _run(source: Source, path: str) -> Iterator[list[RunRow]]:
+    """The rows of a run file, a block of lines at a time (see `read_run`)."""
+    state = _RunState()
+    for first, texts in _batches(source, path):
+        rows: list[RunRow] = []
+        try:
+            _run_lines(texts, first, state, path, rows)
+        except TrecFormatError:
+            if rows:
+                yield rows  # the lines before the error, as a line-by-line reader would
+            raise
+        if rows:
+            yield rows
+
+
+def _run_lines(
+    texts: list[str], first: int, state: _RunState, path: str, rows: list[RunRow]
+) -> None:
+    """Check a block of lines, appending their rows to `rows`; raises at the first error.
+
+    The hot loop of every run import (hundreds of thousands of lines per file): the checks
+    are inlined, and ids need only a length check because split() already removed
+    whitespace and empty pieces. Errors go through the same helpers as elsewhere.
+    """
+    first_seen = state.first_seen
     is_integer = _INTEGER.fullmatch
     is_decimal = _DECIMAL.fullmatch
-    for number, text in _lines(source, path):
+    for number, text in enumerate(texts, first):
         columns = text.split()
         if len(columns) != 6:
             if not columns:
@@ -461,19 +516,19 @@ def _run(source: Source, path: str) -> Iterator[tuple[str, str, int, float, str,
         score = float(score_text) if is_decimal(score_text) else math.nan
         if not math.isfinite(score):
             score = _parse_score(score_text, path, number)  # raises with the right message
-        if first_tag is None:
-            first_tag = (_check_id(tag, "tag", path, number), number)
-        elif tag != first_tag[0]:
-            problem = f"{tag!r} differs from {first_tag[0]!r} on line {first_tag[1]}"
+        if state.tag is None:
+            state.tag = (_check_id(tag, "tag", path, number), number)
+        elif tag != state.tag[0]:
+            problem = f"{tag!r} differs from {state.tag[0]!r} on line {state.tag[1]}"
             raise TrecFormatError(path, number, "tag", f"{problem}; a file holds one run")
         seen = first_seen.get(qid)
         if seen is None:
             seen = first_seen[qid] = {}
-        first = seen.setdefault(docno, number)
-        if first != number:
-            problem = f"{docno!r} is retrieved twice for qid {qid!r}, first on line {first}"
+        earlier = seen.setdefault(docno, number)
+        if earlier != number:
+            problem = f"{docno!r} is retrieved twice for qid {qid!r}, first on line {earlier}"
             raise TrecFormatError(path, number, "docno", problem)
-        yield qid, docno, rank, score, tag, number
+        rows.append((qid, docno, rank, score, tag, number))
 
 
 def _topics(source: Source, path: str) -> Iterator[Topic]:

@@ -740,7 +740,7 @@ def test_block_decoding_yields_and_fails_exactly_like_reading_line_by_line(
     saved = trec._BLOCK_BYTES, trec.MAX_LINE_BYTES
     trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = block, longest
     try:
-        blocks = _outcome(trec._decode(io.BytesIO(data), "f.txt"))
+        blocks = _outcome(trec._lines(io.BytesIO(data), "f.txt"))
         reference = _outcome(_decode_line_by_line(data, "f.txt"))
     finally:
         trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = saved
