@@ -128,25 +128,25 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 f"FROM {Collection._meta.db_table} c JOIN {query_table} q "
                 f"ON q.collection_id = c.id WHERE q.id = %s{lock}",
                 [query_id],
-                False,
+                True,
             ),
             (
                 f"SELECT judgements_version, scored_version FROM {query_table} WHERE id = %s",
                 [query_id],
-                False,
+                True,
             ),
-            (*selectors.effective_grades_statement(query_id=query_id), False),
+            (*selectors.effective_grades_statement(query_id=query_id), True),
             (*selectors.ranking_heads_statement(query_id=query_id), True),
             (
                 "SELECT run_id, k, ndcg, dcg, judged, ndcg_condensed "
                 f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
                 [query_id],
-                False,
+                True,
             ),
             (
                 f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s",
                 [query_id],
-                False,
+                True,
             ),
             (
                 "SELECT s.run_id, s.k, s.queries, s.ndcg_sum, s.ndcg_condensed_sum, s.judged_sum "
@@ -154,11 +154,11 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 f"ON r.id = s.run_id JOIN {query_table} q ON q.collection_id = r.collection_id "
                 "WHERE q.id = %s",
                 [query_id],
-                False,
+                True,
             ),
         ]
-        # All of it leaves in one round trip; the scores are computed while the server
-        # still reads the stored ones.
+        # All of it leaves in one round trip, results in binary (no numbers as text to
+        # parse back).
         with reads(statements) as results:
             found = next(results)
             if not found:
