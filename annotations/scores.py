@@ -223,23 +223,37 @@ def _store_query(
     place (see `bulk_update`); only runs whose values changed are touched, unless the number
     of evaluated queries changed, which moves every mean.
     """
-    old: dict[tuple[int, int], Triple] = {
-        key: (ndcg, condensed, judged) for key, (ndcg, _, judged, condensed) in stored.items()
-    }
-    fresh = {key: (s.ndcg, s.dcg, s.judged, s.ndcg_condensed) for key, s in new.items()}
-    changed = [key for key, values in fresh.items() if stored.get(key) != values]
-    gone = [key for key in stored if key not in fresh]
+    # One pass over the new scores: rows to insert, rows to update (and which of their
+    # columns moved), and the (run, k) whose run means move, with their values before and
+    # after (nDCG, nDCG', judged@k).
+    inserts: list[tuple[object, ...]] = []
+    updates: list[tuple[object, ...]] = []
+    parts = [False, False, False, False]  # ndcg, dcg, judged, ndcg_condensed
+    moved: dict[tuple[int, int], tuple[Triple | None, Triple | None]] = {}
+    for key, score in new.items():
+        values = (score.ndcg, score.dcg, score.judged, score.ndcg_condensed)
+        was = stored.get(key)
+        if was == values:
+            continue
+        after = (score.ndcg, score.ndcg_condensed, score.judged)
+        if was is None:
+            inserts.append((key[0], query_id, key[1], *values))
+            moved[key] = (None, after)
+            continue
+        updates.append((query_id, *key, *values))
+        for i in range(4):
+            if values[i] != was[i]:
+                parts[i] = True
+        before = (was[0], was[3], was[2])
+        if before != after:
+            moved[key] = (before, after)
+    gone = [key for key in stored if key not in new]
+    for key in gone:
+        was = stored[key]
+        moved[key] = ((was[0], was[3], was[2]), None)
     # Inserts and deletes first (rare: a query's first or last judgement, a run's first
     # result for it); COPY cannot run inside the pipeline below.
-    bulk_insert(
-        QueryScore,
-        QUERY_SCORE_COLUMNS,
-        [
-            (run_id, query_id, k, *fresh[(run_id, k)])
-            for run_id, k in changed
-            if (run_id, k) not in stored
-        ],
-    )
+    bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, inserts)
     if gone:
         _delete_query_scores(query_id, gone)
     if set(old_ideal) - set(idcgs):
@@ -251,9 +265,6 @@ def _store_query(
     )
     count_delta = int(bool(idcgs)) - int(bool(old_ideal))
     zero_mode = collection.missing_queries == "zero"
-    moved = {
-        key for key in changed + gone if old.get(key) != (_triple(new[key]) if key in new else None)
-    }
     moved_runs = {run_id for run_id, _ in moved}
     every_mean = zero_mode and count_delta != 0
     # The updates go out without waiting: the server applies the per-query scores while
@@ -264,15 +275,14 @@ def _store_query(
             # a crash loses its commit, the query stays pending and the sweep recomputes
             # it, so the commit need not wait for the disk.
             execute("SET LOCAL synchronous_commit = off", [])
-        updated = [key for key in changed if key in stored]
         # Only the columns that change in some row (a change of the ideal DCG moves nDCG
         # and nDCG' of every run, but no DCG and no judged@k).
-        parts = [i for i in range(4) if any(fresh[key][i] != stored[key][i] for key in updated)]
+        picked = [3 + i for i in range(4) if parts[i]]
         bulk_update(
             QueryScore,
             key=("query_id", "run_id", "k"),
-            columns=tuple(QUERY_SCORE_COLUMNS[3 + i] for i in parts),
-            rows=[(query_id, *key, *(fresh[key][i] for i in parts)) for key in updated],
+            columns=tuple(QUERY_SCORE_COLUMNS[j] for j in picked),
+            rows=[(row[0], row[1], row[2], *(row[j] for j in picked)) for row in updates],
         )
         bulk_update(
             IdealScore,
@@ -282,7 +292,7 @@ def _store_query(
         )
         columns, rows = _fold_means(
             run_rows,
-            (old, {key: _triple(value) for key, value in new.items()}),
+            moved,
             runs=None if every_mean else moved_runs,
             zero_mode=zero_mode,
             count_delta=count_delta,
@@ -306,30 +316,30 @@ _MEANS = (("ndcg", "ndcg_sum"), ("ndcg_condensed", "ndcg_condensed_sum"), ("judg
 
 def _fold_means(
     run_rows: list[tuple[Any, ...]],
-    values: tuple[Mapping[tuple[int, int], Triple], Mapping[tuple[int, int], Triple]],
+    moved: Mapping[tuple[int, int], tuple[Triple | None, Triple | None]],
     *,
     runs: set[int] | None,
     zero_mode: bool,
     count_delta: int,
 ) -> tuple[tuple[str, ...], list[tuple[object, ...]]]:
-    """The run mean rows that change when one query's values go from `values[0]` (stored)
-    to `values[1]` (new), and the RunScore columns that change in any of them.
+    """The run mean rows that change when one query's values move as in `moved` ((run, k)
+    -> values before and after; None: absent), and the RunScore columns that change in any
+    of them.
 
     `run_rows` are the stored rows (run, k, queries, the three exact sums) of the `runs`
     concerned (None: all). A sum whose value did not change, with an unchanged
     count, is kept as stored and its column left out: parsing and formatting exact sums is
     the costly part of this path, and a grade change rarely moves judged@k.
     """
-    before_values, after_values = values
-    moved = [False, False, False]
+    unmoved: tuple[Triple | None, Triple | None] = (None, None)
+    columns_moved = [False, False, False]
     count_moved = False
     rows: list[list[Any]] = []
     for run_id, k, queries, *stored in run_rows:
         # A run without a stored mean is pending its own scoring, which builds it.
         if runs is not None and run_id not in runs:
             continue
-        before = before_values.get((run_id, k))
-        after = after_values.get((run_id, k))
+        before, after = moved.get((run_id, k), unmoved)
         if zero_mode:
             count = queries + count_delta
         else:
@@ -344,13 +354,13 @@ def _fold_means(
             if old_value == new_value and not changed:
                 continue
             row[3 + i], row[6 + i] = exact.fold(stored[i], old_value, new_value, count)
-            moved[i] = touched = True
+            columns_moved[i] = touched = True
         if touched:
             count_moved = count_moved or changed
             rows.append(row)
     if count_moved:
-        moved = [True, True, True]  # every mean divides by the new count
-    picked = [i for i in range(3) if moved[i]]
+        columns_moved = [True, True, True]  # every mean divides by the new count
+    picked = [i for i in range(3) if columns_moved[i]]
     for row in rows:  # a column written for some rows needs its value in all of them
         for i in picked:
             if row[3 + i] is None:
