@@ -34,24 +34,37 @@ def total_to_text(total: int) -> str:
     Trailing zero bits are dropped, so typical sums of scores in [0, 1] take a couple of
     dozen characters instead of the 270 the full 2**-1074 scale would.
     """
+    return _format(total, _SCALE_BITS)
+
+
+def total_from_text(text: str) -> int:
+    """The scaled sum written by `total_to_text`; ValueError for anything else."""
+    mantissa, shift = _parse(text)
+    return mantissa << (_SCALE_BITS - shift)
+
+
+def _format(total: int, shift: int) -> str:
+    """'MANTISSA_HEX:SHIFT' of total * 2**-shift, trailing zero bits dropped."""
     if total == 0:
         return "0:0"
     trailing = (total & -total).bit_length() - 1
     total >>= trailing
     sign = "-" if total < 0 else ""
-    return f"{sign}{abs(total):x}:{_SCALE_BITS - trailing}"
+    return f"{sign}{abs(total):x}:{shift - trailing}"
 
 
-def total_from_text(text: str) -> int:
-    """The scaled sum written by `total_to_text`; ValueError for anything else."""
+def _parse(text: str) -> tuple[int, int]:
+    """(mantissa, shift) of a 'MANTISSA_HEX:SHIFT' text; ValueError for anything else."""
+    mantissa, separator, shift_text = text.partition(":")
     try:
-        mantissa, shift = text.split(":")
-        value, bits = int(mantissa, 16), int(shift)
+        if not separator:
+            raise ValueError
+        value, shift = int(mantissa, 16), int(shift_text)
     except ValueError:
         raise ValueError(f"not an exact-sum text: {text!r}") from None
-    if not -_SCALE_BITS <= bits <= _SCALE_BITS:
+    if not -_SCALE_BITS <= shift <= _SCALE_BITS:
         raise ValueError(f"not an exact-sum text: {text!r}")
-    return value << (_SCALE_BITS - bits)
+    return value, shift
 
 
 class ExactSum:
@@ -103,13 +116,7 @@ def fold(text: str, old_value: float, new_value: float, count: int) -> tuple[flo
     scale the three numbers need (a few dozen bits for typical scores) instead of at
     2**-1074, which keeps the integers small.
     """
-    mantissa, _, shift_text = text.partition(":")
-    try:
-        total, shift = int(mantissa, 16), int(shift_text)
-    except ValueError:
-        raise ValueError(f"not an exact-sum text: {text!r}") from None
-    if not -_SCALE_BITS <= shift <= _SCALE_BITS:
-        raise ValueError(f"not an exact-sum text: {text!r}")
+    total, shift = _parse(text)
     if not (math.isfinite(old_value) and math.isfinite(new_value)):
         raise ValueError(f"cannot sum a non-finite value: {old_value!r}, {new_value!r}")
     new_numerator, new_denominator = new_value.as_integer_ratio()
@@ -125,9 +132,4 @@ def fold(text: str, old_value: float, new_value: float, count: int) -> tuple[flo
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
     mean = total / (count << scale) if count else 0.0  # int / int is correctly rounded
-    if total == 0:
-        return mean, "0:0"
-    trailing = (total & -total).bit_length() - 1
-    total >>= trailing
-    sign = "-" if total < 0 else ""
-    return mean, f"{sign}{abs(total):x}:{scale - trailing}"
+    return mean, _format(total, scale)

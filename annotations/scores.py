@@ -94,12 +94,11 @@ def _score_rankings(
 
 
 def _synchronous_commit_off() -> None:
+    """Scores are derived data and their transaction also clears the pending mark: if a
+    crash loses its commit, the query stays pending and the sweep recomputes it, so the
+    commit need not wait for the disk. Works inside `pipeline()` too."""
     if connection.vendor == "postgresql":
-        # Scores are derived data and this transaction also clears the pending mark: if a
-        # crash loses its commit, the query stays pending and the sweep recomputes it, so
-        # the commit need not wait for the disk.
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+        execute("SET LOCAL synchronous_commit = off", [])
 
 
 def _lock_collection(collection_id: int) -> Collection:
@@ -254,10 +253,12 @@ def _store_query(
     # Inserts and deletes first (rare: a query's first or last judgement, a run's first
     # result for it); COPY cannot run inside the pipeline below.
     bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, inserts)
-    if gone:
-        _delete_query_scores(query_id, gone)
-    if set(old_ideal) - set(idcgs):
-        IdealScore.objects.filter(query_id=query_id).exclude(k__in=list(idcgs)).delete()
+    bulk_delete(
+        QueryScore, key=("query_id", "run_id", "k"), keys=[(query_id, *key) for key in gone]
+    )
+    bulk_delete(
+        IdealScore, key=("query_id", "k"), keys=[(query_id, k) for k in old_ideal if k not in idcgs]
+    )
     bulk_insert(
         IdealScore,
         ("query_id", "k", "idcg"),
@@ -270,11 +271,7 @@ def _store_query(
     # The updates go out without waiting: the server applies the per-query scores while
     # the run means are folded here.
     with pipeline():
-        if connection.vendor == "postgresql":
-            # Scores are derived data and this transaction also clears the pending mark: if
-            # a crash loses its commit, the query stays pending and the sweep recomputes
-            # it, so the commit need not wait for the disk.
-            execute("SET LOCAL synchronous_commit = off", [])
+        _synchronous_commit_off()
         # Only the columns that change in some row (a change of the ideal DCG moves nDCG
         # and nDCG' of every run, but no DCG and no judged@k).
         picked = [3 + i for i in range(4) if parts[i]]
@@ -370,14 +367,6 @@ def _fold_means(
     )
     indexes = ([2] if count_moved else []) + [j for i in picked for j in (3 + i, 6 + i)]
     return columns, [(row[0], row[1], *(row[j] for j in indexes)) for row in rows]
-
-
-def _delete_query_scores(query_id: int, keys: list[tuple[int, int]]) -> None:
-    by_k: dict[int, list[int]] = {}
-    for run_id, k in keys:
-        by_k.setdefault(k, []).append(run_id)
-    for k, run_ids in by_k.items():
-        QueryScore.objects.filter(query_id=query_id, k=k, run_id__in=run_ids).delete()
 
 
 @dataclass
