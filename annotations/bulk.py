@@ -20,7 +20,7 @@ BATCH_ROWS = 5000
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-def _copy_text(value: Any) -> str:
+def copy_text(value: Any) -> str:
     """One value in COPY's text format (formatting here is several times faster than
     psycopg's per-row adaptation for the integers, strings and timestamps of imports)."""
     if value is None:
@@ -73,7 +73,7 @@ def bulk_insert(
             with raw.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
                 lines: list[str] = []
                 for row in rows:
-                    lines.append("\t".join(map(_copy_text, row)))
+                    lines.append("\t".join(map(copy_text, row)))
                     count += 1
                     if len(lines) == BATCH_ROWS:
                         copy.write("\n".join(lines) + "\n")
@@ -88,79 +88,6 @@ def bulk_insert(
             cursor.executemany(sql, batch)
             count += len(batch)
     return count
-
-
-def ids_ensure(
-    model: type[Model],
-    *,
-    collection_id: int,
-    key: str,
-    values: Iterable[str],
-    defaults: dict[str, Any],
-) -> dict[str, int]:
-    """key value -> primary key for rows of one collection, inserting the missing ones.
-
-    The insert skips rows that exist (ON CONFLICT / OR IGNORE on the unique (collection, key)
-    constraint), so two imports creating the same ids at once do not collide. On PostgreSQL
-    the values travel once, by COPY into a temporary table, whatever their number.
-    """
-    wanted = sorted(set(values))
-    if not wanted:
-        return {}
-    table = connection.ops.quote_name(model._meta.db_table)
-    key_column = connection.ops.quote_name(key)
-    columns = ["collection_id", key, *defaults]
-    quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("CREATE TEMP TABLE IF NOT EXISTS ndcg_wanted_ids (value text)")
-            cursor.execute("TRUNCATE ndcg_wanted_ids")
-            raw = cursor.cursor
-            with raw.copy("COPY ndcg_wanted_ids (value) FROM STDIN") as copy:
-                text = "\n".join(wanted)
-                special = any(char in text for char in "\\\t\r")
-                if special or text.count("\n") != len(wanted) - 1:
-                    text = "\n".join(map(_copy_text, wanted))  # values that need escaping
-                copy.write(text + "\n")
-            cursor.execute("ANALYZE ndcg_wanted_ids")  # a fresh temp table has no statistics
-            joined = f"{table} t JOIN ndcg_wanted_ids w ON t.{key_column} = w.value"
-            cursor.execute(
-                f"SELECT t.{key_column}, t.id FROM {joined} WHERE t.collection_id = %s",
-                [collection_id],
-            )
-            ids = dict(cursor.fetchall())
-            if len(ids) == len(wanted):
-                return ids  # the common case on a second import: nothing to create
-            placeholders = ", ".join(["%s"] * len(defaults))
-            # Only the missing ones; ON CONFLICT covers another import creating them meanwhile.
-            cursor.execute(
-                f"INSERT INTO {table} ({quoted}) SELECT %s, w.value"
-                f"{', ' + placeholders if defaults else ''} FROM ndcg_wanted_ids w "
-                f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE t.collection_id = %s "
-                f"AND t.{key_column} = w.value) ON CONFLICT DO NOTHING",
-                [collection_id, *defaults.values(), collection_id],
-            )
-            cursor.execute(
-                f"SELECT t.{key_column}, t.id FROM {joined} WHERE t.collection_id = %s",
-                [collection_id],
-            )
-            return dict(cursor.fetchall())
-        placeholders = ", ".join(["%s"] * len(columns))
-        cursor.executemany(
-            f"INSERT OR IGNORE INTO {table} ({quoted}) VALUES ({placeholders})",
-            [(collection_id, value, *defaults.values()) for value in wanted],
-        )
-        found: dict[str, int] = {}
-        for start in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
-            chunk = wanted[start : start + 500]
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
-                f"SELECT {key_column}, id FROM {table} "
-                f"WHERE collection_id = %s AND {key_column} IN ({marks})",
-                [collection_id, *chunk],
-            )
-            found.update(cursor.fetchall())
-        return found
 
 
 def bulk_update(

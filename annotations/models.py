@@ -165,7 +165,11 @@ class Query(models.Model):
     scores are stale (pending) while the two differ.
     """
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="queries")
+    # No index of its own: the unique (collection, qid) index serves lookups by collection, and
+    # a second index would tempt the planner into scanning a whole collection per id.
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="queries", db_index=False
+    )
     qid = models.CharField(max_length=ID_MAX_LENGTH)
     title = models.TextField(blank=True)
     description = models.TextField(blank=True)
@@ -198,7 +202,11 @@ class Query(models.Model):
 class Document(models.Model):
     """A document of a collection, addressed by its external id `docno`."""
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
+    # No index of its own: the unique (collection, docno) index serves lookups by collection, and
+    # a second index would tempt the planner into scanning a whole collection per id.
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="documents", db_index=False
+    )
     docno = models.CharField(max_length=ID_MAX_LENGTH)
     title = models.TextField(blank=True)
     text = models.TextField(blank=True)

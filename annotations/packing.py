@@ -6,7 +6,11 @@ import sys
 from array import array
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 _SWAP = sys.byteorder != "little"
+_LITTLE_ENDIAN = {"q": "<i8", "d": "<f8", "i": "<i4"}
 
 
 def _pack(typecode: str, values: Sequence[int] | Sequence[float]) -> bytes:
@@ -55,3 +59,9 @@ def pack_ranks(ranks: Sequence[int]) -> bytes:
 
 def unpack_ranks(data: bytes | memoryview) -> list[int]:
     return _unpack("i", data).tolist()
+
+
+def pack_column(typecode: str, values: npt.NDArray[np.generic]) -> bytes:
+    """A NumPy column packed as the functions above pack a sequence: `typecode` "q" (ids),
+    "d" (scores) or "i" (ranks), little-endian; slice it for one ranking."""
+    return values.astype(_LITTLE_ENDIAN[typecode], copy=False).tobytes()

@@ -16,12 +16,14 @@ from typing import IO, Protocol, SupportsIndex, TypeVar
 __all__ = [
     "MAX_ID_LENGTH",
     "MAX_LINE_BYTES",
+    "RANK_RANGE",
     "DocumentRecord",
     "QrelLine",
     "RunLine",
     "Source",
     "Topic",
     "TrecFormatError",
+    "display_name",
     "read_documents",
     "read_qrels",
     "read_run",
@@ -32,6 +34,8 @@ __all__ = [
 ]
 
 MAX_ID_LENGTH = 200
+# A submitted rank is informational (trec_eval ranks by score) and is kept as 32 bits.
+RANK_RANGE = (-(2**31), 2**31 - 1)
 # One line, terminator included, may not exceed this: a file without newlines must not be
 # able to pull an entire upload into memory.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -129,7 +133,7 @@ def read_qrels(
     Lines starting with ``#`` are data, as for trec_eval, so they fail the column checks.
     Memory: one (qid, docno) -> line entry per judgement, never the line text.
     """
-    path = _display_name(source, name)
+    path = display_name(source, name)
     return _nonempty(_qrels(source, path, None if grades is None else frozenset(grades)), path)
 
 
@@ -143,7 +147,7 @@ def read_run(source: Source, *, name: str | None = None) -> Iterator[RunLine]:
     grouped by qid, so the duplicate check keeps, for the whole file, one docno -> line
     entry per line read (ids only, never the line text). ``#`` lines are data, as for qrels.
     """
-    path = _display_name(source, name)
+    path = display_name(source, name)
     return _nonempty((RunLine(*row) for rows in _run(source, path) for row in rows), path)
 
 
@@ -151,7 +155,7 @@ def read_run_blocks(source: Source, *, name: str | None = None) -> Iterator[list
     """`read_run` as lists of plain tuples (qid, docno, rank, score, tag, line), one list
     per block of lines: the same checks and errors, for imports of hundreds of thousands
     of lines."""
-    path = _display_name(source, name)
+    path = display_name(source, name)
     return _nonempty(_run(source, path), path)
 
 
@@ -170,7 +174,7 @@ def read_topics(source: Source, *, name: str | None = None) -> Iterator[Topic]:
     A topic's line is that of its JSON/TSV line or of its ``<top>``. Duplicate qids are
     errors; memory is one qid -> line entry per topic.
     """
-    path = _display_name(source, name)
+    path = display_name(source, name)
     topics = _unique(_topics(source, path), path, "qid", lambda topic: (topic.qid, topic.line))
     return _nonempty(topics, path)
 
@@ -185,7 +189,7 @@ def read_documents(source: Source, *, name: str | None = None) -> Iterator[Docum
     every line. Absent fields are "", present ones are stripped. Duplicate docnos are errors;
     memory is one docno -> line entry per document (ids only, never the text).
     """
-    path = _display_name(source, name)
+    path = display_name(source, name)
     documents = _unique(
         _documents(source, path), path, "docno", lambda document: (document.docno, document.line)
     )
@@ -240,7 +244,7 @@ def write_run(rows: Iterable[tuple[str, str, int, float, str]], out: TextSink) -
 # Line source -----------------------------------------------------------------------------
 
 
-def _display_name(source: Source, name: str | None) -> str:
+def display_name(source: Source, name: str | None) -> str:
     if name is not None:
         return name
     if isinstance(source, str | PathLike):
@@ -513,6 +517,9 @@ def _run_lines(
         if not is_integer(rank_text):
             _parse_int(rank_text, "rank", path, number)
         rank = int(rank_text)
+        if not RANK_RANGE[0] <= rank <= RANK_RANGE[1]:
+            problem = f"{rank_text!r} is out of range ({RANK_RANGE[0]} to {RANK_RANGE[1]})"
+            raise TrecFormatError(path, number, "rank", problem)
         score = float(score_text) if is_decimal(score_text) else math.nan
         if not math.isfinite(score):
             score = _parse_score(score_text, path, number)  # raises with the right message

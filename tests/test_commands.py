@@ -897,3 +897,36 @@ def test_the_printed_organiser_password_logs_into_the_admin(transactional_db: No
     page = client.get("/admin/annotations/collection/")
     assert page.status_code == 200
     assert "demo" in page.content.decode()
+
+
+def test_import_run_imports_several_files_together(
+    collection: Collection, write_file: WriteFile
+) -> None:
+    first = write_file("a.txt", lines("q1 Q0 d1 1 2.0 bm25", "q1 Q0 d2 2 1.0 bm25"))
+    second = write_file("b.txt", lines("q1 Q0 d2 1 2.0 dense", "q2 Q0 d3 1 1.0 dense"))
+    out = run("import_run", "demo", first, second)
+    assert out.splitlines() == ["run: bm25, 2 results", "run: dense, 2 results"]
+    assert positions_of(Run.objects.get(name="dense"), "q1") == ["d2"]
+    assert Document.objects.filter(collection=collection).count() == 3
+
+
+def test_import_run_of_several_files_imports_none_when_one_is_bad(
+    worked_example: Collection, write_file: WriteFile
+) -> None:
+    before = database_snapshot()
+    good = write_file("good.txt", lines("q1 Q0 d1 1 2.0 bm25", "q9 Q0 new 1 1.0 bm25"))
+    bad = write_file("bad.txt", lines("q1 Q0 d1 1 2.0 dense", "q1 Q0 d2 x 1.0 dense"))
+    message = command_error("import_run", "demo", good, bad)
+    assert message == f"{bad}:2: rank: 'x' is not an integer (nothing was imported)"
+    assert database_snapshot() == before
+
+
+def test_import_run_name_is_refused_with_several_files(
+    collection: Collection, write_file: WriteFile
+) -> None:
+    first = write_file("a.txt", lines("q1 Q0 d1 1 2.0 bm25"))
+    second = write_file("b.txt", lines("q1 Q0 d1 1 2.0 dense"))
+    assert "--name names one run" in command_error(
+        "import_run", "demo", first, second, "--name", "x"
+    )
+    assert not Run.objects.exists()

@@ -420,3 +420,113 @@ def test_judgements_import_in_batches_counts_and_updates_across_batches(
     ) == ImportSummary(2, 4, 4)
     assert Judgement.objects.filter(grade=2).count() == 4
     assert JudgementHistory.objects.filter(old_grade=1, new_grade=2).count() == 4
+
+
+def rankings_of(run: Run) -> dict[str, tuple[int, list[str], bytes, bytes]]:
+    """qid -> (size, docnos in stored order, packed scores, packed ranks)."""
+    docnos = dict(Document.objects.filter(collection=run.collection).values_list("id", "docno"))
+    return {
+        ranking.query.qid: (
+            ranking.size,
+            [docnos[i] for i in ranking.document_ids()],
+            bytes(ranking.scores),
+            bytes(ranking.ranks),
+        )
+        for ranking in run.rankings.select_related("query")
+    }
+
+
+RUN_LINES = [
+    "q2 Q0 b 3 2.5 sys",
+    "q1 Q0 a 1 1.5 sys",
+    "q1 Q0 B 2 1.5 sys",
+    "q1 Q0 aa 7 1.5 sys",
+    'q1 Q0 d,"1" 4 -0 sys',
+    "q1 Q0 c\\x 5 0 sys",
+    "q1 Q0 top 6 3 sys",
+]
+
+
+def test_plain_and_irregular_files_store_identical_rankings(db: None) -> None:
+    """A plain file is read into columns, one with tabs by the line reader; both store the
+    same bytes in the same order."""
+    first, second = CollectionFactory(), CollectionFactory()
+    plain = "\n".join(RUN_LINES) + "\n"
+    tabbed = "\n".join(line.replace(" ", "\t") for line in RUN_LINES) + "\n"
+    columnar, _ = services.run_import(collection=first, source=stream(plain))
+    line_read, _ = services.run_import(collection=second, source=stream(tabbed))
+    stored = rankings_of(columnar)
+    assert stored == rankings_of(line_read)
+    assert stored["q1"][1] == ["top", "aa", "a", "B", 'd,"1"', "c\\x"]  # -0 ties 0
+
+
+def test_runs_import_stores_what_one_file_at_a_time_stores(db: None) -> None:
+    together, apart = CollectionFactory(), CollectionFactory()
+    files = [
+        "q1 Q0 d1 1 3 one\nq1 Q0 d2 2 2 one\nq2 Q0 d3 1 1 one\n",
+        "q1 Q0 d2 1 3 two\nq3 Q0 d4 1 2 two\nq3 Q0 d1 2 1 two\n",
+        "q1\tQ0\td5\t1\t1\tthree\n",  # the line reader's
+        "q2 Q0 d5 1 1 four\nq2 Q0 d1 2 0.5 four\n",
+    ]
+    imported = services.runs_import(collection=together, sources=[stream(f) for f in files])
+    assert [(run.name, count) for run, count in imported] == [
+        ("one", 3), ("two", 3), ("three", 1), ("four", 2)
+    ]  # fmt: skip
+    for text in files:
+        services.run_import(collection=apart, source=stream(text))
+    for name in ("one", "two", "three", "four"):
+        assert rankings_of(Run.objects.get(collection=together, name=name)) == rankings_of(
+            Run.objects.get(collection=apart, name=name)
+        )
+    docnos = Document.objects.filter(collection=together).values_list("docno", flat=True)
+    assert sorted(docnos) == ["d1", "d2", "d3", "d4", "d5"]
+    assert all(run.scored_at is None for run, _ in imported)
+
+
+def test_runs_import_finds_documents_the_collection_already_has(db: None) -> None:
+    collection = CollectionFactory()
+    known = DocumentFactory(collection=collection, docno="d1", title="kept")
+    services.runs_import(
+        collection=collection,
+        sources=[stream("q1 Q0 d2 1 1 one\n"), stream("q1 Q0 d1 1 1 two\nq1 Q0 d2 2 0 two\n")],
+    )
+    run = Run.objects.get(name="two")
+    assert run.rankings.get().document_ids() == [
+        known.id,
+        Document.objects.get(collection=collection, docno="d2").id,
+    ]
+    assert Document.objects.get(id=known.id).title == "kept"
+
+
+def test_runs_import_imports_nothing_when_one_file_is_bad(
+    worked_example: Collection, write_file: WriteFile
+) -> None:
+    counts = (Run.objects.count(), Document.objects.count(), Query.objects.count())
+    good = write_file("good.txt", "q1 Q0 d1 1 2.0 bm25\nq9 Q0 new 1 1.0 bm25\n")
+    bad = write_file("bad.txt", "q1 Q0 d1 1 2.0 dense\nq1 Q0 d1 2 1.0 dense\n")
+    with pytest.raises(TrecFormatError) as caught:
+        services.runs_import(collection=worked_example, sources=[good, bad])
+    assert str(caught.value).startswith(f"{bad}:2: docno: 'd1' is retrieved twice")
+    assert (Run.objects.count(), Document.objects.count(), Query.objects.count()) == counts
+
+
+def test_runs_import_refuses_two_files_of_one_tag(db: None) -> None:
+    collection = CollectionFactory()
+    with pytest.raises(ValidationError) as caught:
+        services.runs_import(
+            collection=collection,
+            sources=[stream("q1 Q0 d1 1 1 sys\n"), stream("q1 Q0 d2 1 1 sys\n")],
+        )
+    assert "both hold run 'sys'" in caught.value.message_dict["name"][0]
+    assert not Run.objects.exists()
+
+
+def test_run_import_refuses_a_rank_beyond_32_bits_by_line(db: None) -> None:
+    collection = CollectionFactory()
+    with pytest.raises(TrecFormatError, match=r"run.txt:2: rank: '4294967296' is out of range"):
+        services.run_import(
+            collection=collection,
+            source=stream("q1 Q0 d1 1 1 sys\nq1 Q0 d2 4294967296 1 sys\n"),
+            name="run.txt",
+        )
+    assert not Run.objects.exists()

@@ -41,7 +41,13 @@ from annotations.services.pools import (
     pool_build,
     pool_extend,
 )
-from annotations.services.runs import run_delete, run_export, run_import, run_store
+from annotations.services.runs import (
+    run_delete,
+    run_export,
+    run_import,
+    run_store,
+    runs_import,
+)
 
 __all__ = [
     "IMPORT_ASSESSOR",
@@ -78,5 +84,6 @@ __all__ = [
     "run_export",
     "run_import",
     "run_store",
+    "runs_import",
     "topics_import",
 ]

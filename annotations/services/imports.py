@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 from django.db import transaction
 
 from annotations import selectors, trec
-from annotations.bulk import ids_ensure
+from annotations.ids import ids_ensure, ids_ensure_column
 from annotations.models import (
     Collection,
     Document,
@@ -21,6 +24,8 @@ from annotations.models import (
 Source = str | Path | BinaryIO
 
 LOOKUP_CHUNK = 5000
+# What a document created from a run or qrels file holds until its text is imported.
+_DOCUMENT_DEFAULTS = {"title": "", "text": "", "url": "", "content_hash": ""}
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,20 @@ def documents_ensure(*, collection: Collection, docnos: Iterable[str]) -> dict[s
         collection_id=collection.id,
         key="docno",
         values=docnos,
-        defaults={"title": "", "text": "", "url": "", "content_hash": ""},
+        defaults=_DOCUMENT_DEFAULTS,
+    )
+
+
+def documents_ensure_column(
+    *, collection: Collection, docnos: pa.StringArray
+) -> npt.NDArray[np.int64]:
+    """`documents_ensure` for an Arrow column of distinct docnos: their ids, in order."""
+    return ids_ensure_column(
+        Document,
+        collection_id=collection.id,
+        key="docno",
+        values=docnos,
+        defaults=_DOCUMENT_DEFAULTS,
     )
 
 

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import gc
+import io
+import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotations import packing, scoring, selectors, trec
+from annotations import packing, run_columns, scoring, selectors, trec
 from annotations.bulk import bulk_insert
 from annotations.models import (
     Collection,
@@ -19,9 +26,17 @@ from annotations.models import (
     Run,
 )
 from annotations.scores import scores_schedule
-from annotations.services.imports import Source, documents_ensure, queries_ensure
+from annotations.services.imports import (
+    Source,
+    documents_ensure,
+    documents_ensure_column,
+    queries_ensure,
+)
 
 # --- runs -------------------------------------------------------------------------------
+
+
+_RANKING_COLUMNS = ("run_id", "query_id", "size", "documents", "scores", "ranks")
 
 
 def run_import(
@@ -37,8 +52,126 @@ def run_import(
     """Import a TREC run file (all or nothing); returns the run and its number of results.
 
     The run is named by `run_name`, else by the file's tag. An existing run of that name is
-    replaced only with `replace`.
+    replaced only with `replace`. A plain file up to `run_columns.MAX_BYTES` is read whole
+    into columns; any other file, and any file with a problem (to name its line), goes
+    through the streaming line reader.
     """
+    files = _RunFiles(collection=collection, owner=owner, description=description, replace=replace)
+    with transaction.atomic():
+        run, count = files.add(source, name, run_name, _file_read(source))
+        files.schedule()
+    return run, count
+
+
+def runs_import(
+    *,
+    collection: Collection,
+    sources: Sequence[Source],
+    owner: User | None = None,
+    description: str = "",
+    replace: bool = False,
+) -> list[tuple[Run, int]]:
+    """Import several run files in one transaction (all or nothing), each named by its tag.
+
+    `run_import` for a whole track's runs: a document id is looked up in the database only
+    by the first file that retrieves it, and the next file is read while the current one is
+    stored. Two files of one tag are refused.
+    """
+    files = _RunFiles(collection=collection, owner=owner, description=description, replace=replace)
+    imported: list[tuple[Run, int]] = []
+    with transaction.atomic(), ThreadPoolExecutor(max_workers=1) as reader:
+        upcoming = [reader.submit(_file_read, source) for source in sources[:1]]
+        for index, source in enumerate(sources):
+            read = upcoming.pop().result()
+            if index + 1 < len(sources):
+                upcoming.append(reader.submit(_file_read, sources[index + 1]))
+            imported.append(files.add(source, None, None, read))
+        files.schedule()
+    return imported
+
+
+_FileRead = tuple[bytes | None, run_columns.RunColumns | None]
+
+
+def _file_read(source: Source) -> _FileRead:
+    """The file's bytes when it can be read whole, and its columns when it is plain."""
+    data = _whole_file(source)
+    return data, None if data is None else run_columns.read_run_columns(data)
+
+
+class _RunFiles:
+    """The run files of one import, stored inside its transaction.
+
+    Keeps the docno -> document id pairs the import has met, so a docno retrieved by many
+    runs is looked up once (a TREC track's runs share most of their documents).
+    """
+
+    def __init__(
+        self, *, collection: Collection, owner: User | None, description: str, replace: bool
+    ) -> None:
+        self.collection = collection
+        self.owner, self.description, self.replace = owner, description, replace
+        self.files: dict[str, str] = {}  # run name -> the file that named it
+        self.runs: list[int] = []
+        self.docnos: pa.StringArray = pa.array([], pa.string())
+        self.ids: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
+
+    def add(
+        self, source: Source, name: str | None, run_name: str | None, read: _FileRead
+    ) -> tuple[Run, int]:
+        name = trec.display_name(source, name)
+        data, columns = read
+        if columns is None:
+            lines = source if data is None else io.BytesIO(data)
+            tag, results = _results_read(lines, name)
+            run = self._run(run_name or tag, name)
+            count = _rankings_store(self.collection, run, results)
+        else:
+            run = self._run(run_name or columns.tag, name)
+            query_ids = queries_ensure(collection=self.collection, qids=columns.qids)
+            rows = _column_ranking_rows(run.id, columns, query_ids, self._ids(columns.docnos))
+            bulk_insert(Ranking, _RANKING_COLUMNS, rows, binary=True)
+            count = len(columns)
+        self.runs.append(run.id)
+        return run, count
+
+    def schedule(self) -> None:
+        Run.objects.filter(id__in=self.runs).update(scored_at=None)
+        scores_schedule(run_ids=self.runs)
+
+    def _run(self, run_name: str, name: str) -> Run:
+        earlier = self.files.get(run_name)
+        self.files[run_name] = name
+        if earlier is not None:
+            raise ValidationError(
+                {"name": f"{name} and {earlier} both hold run {run_name!r}; import one of them"}
+            )
+        return _run_prepared(self.collection, run_name, self.owner, self.description, self.replace)
+
+    def _ids(self, docnos: pa.StringArray) -> npt.NDArray[np.int64]:
+        """Document ids of distinct docnos, asking the database only for those not met yet."""
+        if not len(self.docnos):
+            self.docnos = docnos
+            self.ids = documents_ensure_column(collection=self.collection, docnos=docnos)
+            return self.ids
+        positions = pc.index_in(docnos, value_set=self.docnos)
+        new = pc.is_null(positions).to_numpy(zero_copy_only=False)
+        ids = np.empty(len(docnos), dtype=np.int64)
+        ids[~new] = self.ids[pc.drop_null(positions).to_numpy()]
+        if new.any():
+            unseen = docnos.filter(pa.array(new))
+            ids[new] = unseen_ids = documents_ensure_column(
+                collection=self.collection, docnos=unseen
+            )
+            self.docnos = pa.concat_arrays([self.docnos, unseen])
+            self.ids = np.concatenate([self.ids, unseen_ids])
+        return ids
+
+
+def _results_read(
+    source: Source, name: str
+) -> tuple[str, dict[str, list[tuple[str, float | None, int]]]]:
+    """A run file through the line reader: its tag and {qid: [(docno, score, rank)]}."""
     by_query: dict[str, list[tuple[str, float | None, int]]] = defaultdict(list)
     tag: str | None = None
     with _cyclic_gc_paused():
@@ -46,16 +179,28 @@ def run_import(
             tag = rows[0][4]  # every line carries the same tag (checked)
             for qid, docno, rank, score, _, _ in rows:
                 by_query[qid].append((docno, score, rank))
-        if tag is None:  # read_run already refuses an empty file; this keeps the type honest
-            raise ValidationError({"file": "the run file has no results"})
-        return run_store(
-            collection=collection,
-            run_name=run_name or tag,
-            results=by_query,
-            owner=owner,
-            description=description,
-            replace=replace,
-        )
+    if tag is None:  # read_run already refuses an empty file; this keeps the type honest
+        raise ValidationError({"file": "the run file has no results"})
+    return tag, by_query
+
+
+def _whole_file(source: Source) -> bytes | None:
+    """The file's bytes when it can be read whole (a path, or a seekable binary stream of
+    at most `run_columns.MAX_BYTES` from its position on); else None, nothing read."""
+    if isinstance(source, str | os.PathLike):
+        if os.stat(source).st_size > run_columns.MAX_BYTES:
+            return None
+        with open(source, "rb") as stream:
+            return stream.read()
+    if not source.seekable():
+        return None
+    start = source.tell()
+    size = source.seek(0, io.SEEK_END) - start
+    source.seek(start)
+    if size > run_columns.MAX_BYTES:
+        return None
+    data = source.read()
+    return data if isinstance(data, bytes) else None
 
 
 @contextmanager
@@ -85,43 +230,52 @@ def run_store(
     replace: bool = False,
 ) -> tuple[Run, int]:
     """Store a run's results {qid: [(docno, score, rank)]} and schedule its scoring."""
-    if not run_name or len(run_name) > 200 or any(ch.isspace() for ch in run_name):
-        raise ValidationError({"name": f"{run_name!r} is not a valid run name"})
     with transaction.atomic():
-        run = Run.objects.select_for_update().filter(collection=collection, name=run_name).first()
-        if run is not None and not replace:
-            raise ValidationError(
-                {
-                    "name": f"run {run_name!r} already exists in {collection.slug}; replace it "
-                    "explicitly (--replace, or PUT in the API)"
-                }
-            )
-        if run is None:
-            run = Run.objects.create(
-                collection=collection, name=run_name, owner=owner, description=description
-            )
-        else:
-            run.rankings.all().delete()
-            run.query_scores.all().delete()
-            run.run_scores.all().delete()
-            run.description = description or run.description
-            run.scored_at = None
-            run.save()
-        query_ids = queries_ensure(collection=collection, qids=results.keys())
-        doc_ids = documents_ensure(
-            collection=collection,
-            docnos=(docno for docs in results.values() for docno, _, _ in docs),
-        )
-        bulk_insert(
-            Ranking,
-            ("run_id", "query_id", "size", "documents", "scores", "ranks"),
-            _ranking_rows(run.id, results, query_ids, doc_ids),
-            binary=True,
-        )
-        count = sum(len(docs) for docs in results.values())
+        run = _run_prepared(collection, run_name, owner, description, replace)
+        count = _rankings_store(collection, run, results)
         Run.objects.filter(id=run.id).update(scored_at=None)
         scores_schedule(run_ids=[run.id])
     return run, count
+
+
+def _rankings_store(
+    collection: Collection, run: Run, results: dict[str, list[tuple[str, float | None, int]]]
+) -> int:
+    query_ids = queries_ensure(collection=collection, qids=results.keys())
+    doc_ids = documents_ensure(
+        collection=collection,
+        docnos=(docno for docs in results.values() for docno, _, _ in docs),
+    )
+    rows = _ranking_rows(run.id, results, query_ids, doc_ids)
+    bulk_insert(Ranking, _RANKING_COLUMNS, rows, binary=True)
+    return sum(len(docs) for docs in results.values())
+
+
+def _run_prepared(
+    collection: Collection, run_name: str, owner: User | None, description: str, replace: bool
+) -> Run:
+    """The run to fill, created or (with `replace`) emptied and locked; inside a transaction."""
+    if not run_name or len(run_name) > 200 or any(ch.isspace() for ch in run_name):
+        raise ValidationError({"name": f"{run_name!r} is not a valid run name"})
+    run = Run.objects.select_for_update().filter(collection=collection, name=run_name).first()
+    if run is not None and not replace:
+        raise ValidationError(
+            {
+                "name": f"run {run_name!r} already exists in {collection.slug}; replace it "
+                "explicitly (--replace, or PUT in the API)"
+            }
+        )
+    if run is None:
+        return Run.objects.create(
+            collection=collection, name=run_name, owner=owner, description=description
+        )
+    run.rankings.all().delete()
+    run.query_scores.all().delete()
+    run.run_scores.all().delete()
+    run.description = description or run.description
+    run.scored_at = None
+    run.save()
+    return run
 
 
 def _ranking_rows(
@@ -140,6 +294,29 @@ def _ranking_rows(
             packing.pack_ids(list(map(doc_ids.__getitem__, docnos))),
             b"" if scores[0] is None else packing.pack_scores(scores),
             packing.pack_ranks(ranks),
+        )
+
+
+def _column_ranking_rows(
+    run_id: int,
+    columns: run_columns.RunColumns,
+    query_ids: dict[str, int],
+    doc_ids: npt.NDArray[np.int64],
+) -> Iterable[tuple[object, ...]]:
+    """`_ranking_rows` for a file read into columns (already in effective order)."""
+    ids = packing.pack_column("q", doc_ids[columns.documents])
+    scores = packing.pack_column("d", columns.scores)
+    ranks = packing.pack_column("i", columns.ranks)
+    edges = columns.bounds.tolist()
+    for index, qid in enumerate(columns.qids):
+        start, end = edges[index], edges[index + 1]
+        yield (
+            run_id,
+            query_ids[qid],
+            end - start,
+            ids[start * 8 : end * 8],
+            scores[start * 8 : end * 8],
+            ranks[start * 4 : end * 4],
         )
 
 

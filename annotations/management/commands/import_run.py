@@ -1,4 +1,4 @@
-"""Import a TREC run file."""
+"""Import TREC run files: one, or a whole track's in one all-or-nothing transaction."""
 
 from typing import Any
 
@@ -6,39 +6,63 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 from annotations import services
-from annotations.management.commands._base import FileImportCommand
-from annotations.models import Collection
+from annotations.management.commands._base import (
+    CollectionCommand,
+    collection_get,
+    run_reporting_errors,
+)
+from annotations.models import Run
 
 
-class Command(FileImportCommand):
-    help = "Import a TREC run (qid Q0 docno rank score tag); the name defaults to the tag"
-    label = "run"
+class Command(CollectionCommand):
+    help = (
+        "Import TREC runs (qid Q0 docno rank score tag), each named by its tag; several files "
+        "are imported together, all or nothing"
+    )
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)
-        parser.add_argument("--name", default=None, help="run name (default: the file's tag)")
+        parser.add_argument("files", nargs="+", metavar="file")
+        parser.add_argument("--name", default=None, help="run name (one file only; default: tag)")
         parser.add_argument("--description", default="")
         parser.add_argument("--owner", default=None, help="username of the system owner")
         parser.add_argument(
-            "--replace", action="store_true", help="replace an existing run of that name"
+            "--replace", action="store_true", help="replace existing runs of those names"
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self.options = options
-        super().handle(*args, **options)
-
-    def import_file(self, collection: Collection, path: str) -> str:
+        files: list[str] = options["files"]
+        if options["name"] and len(files) > 1:
+            raise CommandError("--name names one run: give one file, or let the tags name them")
+        try:
+            collection = collection_get(options["slug"])
+        except CommandError as error:
+            raise CommandError(f"{files[0]}: {error}; nothing was imported") from None
         owner = None
-        if self.options["owner"]:
-            owner = get_user_model().objects.filter(username=self.options["owner"]).first()
+        if options["owner"]:
+            owner = get_user_model().objects.filter(username=options["owner"]).first()
             if owner is None:
-                raise CommandError(f"--owner: no user named {self.options['owner']!r}")
-        run, count = services.run_import(
-            collection=collection,
-            source=path,
-            run_name=self.options["name"],
-            owner=owner,
-            description=self.options["description"],
-            replace=self.options["replace"],
-        )
-        return f"{run.name}, {count} results"
+                raise CommandError(f"--owner: no user named {options['owner']!r}")
+
+        def imported() -> list[tuple[Run, int]]:
+            if len(files) == 1:
+                return [
+                    services.run_import(
+                        collection=collection,
+                        source=files[0],
+                        run_name=options["name"],
+                        owner=owner,
+                        description=options["description"],
+                        replace=options["replace"],
+                    )
+                ]
+            return services.runs_import(
+                collection=collection,
+                sources=files,
+                owner=owner,
+                description=options["description"],
+                replace=options["replace"],
+            )
+
+        for run, count in run_reporting_errors(imported):
+            self.stdout.write(f"run: {run.name}, {count} results")

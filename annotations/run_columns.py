@@ -1,0 +1,174 @@
+"""PURE: a whole run file read into columns in native code, exactly as `trec.read_run` reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from annotations.trec import MAX_ID_LENGTH, RANK_RANGE
+
+__all__ = ["MAX_BYTES", "RunColumns", "read_run_columns"]
+
+# Larger files go through the streaming line reader: this one holds the file and its columns.
+MAX_BYTES = 1 << 30
+
+_NAMES = ("qid", "q0", "docno", "rank", "score", "tag")
+_BOM = b"\xef\xbb\xbf"
+# Printable ASCII, the space and the newline: a file made only of these splits into the same
+# columns on single spaces (this reader) as on any whitespace (`trec.read_run`), once no
+# line has leading, trailing or doubled spaces. Anything else goes to the line reader.
+_PLAIN = bytes(range(0x21, 0x7F)) + b" \n"
+_IRREGULAR = (b"  ", b"\n ", b" \n")
+_INTEGER = r"^[+-]?[0-9]+$"  # trec._INTEGER and trec._DECIMAL, anchored
+_DECIMAL = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+_MAX_FIELD = 1 << 20  # keeps every line far below trec.MAX_LINE_BYTES
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunColumns:
+    """A run file's results grouped by query, each query's in effective order (trec_eval's:
+    score descending, ties by docno descending in code point order).
+
+    Query ``i`` (``qids[i]``) holds rows ``bounds[i]:bounds[i + 1]``; ``documents`` are
+    indexes into ``docnos``, the file's distinct docnos.
+    """
+
+    tag: str
+    qids: list[str]
+    bounds: npt.NDArray[np.int64]
+    docnos: pa.StringArray
+    documents: npt.NDArray[np.int32]
+    scores: npt.NDArray[np.float64]
+    ranks: npt.NDArray[np.int32]
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def results(self) -> dict[str, list[tuple[str, float, int]]]:
+        """{qid: [(docno, score, rank), ...]} in effective order (for tests and small runs)."""
+        names = self.docnos.to_pylist()
+        rows = list(
+            zip(
+                [names[i] for i in self.documents.tolist()],
+                self.scores.tolist(),
+                self.ranks.tolist(),
+                strict=True,
+            )
+        )
+        edges = self.bounds.tolist()
+        return {qid: rows[edges[i] : edges[i + 1]] for i, qid in enumerate(self.qids)}
+
+
+def read_run_columns(data: bytes) -> RunColumns | None:
+    """The results of a whole run file, checked as `trec.read_run` checks them; None when
+    the file is not plain or has any problem, for the line reader to read it or to name the
+    line and field at fault.
+
+    Accepted here only what both readers take identically: printable ASCII, single spaces
+    between columns, "\\n" or "\\r\\n" line ends, blank lines. Values are parsed by Arrow
+    (correctly rounded, as Python's ``float``) after the same regular expressions.
+    """
+    if len(data) > MAX_BYTES:
+        return None
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if b"\r" in data:
+        if data.count(b"\r") != data.count(b"\r\n"):
+            return None
+        data = data.replace(b"\r\n", b"\n")
+    if data.translate(None, _PLAIN) or data.startswith(b" ") or data.endswith(b" "):
+        return None
+    if any(pattern in data for pattern in _IRREGULAR):
+        return None
+    table = _parse(data)
+    if table is None or table.num_rows == 0:
+        return None
+    return _checked(table)
+
+
+def _parse(data: bytes) -> pa.Table | None:
+    try:
+        return pa_csv.read_csv(
+            pa.py_buffer(data),
+            read_options=pa_csv.ReadOptions(column_names=list(_NAMES), block_size=1 << 22),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=" ",
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={name: pa.string() for name in _NAMES},
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except pa.ArrowInvalid:  # a line without six columns
+        return None
+
+
+def _longest(column: pa.ChunkedArray) -> int:
+    return int(pc.max(pc.binary_length(column)).as_py())
+
+
+def _all(mask: pa.ChunkedArray | pa.Array) -> bool:
+    return bool(pc.all(mask).as_py())
+
+
+def _checked(table: pa.Table) -> RunColumns | None:
+    for name in ("qid", "docno", "tag"):
+        if _longest(table[name]) > MAX_ID_LENGTH:
+            return None
+    for name in ("q0", "rank", "score"):
+        if _longest(table[name]) > _MAX_FIELD:
+            return None
+    tags = table["tag"]
+    tag = tags[0].as_py()
+    if not _all(pc.equal(tags, tag)):
+        return None
+    rank_texts, score_texts = table["rank"], table["score"]
+    if not _all(pc.match_substring_regex(rank_texts, _INTEGER)):
+        return None
+    if not _all(pc.match_substring_regex(score_texts, _DECIMAL)):
+        return None
+    if pc.any(pc.starts_with(rank_texts, "+")).as_py():
+        rank_texts = pc.utf8_ltrim(rank_texts, "+")  # Arrow's integer parser refuses a sign
+    try:
+        ranks = pc.cast(rank_texts, pa.int64()).to_numpy()
+        scores = pc.cast(score_texts, pa.float64()).to_numpy()
+    except pa.ArrowInvalid:  # beyond 64 bits
+        return None
+    if ranks.min() < RANK_RANGE[0] or ranks.max() > RANK_RANGE[1] or not np.isfinite(scores).all():
+        return None
+    queries = pc.dictionary_encode(table["qid"]).combine_chunks()
+    documents = pc.dictionary_encode(table["docno"]).combine_chunks()
+    query_codes = queries.indices.to_numpy().astype(np.int64)
+    document_codes = documents.indices.to_numpy()
+    pairs = np.sort(query_codes * len(documents.dictionary) + document_codes)
+    if (pairs[1:] == pairs[:-1]).any():  # a docno retrieved twice for one qid
+        return None
+    order = pc.sort_indices(
+        pa.table({"q": query_codes, "s": scores, "d": table["docno"]}),
+        sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")],
+    ).to_numpy()
+    grouped = query_codes[order]
+    starts = np.flatnonzero(np.diff(grouped)) + 1
+    bounds = np.concatenate(([0], starts, [len(order)])).astype(np.int64)
+    names = queries.dictionary.to_pylist()
+    return RunColumns(
+        tag=tag,
+        qids=[names[code] for code in grouped[bounds[:-1]].tolist()],
+        bounds=bounds,
+        docnos=documents.dictionary,
+        documents=document_codes[order].astype(np.int32),
+        scores=scores[order],
+        ranks=ranks[order].astype(np.int32),
+    )

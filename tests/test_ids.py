@@ -1,0 +1,73 @@
+"""Tests for ids created on the fly: ids of an Arrow column of docnos, in order, created once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from django.db import connection
+
+from annotations import ids
+from annotations.models import Document
+from tests.factories import CollectionFactory, DocumentFactory
+
+DEFAULTS = {"title": "", "text": "", "url": "", "content_hash": ""}
+
+
+def ensure(collection_id: int, values: list[str]) -> list[int]:
+    column = pa.array(values, pa.string())
+    found = ids.ids_ensure_column(
+        Document, collection_id=collection_id, key="docno", values=column, defaults=DEFAULTS
+    )
+    return found.tolist()
+
+
+def docnos_of(found: list[int]) -> list[str]:
+    by_id = dict(Document.objects.filter(id__in=found).values_list("id", "docno"))
+    return [by_id[i] for i in found]
+
+
+@pytest.mark.parametrize("probes_up_to", [0, 20_000])  # the hash join, then index probes
+def test_ids_come_back_in_the_order_asked_and_are_created_once(
+    db: None, monkeypatch: pytest.MonkeyPatch, probes_up_to: int
+) -> None:
+    monkeypatch.setattr(ids, "_PROBES_UP_TO", probes_up_to)
+    collection, other = CollectionFactory(), CollectionFactory()
+    existing = DocumentFactory(collection=collection, docno="b", title="kept")
+    DocumentFactory(collection=other, docno="a")
+    values = ["a", "b", 'quo"te', "com,ma", "back\\slash", "é", "x" * 200]
+    found = ensure(collection.id, values)
+    assert docnos_of(found) == values
+    assert found[1] == existing.id
+    assert Document.objects.get(id=existing.id).title == "kept"
+    assert ensure(collection.id, list(reversed(values))) == list(reversed(found))
+    assert Document.objects.filter(collection=collection).count() == len(values)
+
+
+def test_an_empty_column_asks_nothing(db: None) -> None:
+    assert ensure(CollectionFactory().id, []) == []
+
+
+def test_documents_created_meanwhile_by_another_import_are_found(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookup misses a document another transaction commits right after it: the insert
+    then conflicts, and the ids come from the insert that skips conflicts and a new lookup.
+    (SQLite's path inserts with OR IGNORE before it looks anything up.)"""
+    collection = CollectionFactory()
+    raced = DocumentFactory(collection=collection, docno="raced")
+    lookups: list[str] = []
+    real = ids._pairs_into
+
+    def blind_first_lookup(found: Any, cursor: Any, sql: str, params: list[Any]) -> None:
+        lookups.append(sql)
+        if len(lookups) > 1:  # the first lookup ran before the other import committed
+            real(found, cursor, sql, params)
+
+    monkeypatch.setattr(ids, "_pairs_into", blind_first_lookup)
+    found = ensure(collection.id, ["new", "raced"])
+    assert found[1] == raced.id
+    assert docnos_of(found) == ["new", "raced"]
+    # PostgreSQL: lookup, conflicting insert, insert skipping conflicts, lookup.
+    assert len(lookups) == (4 if connection.vendor == "postgresql" else 0)
