@@ -349,7 +349,7 @@ def step_copy_floor(args: argparse.Namespace, out: dict) -> None:
         counted = conn.execute("SELECT count(*) FROM bench_floor_result").fetchone()[0]
         if counted != rows:
             sys.exit(f"COPY floor: {counted} rows in the table, {rows} sent")
-        conn.execute("DROP TABLE bench_floor_result, bench_floor_qrels")
+        conn.execute("DROP TABLE bench_floor_result, bench_floor_qrels, bench_floor_raw")
 
 
 def _profiled(args: argparse.Namespace, name: str, action):  # type: ignore[no-untyped-def]
