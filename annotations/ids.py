@@ -5,16 +5,17 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.csv as pa_csv
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 
 from annotations.bulk import copy_text
+
+if TYPE_CHECKING:  # Arrow loads with the first column looked up, not with Django
+    import pyarrow as pa
 
 # Up to this many values are looked up by one index probe each; more by a hash join, which
 # reads every row of the collection once.
@@ -111,6 +112,9 @@ def ids_ensure_column(
     return theirs from the INSERT: hundreds of thousands of docnos per run file without a
     Python object per value.
     """
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
     if connection.vendor != "postgresql" or len(values) == 0:
         wanted = values.to_pylist()
         found = ids_ensure(

@@ -530,3 +530,41 @@ def test_run_import_refuses_a_rank_beyond_32_bits_by_line(db: None) -> None:
             name="run.txt",
         )
     assert not Run.objects.exists()
+
+
+class Unseekable(io.RawIOBase):
+    """A pipe-like stream: readable once, no seek (an upload streamed from elsewhere)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.inner = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self.inner.readinto(buffer)
+
+
+@pytest.mark.parametrize("case", ["unseekable", "larger than the columnar limit"])
+def test_files_that_cannot_be_read_whole_go_through_the_line_reader(
+    db: None, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from annotations import run_columns
+
+    reads: list[bytes] = []
+    real = run_columns.read_run_columns
+    monkeypatch.setattr(
+        run_columns, "read_run_columns", lambda data: reads.append(data) or real(data)
+    )
+    text = "\n".join(RUN_LINES) + "\n"
+    if case == "unseekable":
+        source: Any = io.BufferedReader(Unseekable(text.encode()))
+    else:
+        monkeypatch.setattr(run_columns, "MAX_BYTES", 10)
+        source = stream(text)
+    first, second = CollectionFactory(), CollectionFactory()
+    run, count = services.run_import(collection=first, source=source)
+    assert reads == []  # never read whole
+    assert count == len(RUN_LINES)
+    columnar, _ = services.run_import(collection=second, source=stream(text.replace("sys", "s2")))
+    assert rankings_of(run) == rankings_of(columnar)

@@ -6,11 +6,10 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 from django.db import transaction
 
 from annotations import selectors, trec
@@ -20,6 +19,9 @@ from annotations.models import (
     Document,
     Query,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Source = str | Path | BinaryIO
 

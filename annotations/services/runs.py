@@ -9,16 +9,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotations import packing, run_columns, scoring, selectors, trec
+from annotations import packing, scoring, selectors, trec
 from annotations.bulk import bulk_insert
 from annotations.models import (
     Collection,
@@ -32,6 +31,11 @@ from annotations.services.imports import (
     documents_ensure_column,
     queries_ensure,
 )
+
+if TYPE_CHECKING:  # Arrow loads with the first run file read into columns, not with Django
+    import pyarrow as pa
+
+    from annotations.run_columns import RunColumns
 
 # --- runs -------------------------------------------------------------------------------
 
@@ -90,11 +94,13 @@ def runs_import(
     return imported
 
 
-_FileRead = tuple[bytes | None, run_columns.RunColumns | None]
+_FileRead = tuple["bytes | None", "RunColumns | None"]
 
 
 def _file_read(source: Source) -> _FileRead:
     """The file's bytes when it can be read whole, and its columns when it is plain."""
+    from annotations import run_columns
+
     data = _whole_file(source)
     return data, None if data is None else run_columns.read_run_columns(data)
 
@@ -113,7 +119,7 @@ class _RunFiles:
         self.owner, self.description, self.replace = owner, description, replace
         self.files: dict[str, str] = {}  # run name -> the file that named it
         self.runs: list[int] = []
-        self.docnos: pa.StringArray = pa.array([], pa.string())
+        self.docnos: pa.StringArray | None = None
         self.ids: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
 
     def add(
@@ -150,7 +156,10 @@ class _RunFiles:
 
     def _ids(self, docnos: pa.StringArray) -> npt.NDArray[np.int64]:
         """Document ids of distinct docnos, asking the database only for those not met yet."""
-        if not len(self.docnos):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.docnos is None:
             self.docnos = docnos
             self.ids = documents_ensure_column(collection=self.collection, docnos=docnos)
             return self.ids
@@ -187,6 +196,8 @@ def _results_read(
 def _whole_file(source: Source) -> bytes | None:
     """The file's bytes when it can be read whole (a path, or a seekable binary stream of
     at most `run_columns.MAX_BYTES` from its position on); else None, nothing read."""
+    from annotations import run_columns
+
     if isinstance(source, str | os.PathLike):
         if os.stat(source).st_size > run_columns.MAX_BYTES:
             return None
@@ -299,7 +310,7 @@ def _ranking_rows(
 
 def _column_ranking_rows(
     run_id: int,
-    columns: run_columns.RunColumns,
+    columns: RunColumns,
     query_ids: dict[str, int],
     doc_ids: npt.NDArray[np.int64],
 ) -> Iterable[tuple[object, ...]]:
