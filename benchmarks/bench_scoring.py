@@ -31,9 +31,9 @@ Methods (also in benchmarks/README.md):
   replaced by a recorder, so the import time
   excludes scoring and the affected runs/queries stay marked stale exactly as when a worker
   is down. The full-rescore step then computes everything. The floor is psycopg ``COPY`` of
-  the same rows into bare tables without any index or constraint, one transaction per file:
-  for the runs, each file's bytes unchanged, split into its six columns by COPY itself (the
-  rows split on whitespace in Python first are timed too and printed beside it).
+  the same rows into bare tables without any index or constraint, one transaction per file;
+  for the runs the faster of two ways: the lines split on whitespace in Python and sent as
+  COPY text, or each file's bytes unchanged, split into its six columns by COPY itself.
 * After the imports (untimed): ``VACUUM (ANALYZE)``, as autovacuum would do shortly after a
   bulk load, so the planner has statistics for the later steps.
 * Full rescore vs pytrec_eval: pytrec_eval parses the qrels and then each run file into
@@ -324,8 +324,8 @@ def step_copy_floor(args: argparse.Namespace, out: dict) -> None:
                     rows += len(buffer)
         out["runs_split_seconds"] = time.perf_counter() - started
         out["rows"] = rows
-        # runs again, the stricter floor: each file's bytes as they are, split into columns by
-        # PostgreSQL's own COPY parser (the files are single-space separated)
+        # runs again: each file's bytes as they are, split into columns by PostgreSQL's own
+        # COPY parser (the files are single-space separated)
         conn.execute(
             "CREATE TABLE bench_floor_raw (qid text, q0 text, docno text, rank integer, "
             "score double precision, tag text)"
@@ -340,7 +340,9 @@ def step_copy_floor(args: argparse.Namespace, out: dict) -> None:
             ):
                 while block := stream.read(1 << 20):
                     copy.write(block)
-        out["runs_seconds"] = time.perf_counter() - started
+        out["runs_raw_seconds"] = time.perf_counter() - started
+        # The reference is the faster of the two: the lower floor.
+        out["runs_seconds"] = min(out["runs_raw_seconds"], out["runs_split_seconds"])
         raw_rows = conn.execute("SELECT count(*) FROM bench_floor_raw").fetchone()[0]
         if raw_rows != rows:
             sys.exit(f"COPY floor: {raw_rows} rows copied raw, {rows} split")
@@ -1065,8 +1067,9 @@ def orchestrate(args: argparse.Namespace) -> None:
         details.append(
             f"run import, one runs_import call: {ir['files']} files, {ir['rows']:,} results, "
             f"{ir['rows'] / ir['seconds']:,.0f} rows/s; COPY floor {floor_rate:,.0f} rows/s "
-            f"(the files' bytes as they are; {r['copy_floor']['runs_split_seconds']:.1f} s "
-            "when the lines are split in Python first); "
+            f"(the faster of: lines split in Python, then COPY, "
+            f"{r['copy_floor']['runs_split_seconds']:.1f} s; the files' bytes as they are, split "
+            f"by COPY, {r['copy_floor'].get('runs_raw_seconds', float('nan')):.1f} s); "
             f"scoring deferred for {ir['deferred_runs']} runs"
         )
     if "import_runs_single" in r:
