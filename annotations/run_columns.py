@@ -19,11 +19,11 @@ MAX_BYTES = 1 << 30
 
 _NAMES = ("qid", "q0", "docno", "rank", "score", "tag")
 _BOM = b"\xef\xbb\xbf"
-# Printable ASCII, the space and the newline: a file made only of these splits into the same
-# columns on single spaces (this reader) as on any whitespace (`trec.read_run`), once no
-# line has leading, trailing or doubled spaces. Anything else goes to the line reader.
+# Printable ASCII, the space and the newline: a line made only of these splits into the same
+# columns on single spaces (this reader) as on any whitespace (`trec.read_run`) when none of
+# its columns is empty (a leading, trailing or doubled space would make one). Anything else
+# goes to the line reader.
 _PLAIN = bytes(range(0x21, 0x7F)) + b" \n"
-_IRREGULAR = (b"  ", b"\n ", b" \n")
 _INTEGER = r"^[+-]?[0-9]+$"  # trec._INTEGER and trec._DECIMAL, anchored
 _DECIMAL = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 _MAX_FIELD = 1 << 20  # keeps every line far below trec.MAX_LINE_BYTES
@@ -81,9 +81,7 @@ def read_run_columns(data: bytes) -> RunColumns | None:
         if data.count(b"\r") != data.count(b"\r\n"):
             return None
         data = data.replace(b"\r\n", b"\n")
-    if data.translate(None, _PLAIN) or data.startswith(b" ") or data.endswith(b" "):
-        return None
-    if any(pattern in data for pattern in _IRREGULAR):
+    if data.translate(None, _PLAIN):
         return None
     table = _parse(data)
     if table is None or table.num_rows == 0:
@@ -123,7 +121,13 @@ def _all(mask: pa.ChunkedArray | pa.Array) -> bool:
     return bool(pc.all(mask).as_py())
 
 
+def _shortest(column: pa.ChunkedArray) -> int:
+    return int(pc.min(pc.binary_length(column)).as_py())
+
+
 def _checked(table: pa.Table) -> RunColumns | None:
+    if any(_shortest(table[name]) == 0 for name in _NAMES):
+        return None  # an empty column: spaces where the line reader sees other columns
     for name in ("qid", "docno", "tag"):
         if _longest(table[name]) > MAX_ID_LENGTH:
             return None

@@ -88,6 +88,9 @@ def test_plain_variants_are_read_exactly_as_by_the_line_reader(data: bytes) -> N
         b"q1 Q0 d1  1 1 sys\n",  # doubled space
         b" q1 Q0 d1 1 1 sys\n",  # leading space
         b"q1 Q0 d1 1 1 sys \n",  # trailing space
+        b"q1  d1 1 2.0 sys\n",  # five columns, a doubled space making a sixth, empty one
+        b" q1 d1 1 2.0 sys\n",  # the same with a leading space
+        b"q1 Q0 d1 1 2.0 \n",  # and with a trailing one
         b"q1 Q0 d1 1 1 sys\rq1 Q0 d2 2 1 sys\n",  # a carriage return alone
         b"q1 Q0 d\xc3\xa9 1 1 sys\n",  # not ASCII
         b"q1 Q0 d1 1 1\n",  # five columns

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,7 +63,7 @@ def run_import(
     """
     files = _RunFiles(collection=collection, owner=owner, description=description, replace=replace)
     with transaction.atomic():
-        run, count = files.add(source, name, run_name, _file_read(source))
+        run, count = files.add(source, name, run_name, files.read(source))
         files.schedule()
     return run, count
 
@@ -78,31 +79,32 @@ def runs_import(
     """Import several run files in one transaction (all or nothing), each named by its tag.
 
     `run_import` for a whole track's runs: a document id is looked up in the database only
-    by the first file that retrieves it, and the next file is read while the current one is
-    stored. Two files of one tag are refused.
+    by the first file that retrieves it, and the next file is read (and its docnos matched
+    with those met so far) while the current one is stored. Two files of one tag are refused.
     """
     files = _RunFiles(collection=collection, owner=owner, description=description, replace=replace)
     imported: list[tuple[Run, int]] = []
     with transaction.atomic(), ThreadPoolExecutor(max_workers=1) as reader:
-        upcoming = [reader.submit(_file_read, source) for source in sources[:1]]
+        upcoming = [reader.submit(files.read, source) for source in sources[:1]]
         for index, source in enumerate(sources):
             read = upcoming.pop().result()
             if index + 1 < len(sources):
-                upcoming.append(reader.submit(_file_read, sources[index + 1]))
+                upcoming.append(reader.submit(files.read, sources[index + 1]))
             imported.append(files.add(source, None, None, read))
         files.schedule()
     return imported
 
 
-_FileRead = tuple["bytes | None", "RunColumns | None"]
+@dataclass(frozen=True, slots=True)
+class _FileRead:
+    """A run file as far as it can be read before it is stored."""
 
-
-def _file_read(source: Source) -> _FileRead:
-    """The file's bytes when it can be read whole, and its columns when it is plain."""
-    from annotations import run_columns
-
-    data = _whole_file(source)
-    return data, None if data is None else run_columns.read_run_columns(data)
+    data: bytes | None  # the whole file, when it could be read whole
+    columns: RunColumns | None  # when the file is plain
+    # Where each of the columns' docnos stood among the first `known` docnos the import had
+    # met when the file was read; -1: not among them.
+    positions: npt.NDArray[np.int64] | None = None
+    known: int = 0
 
 
 class _RunFiles:
@@ -122,20 +124,34 @@ class _RunFiles:
         self.docnos: pa.StringArray | None = None
         self.ids: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
 
+    def read(self, source: Source) -> _FileRead:
+        """Read a file (the import's reader thread may do this while a file is stored)."""
+        from annotations import run_columns
+
+        data = _whole_file(source)
+        columns = None if data is None else run_columns.read_run_columns(data)
+        if columns is None:
+            return _FileRead(data, None)
+        met = self.docnos  # the docnos met so far; later ones only ever extend it
+        if met is None:
+            return _FileRead(data, columns)
+        return _FileRead(data, columns, _positions(columns.docnos, met), len(met))
+
     def add(
         self, source: Source, name: str | None, run_name: str | None, read: _FileRead
     ) -> tuple[Run, int]:
         name = trec.display_name(source, name)
-        data, columns = read
+        columns = read.columns
         if columns is None:
-            lines = source if data is None else io.BytesIO(data)
+            lines = source if read.data is None else io.BytesIO(read.data)
             tag, results = _results_read(lines, name)
             run = self._run(run_name or tag, name)
             count = _rankings_store(self.collection, run, results)
         else:
             run = self._run(run_name or columns.tag, name)
             query_ids = queries_ensure(collection=self.collection, qids=columns.qids)
-            rows = _column_ranking_rows(run.id, columns, query_ids, self._ids(columns.docnos))
+            doc_ids = self._ids(columns.docnos, read.positions, read.known)
+            rows = _column_ranking_rows(run.id, columns, query_ids, doc_ids)
             bulk_insert(Ranking, _RANKING_COLUMNS, rows, binary=True)
             count = len(columns)
         self.runs.append(run.id)
@@ -154,27 +170,43 @@ class _RunFiles:
             )
         return _run_prepared(self.collection, run_name, self.owner, self.description, self.replace)
 
-    def _ids(self, docnos: pa.StringArray) -> npt.NDArray[np.int64]:
-        """Document ids of distinct docnos, asking the database only for those not met yet."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    def _ids(
+        self, docnos: pa.StringArray, positions: npt.NDArray[np.int64] | None, known: int
+    ) -> npt.NDArray[np.int64]:
+        """Document ids of distinct docnos, asking the database only for those not met yet.
 
-        if self.docnos is None:
-            self.docnos = docnos
-            self.ids = documents_ensure_column(collection=self.collection, docnos=docnos)
-            return self.ids
-        positions = pc.index_in(docnos, value_set=self.docnos)
-        new = pc.is_null(positions).to_numpy(zero_copy_only=False)
+        `positions` place them among the first `known` docnos met (see `read`); the docnos
+        met since then are searched here.
+        """
+        import pyarrow as pa
+
+        if positions is None:
+            positions = np.full(len(docnos), -1, dtype=np.int64)
+        missing = positions < 0
+        if missing.any() and self.docnos is not None and len(self.docnos) > known:
+            later = _positions(docnos.filter(pa.array(missing)), self.docnos.slice(known))
+            at = np.flatnonzero(missing)[later >= 0]
+            positions[at] = later[later >= 0] + known
+            missing = positions < 0
         ids = np.empty(len(docnos), dtype=np.int64)
-        ids[~new] = self.ids[pc.drop_null(positions).to_numpy()]
-        if new.any():
-            unseen = docnos.filter(pa.array(new))
-            ids[new] = unseen_ids = documents_ensure_column(
+        ids[~missing] = self.ids[positions[~missing]]
+        if missing.any():
+            unseen = docnos.filter(pa.array(missing))
+            ids[missing] = unseen_ids = documents_ensure_column(
                 collection=self.collection, docnos=unseen
             )
-            self.docnos = pa.concat_arrays([self.docnos, unseen])
+            met = unseen if self.docnos is None else pa.concat_arrays([self.docnos, unseen])
             self.ids = np.concatenate([self.ids, unseen_ids])
+            self.docnos = met  # published last: `read` in the other thread may look at it
         return ids
+
+
+def _positions(values: pa.StringArray, among: pa.StringArray) -> npt.NDArray[np.int64]:
+    """Index of each value in `among` (distinct values), -1 where absent."""
+    import pyarrow.compute as pc
+
+    found = pc.index_in(values, value_set=among)
+    return np.array(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _results_read(
