@@ -568,3 +568,9 @@ def test_files_that_cannot_be_read_whole_go_through_the_line_reader(
     assert count == len(RUN_LINES)
     columnar, _ = services.run_import(collection=second, source=stream(text.replace("sys", "s2")))
     assert rankings_of(run) == rankings_of(columnar)
+
+
+def test_a_run_file_opened_in_text_mode_is_refused_with_the_reason(db: None) -> None:
+    with pytest.raises(TypeError, match="binary mode"):
+        services.run_import(collection=CollectionFactory(), source=io.StringIO(RUN_LINES[0]))
+    assert not Run.objects.exists()

@@ -243,7 +243,10 @@ def _whole_file(source: Source) -> bytes | None:
     if size > run_columns.MAX_BYTES:
         return None
     data = source.read()
-    return data if isinstance(data, bytes) else None
+    if not isinstance(data, bytes):  # a text-mode file: the line reader says what is wrong
+        source.seek(start)
+        return None
+    return data
 
 
 @contextmanager
