@@ -49,8 +49,8 @@ def bulk_insert(
 
     Runs inside the caller's transaction; rows are streamed, never materialised as model
     instances, so memory stays flat however many rows there are. `binary`: COPY in binary
-    format on PostgreSQL, for few rows with large bytea values (no hex text to build and
-    parse).
+    format on PostgreSQL: no text to build and parse (large bytea values, or many rows of
+    plain values).
     """
     iterator = iter(rows)
     first = next(iterator, None)
@@ -63,7 +63,9 @@ def bulk_insert(
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql" and binary:
             with cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(list(_column_types(model, tuple(columns))))
+                # Binary COPY names types without modifiers: varchar(12) is varchar.
+                types = [name.split("(")[0] for name in _column_types(model, tuple(columns))]
+                copy.set_types(types)
                 for row in rows:
                     copy.write_row(row)
                     count += 1

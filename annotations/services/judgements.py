@@ -233,6 +233,7 @@ def _judgements_import_batch(
         Judgement,
         ("query_id", "document_id", "assessor_id", "grade", "note", "created", "updated"),
         new_rows,
+        binary=True,
     )
     bulk_insert(
         JudgementHistory,
@@ -248,4 +249,5 @@ def _judgements_import_batch(
             "changed_at",
         ),
         ((*row, "", history_source, now) for row in history_rows),
+        binary=True,
     )
