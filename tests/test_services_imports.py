@@ -574,3 +574,32 @@ def test_a_run_file_opened_in_text_mode_is_refused_with_the_reason(db: None) -> 
     with pytest.raises(TypeError, match="binary mode"):
         services.run_import(collection=CollectionFactory(), source=io.StringIO(RUN_LINES[0]))
     assert not Run.objects.exists()
+
+
+def test_runs_import_replaces_existing_runs_only_when_asked(db: None) -> None:
+    collection = CollectionFactory()
+    services.run_import(collection=collection, source=stream("q1 Q0 d1 1 1 one\n"))
+    files = [stream("q1 Q0 d2 1 1 one\n"), stream("q1 Q0 d3 1 1 two\n")]
+    with pytest.raises(ValidationError, match="run 'one' already exists"):
+        services.runs_import(collection=collection, sources=files)
+    assert list(Run.objects.values_list("name", flat=True)) == ["one"]
+    files = [stream("q1 Q0 d2 1 1 one\n"), stream("q1 Q0 d3 1 1 two\n")]
+    replaced = services.runs_import(collection=collection, sources=files, replace=True)
+    assert [run.name for run, _ in replaced] == ["one", "two"]
+    assert rankings_of(Run.objects.get(name="one"))["q1"][1] == ["d2"]
+
+
+def test_runs_import_of_no_files_changes_nothing(db: None) -> None:
+    assert services.runs_import(collection=CollectionFactory(), sources=[]) == []
+    assert not Run.objects.exists()
+
+
+def test_runs_import_with_a_missing_file_imports_nothing(
+    db: None, write_file: WriteFile, tmp_path: Path
+) -> None:
+    collection = CollectionFactory()
+    good = write_file("good.txt", "q1 Q0 d1 1 1 one\n")
+    with pytest.raises(FileNotFoundError):
+        services.runs_import(collection=collection, sources=[good, tmp_path / "absent.txt"])
+    assert not Run.objects.exists()
+    assert not Document.objects.exists()
