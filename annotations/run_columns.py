@@ -27,6 +27,9 @@ _PLAIN = bytes(range(0x21, 0x7F)) + b" \n"
 _INTEGER = r"^[+-]?[0-9]+$"  # trec._INTEGER and trec._DECIMAL, anchored
 _DECIMAL = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 _MAX_FIELD = 1 << 20  # keeps every line far below trec.MAX_LINE_BYTES
+# Arrow parses a file in blocks of this size, on several threads; the columns come back in
+# chunks, one per block.
+_BLOCK_BYTES = 1 << 22
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -93,7 +96,7 @@ def _parse(data: bytes) -> pa.Table | None:
     try:
         return pa_csv.read_csv(
             pa.py_buffer(data),
-            read_options=pa_csv.ReadOptions(column_names=list(_NAMES), block_size=1 << 22),
+            read_options=pa_csv.ReadOptions(column_names=list(_NAMES), block_size=_BLOCK_BYTES),
             parse_options=pa_csv.ParseOptions(
                 delimiter=" ",
                 quote_char=False,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from annotations import scoring, trec
+from annotations import run_columns, scoring, trec
 from annotations.run_columns import read_run_columns
 
 Results = dict[str, list[tuple[str, float, int]]]
@@ -189,3 +189,15 @@ def test_plain_generated_files_take_the_columnar_path() -> None:
     assert columns.results() == line_reader_results(data)
     assert columns.qids == [f"q{q}" for q in range(5)]
     assert columns.bounds.tolist() == list(range(0, 251, 50))
+
+
+def test_a_file_parsed_in_many_blocks_reads_as_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow returns one chunk per block: the docno and qid codes must agree across them."""
+    lines = [f"q{(d * 7) % 5} Q0 d{d % 97} {d} {(d * 37) % 11 / 4!r} run\n" for d in range(400)]
+    data = "".join(lines).encode()
+    monkeypatch.setattr(run_columns, "_BLOCK_BYTES", 256)
+    table = run_columns._parse(data)
+    assert table is not None and table["docno"].num_chunks > 10
+    columns = read_run_columns(data)
+    assert columns is not None
+    assert bits(columns.results()) == bits(line_reader_results(data) or {})
