@@ -422,6 +422,27 @@ def test_judgements_import_in_batches_counts_and_updates_across_batches(
     assert JudgementHistory.objects.filter(old_grade=1, new_grade=2).count() == 4
 
 
+def test_judgements_import_looks_up_many_queries_in_chunks_and_keeps_other_assessors(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More queries in a batch than one lookup takes: every existing judgement is still
+    found (updated or unchanged, never created twice), and another assessor's are untouched."""
+    monkeypatch.setattr("annotations.services.judgements.LOOKUP_CHUNK", 2)
+    collection = CollectionFactory()
+    assessor, other = UserFactory(), UserFactory()
+    first = "".join(f"q{i} 0 d{i % 3} 1\n" for i in range(7))
+    services.judgements_import(collection=collection, source=stream(first), assessor=other)
+    assert services.judgements_import(
+        collection=collection, source=stream(first), assessor=assessor
+    ) == ImportSummary(7, 0, 0)
+    second = "".join(f"q{i} 0 d{i % 3} {2 if i % 2 else 1}\n" for i in range(9))
+    assert services.judgements_import(
+        collection=collection, source=stream(second), assessor=assessor
+    ) == ImportSummary(2, 3, 4)
+    assert Judgement.objects.filter(assessor=assessor).count() == 9
+    assert set(Judgement.objects.filter(assessor=other).values_list("grade", flat=True)) == {1}
+
+
 def rankings_of(run: Run) -> dict[str, tuple[int, list[str], bytes, bytes]]:
     """qid -> (size, docnos in stored order, packed scores, packed ranks)."""
     docnos = dict(Document.objects.filter(collection=run.collection).values_list("id", "docno"))

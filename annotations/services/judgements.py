@@ -205,14 +205,20 @@ def _judgements_import_batch(
         by_query[query_ids[line.qid]].append((doc_ids[line.docno], line.grade))
     new_rows: list[tuple[object, ...]] = []
     history_rows: list[tuple[object, ...]] = []
+    # The assessor's judgements of the batch's queries, locked, a few thousand queries per
+    # statement (a lookup per query of its judged documents cost more in building the
+    # statements than in running them).
+    existing: dict[tuple[int, int], int] = {}
+    batch_queries = list(by_query)
+    for start in range(0, len(batch_queries), LOOKUP_CHUNK):
+        chunk = batch_queries[start : start + LOOKUP_CHUNK]
+        mine = Judgement.objects.select_for_update().filter(assessor=assessor, query_id__in=chunk)
+        rows = mine.order_by().values_list("query_id", "document_id", "grade")
+        existing.update(((query_id, document_id), grade) for query_id, document_id, grade in rows)
     for query_id, pairs in by_query.items():
-        mine = Judgement.objects.select_for_update().filter(query_id=query_id, assessor=assessor)
-        if len(pairs) <= LOOKUP_CHUNK:  # else all of them: stay under parameter limits
-            mine = mine.filter(document_id__in=[document_id for document_id, _ in pairs])
-        existing = dict(mine.order_by().values_list("document_id", "grade"))
         updates: dict[int, list[int]] = defaultdict(list)
         for document_id, grade in pairs:
-            old = existing.get(document_id)
+            old = existing.get((query_id, document_id))
             if old is None:
                 new_rows.append((query_id, document_id, assessor.pk, grade, "", now, now))
                 history_rows.append((query_id, document_id, assessor.pk, who, None, grade))
