@@ -20,7 +20,7 @@ BATCH_ROWS = 5000
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-def copy_text(value: Any) -> str:
+def _copy_text(value: Any) -> str:
     """One value in COPY's text format (formatting here is several times faster than
     psycopg's per-row adaptation for the integers, strings and timestamps of imports)."""
     if value is None:
@@ -75,7 +75,7 @@ def bulk_insert(
             with raw.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
                 lines: list[str] = []
                 for row in rows:
-                    lines.append("\t".join(map(copy_text, row)))
+                    lines.append("\t".join(map(_copy_text, row)))
                     count += 1
                     if len(lines) == BATCH_ROWS:
                         copy.write("\n".join(lines) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -11,8 +12,6 @@ import numpy as np
 import numpy.typing as npt
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
-
-from annotations.bulk import copy_text
 
 if TYPE_CHECKING:  # Arrow loads with the first column looked up, not with Django
     import pyarrow as pa
@@ -34,51 +33,30 @@ def ids_ensure(
 ) -> dict[str, int]:
     """key value -> primary key for rows of one collection, inserting the missing ones.
 
-    The insert skips rows that exist (ON CONFLICT / OR IGNORE on the unique (collection, key)
-    constraint), so two imports creating the same ids at once do not collide. On PostgreSQL
-    the values travel once, by COPY into a temporary table, whatever their number.
+    Two imports creating the same ids at once do not collide (OR IGNORE on SQLite; on
+    PostgreSQL see `_ids_ensure_csv`, where the values travel once, by COPY, whatever their
+    number).
     """
     wanted = sorted(set(values))
     if not wanted:
         return {}
+    if connection.vendor == "postgresql":
+        payload = io.StringIO()
+        csv.writer(payload).writerows(zip(wanted, range(len(wanted)), strict=True))
+        ids = _ids_ensure_csv(
+            model,
+            collection_id=collection_id,
+            key=key,
+            payload=payload.getvalue(),
+            count=len(wanted),
+            defaults=defaults,
+        )
+        return dict(zip(wanted, ids.tolist(), strict=True))
     table = connection.ops.quote_name(model._meta.db_table)
     key_column = connection.ops.quote_name(key)
     columns = ["collection_id", key, *defaults]
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("CREATE TEMP TABLE IF NOT EXISTS ndcg_wanted_ids (value text)")
-            cursor.execute("TRUNCATE ndcg_wanted_ids")
-            raw = cursor.cursor
-            with raw.copy("COPY ndcg_wanted_ids (value) FROM STDIN") as copy:
-                text = "\n".join(wanted)
-                special = any(char in text for char in "\\\t\r")
-                if special or text.count("\n") != len(wanted) - 1:
-                    text = "\n".join(map(copy_text, wanted))  # values that need escaping
-                copy.write(text + "\n")
-            cursor.execute("ANALYZE ndcg_wanted_ids")  # a fresh temp table has no statistics
-            joined = f"{table} t JOIN ndcg_wanted_ids w ON t.{key_column} = w.value"
-            cursor.execute(
-                f"SELECT t.{key_column}, t.id FROM {joined} WHERE t.collection_id = %s",
-                [collection_id],
-            )
-            ids = dict(cursor.fetchall())
-            if len(ids) == len(wanted):
-                return ids  # the common case on a second import: nothing to create
-            placeholders = ", ".join(["%s"] * len(defaults))
-            # Only the missing ones; ON CONFLICT covers another import creating them meanwhile.
-            cursor.execute(
-                f"INSERT INTO {table} ({quoted}) SELECT %s, w.value"
-                f"{', ' + placeholders if defaults else ''} FROM ndcg_wanted_ids w "
-                f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE t.collection_id = %s "
-                f"AND t.{key_column} = w.value) ON CONFLICT DO NOTHING",
-                [collection_id, *defaults.values(), collection_id],
-            )
-            cursor.execute(
-                f"SELECT t.{key_column}, t.id FROM {joined} WHERE t.collection_id = %s",
-                [collection_id],
-            )
-            return dict(cursor.fetchall())
         placeholders = ", ".join(["%s"] * len(columns))
         cursor.executemany(
             f"INSERT OR IGNORE INTO {table} ({quoted}) VALUES ({placeholders})",
@@ -107,10 +85,9 @@ def ids_ensure_column(
 ) -> npt.NDArray[np.int64]:
     """`ids_ensure` for an Arrow column of distinct values: their ids, in the same order.
 
-    On PostgreSQL the values travel as CSV written by Arrow; the ids come back as one
-    bytea of packed (position, id) pairs read straight into an array, and the rows created
-    return theirs from the INSERT: hundreds of thousands of docnos per run file without a
-    Python object per value.
+    On PostgreSQL the values travel as CSV written by Arrow and the ids come back as one
+    packed bytea read straight into an array (`_ids_ensure_csv`): hundreds of thousands of
+    docnos per run file without a Python object per value.
     """
     import pyarrow as pa
     import pyarrow.csv as pa_csv
@@ -121,17 +98,44 @@ def ids_ensure_column(
             model, collection_id=collection_id, key=key, values=wanted, defaults=defaults
         )
         return np.array([found[value] for value in wanted], dtype=np.int64)
-    table = connection.ops.quote_name(model._meta.db_table)
-    key_column = connection.ops.quote_name(key)
-    columns = ", ".join(connection.ops.quote_name(c) for c in ["collection_id", key, *defaults])
     payload = io.BytesIO()
     pa_csv.write_csv(
         pa.table({"value": values, "ord": np.arange(len(values), dtype=np.int32)}),
         payload,
         pa_csv.WriteOptions(include_header=False, quoting_style="needed"),
     )
+    return _ids_ensure_csv(
+        model,
+        collection_id=collection_id,
+        key=key,
+        payload=payload.getbuffer(),
+        count=len(values),
+        defaults=defaults,
+    )
+
+
+def _ids_ensure_csv(
+    model: type[Model],
+    *,
+    collection_id: int,
+    key: str,
+    payload: str | bytes | memoryview,
+    count: int,
+    defaults: dict[str, Any],
+) -> npt.NDArray[np.int64]:
+    """PostgreSQL: the ids of `count` distinct values given as CSV rows (value, position),
+    in position order, creating the missing rows.
+
+    One COPY into a temporary table; the ids come back as one bytea of packed (position,
+    id) pairs, and the rows created return theirs from a plain INSERT. If another import
+    created some of them meanwhile, that INSERT conflicts and gives way to one that skips
+    the conflicts, followed by a second lookup.
+    """
+    table = connection.ops.quote_name(model._meta.db_table)
+    key_column = connection.ops.quote_name(key)
+    columns = ", ".join(connection.ops.quote_name(c) for c in ["collection_id", key, *defaults])
     pairs = "string_agg(int4send(w.ord) || int8send(t.id), ''::bytea)"
-    if len(values) <= _PROBES_UP_TO:
+    if count <= _PROBES_UP_TO:
         existing = (
             f"SELECT {pairs} FROM ndcg_wanted_column w CROSS JOIN LATERAL (SELECT d.id FROM "
             f"{table} d WHERE d.collection_id = %s AND d.{key_column} = w.value LIMIT 1) t"
@@ -150,14 +154,14 @@ def ids_ensure_column(
             f"SELECT {pairs} FROM t JOIN ndcg_wanted_column w ON w.value = t.{key_column}"
         )
 
-    ids = np.zeros(len(values), dtype=np.int64)
+    ids = np.zeros(count, dtype=np.int64)
     with connection.cursor() as cursor, _work_mem(cursor, "64MB"):
         cursor.execute("CREATE TEMP TABLE IF NOT EXISTS ndcg_wanted_column (value text, ord int)")
         cursor.execute("TRUNCATE ndcg_wanted_column")
         fill = "COPY ndcg_wanted_column (value, ord) FROM STDIN (FORMAT csv)"
         with cursor.cursor.copy(fill) as copy:
-            copy.write(payload.getbuffer())
-        if len(values) > _PROBES_UP_TO:
+            copy.write(payload)
+        if count > _PROBES_UP_TO:
             cursor.execute("ANALYZE ndcg_wanted_column")  # for the join's plan
         _pairs_into(ids, cursor, existing, [collection_id])
         missing = np.flatnonzero(ids == 0).astype(np.int32).tolist()
@@ -170,7 +174,7 @@ def ids_ensure_column(
                 _pairs_into(ids, cursor, created("ON CONFLICT DO NOTHING"), params)
                 _pairs_into(ids, cursor, existing, [collection_id])
     if not ids.all():
-        raise RuntimeError(f"{(ids == 0).sum()} of {len(values)} {key} values found no row")
+        raise RuntimeError(f"{(ids == 0).sum()} of {count} {key} values found no row")
     return ids
 
 

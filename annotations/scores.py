@@ -332,8 +332,9 @@ def _fold_means(
     columns_moved = [False, False, False]
     count_moved = False
     rows: list[list[Any]] = []
+    # Only stored means are folded: a run without one is pending its own scoring, which
+    # builds it.
     for run_id, k, queries, *stored in run_rows:
-        # A run without a stored mean is pending its own scoring, which builds it.
         if runs is not None and run_id not in runs:
             continue
         before, after = moved.get((run_id, k), unmoved)

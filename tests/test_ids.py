@@ -71,3 +71,16 @@ def test_documents_created_meanwhile_by_another_import_are_found(
     assert docnos_of(found) == ["new", "raced"]
     # PostgreSQL: lookup, conflicting insert, insert skipping conflicts, lookup.
     assert len(lookups) == (4 if connection.vendor == "postgresql" else 0)
+
+
+def test_ids_by_value_share_the_column_lookup_and_its_quoting(db: None) -> None:
+    collection = CollectionFactory()
+    existing = DocumentFactory(collection=collection, docno="b")
+    values = ["a", "b", 'quo"te', "com,ma", "back\\slash", "é", "a"]
+    found = ids.ids_ensure(
+        Document, collection_id=collection.id, key="docno", values=values, defaults=DEFAULTS
+    )
+    assert sorted(found) == sorted(set(values))
+    assert found["b"] == existing.id
+    assert docnos_of(list(found.values())) == list(found)
+    assert ensure(collection.id, list(found)) == list(found.values())
