@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo test check lint typecheck migrations-check install benchmark clean
+.PHONY: demo serve test check lint typecheck migrations-check install benchmark benchmark-reads clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,14 @@ demo: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py load_demo
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+## Production serving: migrate, collect static files, gunicorn with $(WEB_CONCURRENCY) workers
+WEB_CONCURRENCY ?= 4
+serve: $(STAMP)
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
+	$(BIN)/gunicorn ndcg_platform.wsgi:application --bind $(HOST):$(PORT) \
+		--workers $(WEB_CONCURRENCY) --access-logfile - --max-requests 10000 --max-requests-jitter 500
 
 ## Set up and run the whole test suite (DATABASE_URL selects PostgreSQL; default SQLite)
 test: $(STAMP)
@@ -42,6 +50,9 @@ check: lint typecheck migrations-check test
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/bench_scoring.py
+
+benchmark-reads: $(STAMP)
+	$(BIN)/python benchmarks/bench_reads.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

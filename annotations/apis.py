@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
-from typing import IO, Any, BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import django_filters
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -20,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations import selectors, services
+from annotations import selectors, services, snapshots, trec
 from annotations.api_errors import UploadTooLarge
 from annotations.models import Collection, Document, Judgement, Membership, Query, Run
 from annotations.permissions import (
@@ -32,7 +31,7 @@ from annotations.permissions import (
     may_create_collections,
     may_replace_run,
 )
-from annotations.selectors import leaderboards
+from annotations.selectors import comparisons, leaderboards, scores_state, stored_scores
 from annotations.serializers import (
     CollectionCreateSerializer,
     CollectionSerializer,
@@ -589,10 +588,12 @@ class QrelsApi(CollectionApiView):
             **_errors(401, 403, 404),
         },
     )
-    def get(self, request: Request, slug: str) -> HttpResponse:
-        out = io.StringIO()
-        services.qrels_export(collection=self.collection, out=cast(IO[str], out))
-        response = HttpResponse(out.getvalue(), content_type="text/plain; charset=utf-8")
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        # Streamed as it is read (server-side cursor): constant memory at any size.
+        pieces = trec.qrels_text(selectors.qrels_rows(collection=self.collection))
+        response = StreamingHttpResponse(
+            (piece.encode() for piece in pieces), content_type="text/plain; charset=utf-8"
+        )
         response["Content-Disposition"] = f'inline; filename="{self.collection.slug}.qrels"'
         return response
 
@@ -600,7 +601,7 @@ class QrelsApi(CollectionApiView):
 # --- scores -------------------------------------------------------------------------------
 
 
-def _state(state: leaderboards.ScoresState) -> dict[str, Any]:
+def _state(state: scores_state.ScoresState) -> dict[str, Any]:
     return {
         "pending": state.pending,
         "pending_queries": state.pending_queries,
@@ -650,7 +651,9 @@ class LeaderboardApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str) -> Response:
         k = _cutoff(self.collection, request)
-        return Response(leaderboard_body(leaderboards.leaderboard(collection=self.collection, k=k)))
+        return Response(
+            leaderboard_body(snapshots.leaderboard_read(collection=self.collection, k=k))
+        )
 
 
 class RunScoresApi(CollectionApiView):
@@ -667,7 +670,7 @@ class RunScoresApi(CollectionApiView):
         run = Run.objects.filter(collection=self.collection, name=name).first()
         if run is None:
             raise NotFound("No such run.")
-        scores = leaderboards.run_scores(run=run, k=k)
+        scores = stored_scores.run_scores(run=run, k=k)
         body = {
             "collection": self.collection.slug,
             "run": run.name,
@@ -712,7 +715,7 @@ class CompareApi(CollectionApiView):
                 runs[key] = run
         if problems:
             raise ValidationError(problems)
-        comparison = leaderboards.runs_compare(a=runs["a"], b=runs["b"], k=k)
+        comparison = comparisons.runs_compare(a=runs["a"], b=runs["b"], k=k)
         body = {
             "collection": self.collection.slug,
             "k": k,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -662,13 +663,44 @@ def _dispatch() -> None:
         from annotations import tasks
 
         for collection_id in batch[2]:
-            tasks.rescore_collection.delay(collection_id)
+            _publish(tasks.rescore_collection, collection_id)
         for run_id in batch[1]:
-            tasks.recompute_run.delay(run_id)
+            _publish(tasks.recompute_run, run_id)
         for query_id in batch[0]:
-            tasks.recompute_query.delay(query_id)
+            _publish(tasks.recompute_query, query_id, coalesce=f"recompute-query:{query_id}")
         return
     run_inline(*batch)
+
+
+# A queued recomputation of a query covers every change made before it starts, so while one
+# is queued (the mark below, cleared by the task when it starts) no second one is published.
+COALESCE_SECONDS = 60
+
+
+def _publish(task: Any, object_id: int, *, coalesce: str | None = None) -> None:
+    """Queue a recomputation, best effort: after commit, a publish failure must not fail the
+    request. What is not queued stays marked pending, and the sweep (or the next change)
+    heals it once the broker is back."""
+    if not settings.NDCG_COORDINATION_SHARED:
+        coalesce = None  # a per-process mark would never be cleared by the worker
+    try:
+        if coalesce is not None and not caches["coordination"].add(
+            coalesce, 1, timeout=COALESCE_SECONDS
+        ):
+            return
+        task.apply_async((object_id,), retry=False)
+    except Exception:
+        logger.warning("could not queue %s(%s); its scores stay pending", task.name, object_id)
+        if coalesce is not None:
+            coalesce_release(coalesce)
+
+
+def coalesce_release(key: str) -> None:
+    """Clear a queued mark (the task calls this as it starts)."""
+    try:
+        caches["coordination"].delete(key)
+    except Exception:  # the mark expires by itself
+        logger.warning("could not clear %s", key)
 
 
 def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int]) -> None:

@@ -2,23 +2,37 @@
 
 from celery import shared_task
 
-from annotations import scores
-from annotations.models import Collection
+from annotations import scores, snapshots
+from annotations.models import Collection, Query, Run
 
 
 @shared_task(name="annotations.tasks.recompute_query")
 def recompute_query(query_id: int) -> bool:
-    return scores.scores_recompute_query(query_id=query_id)
+    scores.coalesce_release(f"recompute-query:{query_id}")  # later changes queue again
+    changed = scores.scores_recompute_query(query_id=query_id)
+    for found in Query.objects.filter(id=query_id).values_list("collection_id", flat=True):
+        snapshots.leaderboards_refresh_schedule(collection_id=found)
+    return changed
 
 
 @shared_task(name="annotations.tasks.recompute_run")
 def recompute_run(run_id: int) -> bool:
-    return scores.scores_recompute_run(run_id=run_id)
+    changed = scores.scores_recompute_run(run_id=run_id)
+    for found in Run.objects.filter(id=run_id).values_list("collection_id", flat=True):
+        snapshots.leaderboards_refresh_schedule(collection_id=found)
+    return changed
 
 
 @shared_task(name="annotations.tasks.rescore_collection")
 def rescore_collection(collection_id: int) -> None:
     scores.scores_rescore_collection(collection_id=collection_id)
+    snapshots.leaderboards_refresh_schedule(collection_id=collection_id)
+
+
+@shared_task(name="annotations.tasks.refresh_leaderboards")
+def refresh_leaderboards(collection_id: int) -> int:
+    """After a recomputation: store the collection's leaderboards at the new scores stamp."""
+    return snapshots.leaderboards_refresh_task(collection_id=collection_id)
 
 
 @shared_task(name="annotations.tasks.scores_sweep_stale")

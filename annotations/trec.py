@@ -209,13 +209,27 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> object: ...
 
 
-def write_qrels(lines: Iterable[tuple[str, str, int]], out: TextSink) -> int:
-    """Write ``(qid, docno, grade)`` rows as ``qid 0 docno grade`` lines; return the count."""
-    count = 0
+def qrels_text(lines: Iterable[tuple[str, str, int]], *, chunk: int = 4096) -> Iterator[str]:
+    """``(qid, docno, grade)`` rows as ``qid 0 docno grade`` lines, ``chunk`` lines per piece
+    (what a streamed download sends); ids and grades are checked as ``write_qrels`` does."""
+    buffer: list[str] = []
     for count, (qid, docno, grade) in enumerate(lines, start=1):
         _require_id(qid, "qid", count)
         _require_id(docno, "docno", count)
-        out.write(f"{qid} 0 {docno} {_require_int(grade, 'grade', count)}\n")
+        buffer.append(f"{qid} 0 {docno} {_require_int(grade, 'grade', count)}\n")
+        if len(buffer) >= chunk:
+            yield "".join(buffer)
+            buffer.clear()
+    if buffer:
+        yield "".join(buffer)
+
+
+def write_qrels(lines: Iterable[tuple[str, str, int]], out: TextSink) -> int:
+    """Write ``(qid, docno, grade)`` rows as ``qid 0 docno grade`` lines; return the count."""
+    count = 0
+    for piece in qrels_text(lines):
+        out.write(piece)
+        count += piece.count("\n")
     return count
 
 

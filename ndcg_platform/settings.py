@@ -162,7 +162,36 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing a task never holds a request up: no publish retries, short socket timeouts. A
+# task that cannot be published leaves its scores marked pending for the sweep to heal.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 1, "socket_timeout": 2}
+CELERY_BROKER_CONNECTION_TIMEOUT = 1
 NDCG_SWEEP_SECONDS = env_int("NDCG_SWEEP_SECONDS", 60, minimum=1)
+# How old a stored leaderboard may be and still be served (marked stale) while a worker
+# refreshes it; only with a broker (inline, a read computes a stale snapshot itself).
+NDCG_LEADERBOARD_STALE_SECONDS = env_int("NDCG_LEADERBOARD_STALE_SECONDS", 30, minimum=1)
+
+# "default" (throttling) is per process; "coordination" marks tasks as queued across
+# processes (one leaderboard refresh per collection at a time): the broker's Redis when there
+# is one, or DJANGO_CACHE_URL.
+_COORDINATION_URL = os.environ.get("DJANGO_CACHE_URL", "") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
+# Marks coalesce tasks only where every process sees them.
+NDCG_COORDINATION_SHARED = bool(_COORDINATION_URL)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "coordination": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _COORDINATION_URL,
+            "KEY_PREFIX": "ndcg",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+        if _COORDINATION_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "coord"}
+    ),
+}
 CELERY_BEAT_SCHEDULE = {
     "scores-sweep-stale": {
         "task": "annotations.tasks.scores_sweep_stale",

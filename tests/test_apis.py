@@ -523,7 +523,8 @@ def test_bad_judgements_are_a_400_naming_the_fields(
 def test_qrels_export_is_trec_text(world: World) -> None:
     response = world.client("organiser").get(f"{DEMO}/qrels/")
     assert response["Content-Type"].startswith("text/plain")
-    assert response.content.decode() == "q1 0 d1 3\nq1 0 d2 1\nq2 0 d3 2\n"
+    assert response.streaming  # sent as it is read, never held whole in memory
+    assert b"".join(response.streaming_content).decode() == "q1 0 d1 3\nq1 0 d2 1\nq2 0 d3 2\n"
 
 
 def test_malformed_json_is_a_400_not_a_500(world: World) -> None:

@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from annotations import services, statistics
+from annotations import services, snapshots, statistics
 from annotations.models import Collection, QueryScore, Run
-from annotations.selectors import leaderboards
+from annotations.selectors import (
+    comparisons,
+    leaderboards,
+    query_scores,
+    scores_state,
+    stored_scores,
+)
 from tests.factories import CollectionFactory, UserFactory
 
 L3 = math.log2(3)  # the discount at rank 2
@@ -49,7 +55,7 @@ def tiny(transactional_db: None, write_file: Callable[..., Path]) -> Collection:
 
 
 def test_leaderboard_orders_runs_and_reports_stored_means(tiny: Collection) -> None:
-    board = leaderboards.leaderboard(collection=tiny, k=2)
+    board = snapshots.leaderboard_read(collection=tiny, k=2)
     assert [row.run.name for row in board.rows] == ["B", "A"]
     best, second = board.rows
     assert best.ndcg == pytest.approx((B_Q1 + B_Q2 + 0.0) / 3, abs=1e-15)
@@ -62,13 +68,13 @@ def test_leaderboard_orders_runs_and_reports_stored_means(tiny: Collection) -> N
 
 
 def test_confidence_interval_is_the_bootstrap_of_the_zero_filled_vector(tiny: Collection) -> None:
-    board = leaderboards.leaderboard(collection=tiny, k=2)
+    board = snapshots.leaderboard_read(collection=tiny, k=2)
     run_a = next(row for row in board.rows if row.run.name == "A")
     expected = statistics.bootstrap_ci([A_Q1, A_Q2, 0.0], resamples=10_000, seed=0)
     assert (run_a.ci_low, run_a.ci_high) == pytest.approx(expected, abs=1e-15)
     assert run_a.ci_low <= run_a.ndcg <= run_a.ci_high
     # fixed seed: the same data always gives the same interval
-    again = leaderboards.leaderboard(collection=tiny, k=2)
+    again = snapshots.leaderboard_read(collection=tiny, k=2)
     assert again.rows[1].ci_low == run_a.ci_low
 
 
@@ -76,18 +82,18 @@ def test_skip_mode_averages_only_the_answered_queries(
     transactional_db: None, write_file: Callable[..., Path]
 ) -> None:
     collection = _tiny(write_file, missing="skip")
-    board = leaderboards.leaderboard(collection=collection, k=2)
+    board = snapshots.leaderboard_read(collection=collection, k=2)
     run_a = next(row for row in board.rows if row.run.name == "A")
     assert run_a.queries == 2
     assert run_a.ndcg == pytest.approx((A_Q1 + A_Q2) / 2)
     expected = statistics.bootstrap_ci([A_Q1, A_Q2], resamples=10_000, seed=0)
     assert (run_a.ci_low, run_a.ci_high) == pytest.approx(expected)
-    scores = leaderboards.run_scores(run=Run.objects.get(name="A"), k=2)
+    scores = stored_scores.run_scores(run=Run.objects.get(name="A"), k=2)
     assert [row.qid for row in scores.per_query] == ["q1", "q2"]
 
 
 def test_bounds_promote_unjudged_top_k_documents_to_the_highest_grade(tiny: Collection) -> None:
-    board = leaderboards.leaderboard(collection=tiny, k=2)
+    board = snapshots.leaderboard_read(collection=tiny, k=2)
     rows = {row.run.name: row for row in board.rows}
     # A, q2: d4 -> 3 at rank 1 makes the ranking ideal (3, 2); q1 has nothing unjudged; q3 is
     # unanswered and stays 0.
@@ -111,20 +117,20 @@ def test_bounds_read_the_top_k_of_all_runs_in_one_query(
 
 def test_run_scores_zero_fill_unanswered_queries_from_stored_values(tiny: Collection) -> None:
     run_a = Run.objects.get(collection=tiny, name="A")
-    scores = leaderboards.run_scores(run=run_a, k=2)
+    scores = stored_scores.run_scores(run=run_a, k=2)
     assert [(row.qid, row.answered) for row in scores.per_query] == [
         ("q1", True), ("q2", True), ("q3", False),
     ]  # fmt: skip
     assert scores.per_query[1].ndcg == A_Q2 and scores.per_query[1].judged == 0.5
     QueryScore.objects.filter(run=run_a, query__qid="q1").update(ndcg=0.25)
     assert (
-        leaderboards.run_scores(run=run_a, k=2).per_query[0].ndcg == 0.25
+        stored_scores.run_scores(run=run_a, k=2).per_query[0].ndcg == 0.25
     )  # stored, not recomputed
 
 
 def test_compare_counts_wins_ties_losses_with_a_paired_p_value(tiny: Collection) -> None:
     a, b = Run.objects.get(name="A"), Run.objects.get(name="B")
-    comparison = leaderboards.runs_compare(a=a, b=b, k=2)
+    comparison = comparisons.runs_compare(a=a, b=b, k=2)
     assert [row.qid for row in comparison.rows] == ["q1", "q2", "q3"]
     assert [row.difference for row in comparison.rows] == pytest.approx(
         [A_Q1 - B_Q1, A_Q2 - B_Q2, 0.0]
@@ -148,7 +154,7 @@ def test_tiers_split_where_the_holm_adjusted_adjacent_test_is_significant(
     services.run_import(collection=collection, source=write_file("g.run", good))
     services.run_import(collection=collection, source=write_file("b1.run", bad.format(tag="bad1")))
     services.run_import(collection=collection, source=write_file("b2.run", bad.format(tag="bad2")))
-    board = leaderboards.leaderboard(collection=collection, k=1)
+    board = snapshots.leaderboard_read(collection=collection, k=1)
     assert [row.run.name for row in board.rows] == ["good", "bad1", "bad2"]
     # good vs bad1: all 8 differences +1, p = (1 + hits) / 10001 with hits ~ 2/256 of the
     # flips; Holm over the two adjacent pairs doubles the smaller p, still < 0.05.
@@ -163,7 +169,7 @@ def test_tiers_split_where_the_holm_adjusted_adjacent_test_is_significant(
 def test_state_stamp_moves_with_a_judgement_and_a_new_run_is_listed_unscored(
     tiny: Collection,
 ) -> None:
-    before = leaderboards.scores_state(collection=tiny)
+    before = scores_state.scores_state(collection=tiny)
     query = tiny.queries.get(qid="q2")
     document = tiny.documents.get(docno="d4")
     services.judgement_record(
@@ -173,24 +179,24 @@ def test_state_stamp_moves_with_a_judgement_and_a_new_run_is_listed_unscored(
         grade=3,
         source="api",
     )
-    after = leaderboards.scores_state(collection=tiny)
+    after = scores_state.scores_state(collection=tiny)
     assert after.stamp != before.stamp and not after.pending
-    board = leaderboards.leaderboard(collection=tiny, k=2)
+    board = snapshots.leaderboard_read(collection=tiny, k=2)
     run_a = next(row for row in board.rows if row.run.name == "A")
     assert run_a.ndcg == pytest.approx((1.0 + 1.0 + 0.0) / 3)  # d4 now graded 3: q2 is ideal
     Run.objects.create(collection=tiny, name="fresh")
-    board = leaderboards.leaderboard(collection=tiny, k=2)
+    board = snapshots.leaderboard_read(collection=tiny, k=2)
     assert [run.name for run in board.unscored] == ["fresh"]
     assert board.state.pending and board.state.pending_runs == 1
 
 
 def test_query_overview_and_side_by_side_show_grades_and_unjudged(tiny: Collection) -> None:
     query = tiny.queries.get(qid="q2")
-    overview = leaderboards.query_overview(query=query, k=2)
+    overview = query_scores.query_overview(query=query, k=2)
     assert [(row.run.name, row.ndcg) for row in overview.runs] == [("B", 1.0), ("A", A_Q2)]
     assert [(doc.docno, doc.grade) for doc in overview.judged] == [("d3", 2)]
     runs = list(Run.objects.filter(collection=tiny).order_by("name"))
-    sides = leaderboards.query_rankings_side_by_side(query=query, runs=runs, k=2)
+    sides = query_scores.query_rankings_side_by_side(query=query, runs=runs, k=2)
     assert [(d.docno, d.grade) for d in sides[runs[0].id]] == [("d4", None), ("d3", 2)]
     assert [d.docno for d in sides[runs[1].id]] == ["d3", "d4"]
-    assert len(leaderboards.query_unjudged_top(query=query, k=2)) == 1
+    assert len(query_scores.query_unjudged_top(query=query, k=2)) == 1

@@ -39,15 +39,14 @@ class Session:
         if user is not None:
             client.force_authenticate(user)
         response = getattr(client, method)(path, **kwargs)
-        assert response.status_code == status, (method, path, response.content)
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        assert response.status_code == status, (method, path, body)
         request = response.wsgi_request
         route = DjangoOpenAPIRequest(request).path_pattern
         content_type = response.get("Content-Type", "").split(";")[0] or "application/json"
         self.spec.validate_response(
             MockRequest("http://testserver", method, request.path, args=dict(request.GET.items())),
-            MockResponse(
-                response.content, status_code=response.status_code, content_type=content_type
-            ),
+            MockResponse(body, status_code=response.status_code, content_type=content_type),
         )
         self.seen.add((route or "", method, status))
         return response

@@ -9,7 +9,7 @@ from django.test import Client
 
 from annotations import services
 from annotations.models import Collection, Pool, Query
-from annotations.selectors.leaderboards import query_unjudged_top
+from annotations.selectors.query_scores import query_unjudged_top
 from annotations.services.pools import UNRANKED_POSITION
 from tests.factories import CollectionFactory, DocumentFactory, QueryFactory
 

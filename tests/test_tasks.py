@@ -99,3 +99,63 @@ def test_worker_recomputes_scores_after_judgement_changes(
         assert stored_ndcg(worked_example) == oracle(worked_example)
     assert QueryScore.objects.get(query=query, k=6).ndcg != before
     assert celery_worker.poll() is None
+
+
+class _Recorder:
+    name = "recorder"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[tuple[object, ...]] = []
+        self.fail = fail
+
+    def apply_async(self, args: tuple[object, ...], **options: object) -> None:
+        if self.fail:
+            raise ConnectionRefusedError("broker down")
+        self.calls.append(args)
+
+
+@pytest.fixture
+def shared_coordination(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """The coordination cache on a real Redis, as with a broker in production."""
+    if not _redis_reachable():
+        require_component(f"Redis is not reachable at {BROKER}")
+    settings.CACHES = {
+        **settings.CACHES,
+        "coordination": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": BROKER,
+            "KEY_PREFIX": f"ndcg-test-{os.getpid()}",
+        },
+    }
+    settings.NDCG_COORDINATION_SHARED = True
+    from django.core.cache import caches
+
+    caches["coordination"].clear()
+    yield
+    caches["coordination"].clear()
+
+
+def test_one_queued_recomputation_per_query_until_the_task_starts(
+    shared_coordination: None,
+) -> None:
+    from annotations import scores
+
+    task = _Recorder()
+    for _ in range(5):
+        scores._publish(task, 7, coalesce="recompute-query:7")
+    scores._publish(task, 8, coalesce="recompute-query:8")
+    assert task.calls == [(7,), (8,)]
+    scores.coalesce_release("recompute-query:7")  # the task started: later changes queue again
+    scores._publish(task, 7, coalesce="recompute-query:7")
+    assert task.calls == [(7,), (8,), (7,)]
+
+
+def test_a_publish_that_fails_is_logged_not_raised_and_leaves_no_mark(
+    shared_coordination: None,
+) -> None:
+    from annotations import scores
+
+    scores._publish(_Recorder(fail=True), 9, coalesce="recompute-query:9")
+    task = _Recorder()
+    scores._publish(task, 9, coalesce="recompute-query:9")
+    assert task.calls == [(9,)]

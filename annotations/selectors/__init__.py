@@ -73,22 +73,30 @@ def effective_grades(*, query_id: int, rule: str) -> dict[int, int]:
         return effective_grades_from_rows(cursor.fetchall(), rule)
 
 
-def effective_grades_by_query(*, collection: Collection) -> Iterator[tuple[int, dict[int, int]]]:
-    """(query id, effective grades) for every judged query of a collection, in query id order.
+def effective_grades_by_query(
+    *, collection: Collection, query_ids: Iterable[int] | None = None
+) -> Iterator[tuple[int, dict[int, int]]]:
+    """(query id, effective grades) for every judged query of a collection (or of those of
+    `query_ids`), in query id order.
 
     Streams judgements ordered by query so only one query's grades are held at a time.
     Adjudications override judged pairs only (a pair is adjudicated because it was judged).
     """
+    adjudications = Adjudication.objects.filter(query__collection=collection)
+    judgements = Judgement.objects.filter(query__collection=collection)
+    if query_ids is not None:
+        wanted = list(query_ids)
+        adjudications = adjudications.filter(query_id__in=wanted)
+        judgements = judgements.filter(query_id__in=wanted)
     adjudicated: dict[int, dict[int, int]] = defaultdict(dict)
-    for query_id, document_id, grade in Adjudication.objects.filter(
-        query__collection=collection
-    ).values_list("query_id", "document_id", "grade"):
+    for query_id, document_id, grade in adjudications.values_list(
+        "query_id", "document_id", "grade"
+    ):
         adjudicated[query_id][document_id] = grade
     current: int | None = None
     grades_by_doc: dict[int, list[int]] = defaultdict(list)
     rows = (
-        Judgement.objects.filter(query__collection=collection)
-        .order_by("query_id")
+        judgements.order_by("query_id")
         .values_list("query_id", "document_id", "grade")
         .iterator(chunk_size=20000)
     )

@@ -13,10 +13,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotations import selectors, services
+from annotations import selectors, services, snapshots
 from annotations.models import Collection, Query, Run
 from annotations.permissions import ORGANISER, collection_roles
-from annotations.selectors import judging, leaderboards
+from annotations.selectors import judging, query_scores, scores_state, stored_scores
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -61,7 +61,7 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard at k; it refreshes its table by itself when scores change."""
     collection, roles = _collection(request, slug, public=True)
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    board = leaderboards.leaderboard(collection=collection, k=k)
+    board = snapshots.leaderboard_read(collection=collection, k=k)
     context = {
         "collection": collection,
         "k": k,
@@ -77,7 +77,7 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
 def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     """A small JSON document the open leaderboard polls: reload the table when `stamp` moves."""
     collection, _ = _collection(request, slug, public=True)
-    state = leaderboards.scores_state(collection=collection)
+    state = scores_state.scores_state(collection=collection)
     return JsonResponse(
         {
             "stamp": state.stamp,
@@ -97,7 +97,7 @@ def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     if run is None:
         raise Http404("No such run")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    scores = leaderboards.run_scores(run=run, k=k)
+    scores = stored_scores.run_scores(run=run, k=k)
     chart = {
         "labels": [row.qid for row in scores.per_query],
         "ndcg": [row.ndcg for row in scores.per_query],
@@ -123,14 +123,14 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     if query is None:
         raise Http404("No such query")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    overview = leaderboards.query_overview(query=query, k=k)
+    overview = query_scores.query_overview(query=query, k=k)
     runs = {row.run.name: row.run for row in overview.runs}
     answered = [row.run.name for row in overview.runs if row.answered]
     default = answered + [name for name in runs if name not in answered]
     name_a = request.GET.get("a") or (default[0] if default else "")
     name_b = request.GET.get("b") or (default[1] if len(default) > 1 else name_a)
     chosen = [runs[name] for name in (name_a, name_b) if name in runs]
-    rankings = leaderboards.query_rankings_side_by_side(query=query, runs=chosen, k=k)
+    rankings = query_scores.query_rankings_side_by_side(query=query, runs=chosen, k=k)
     side_a = rankings.get(runs[name_a].id, []) if name_a in runs else []
     side_b = rankings.get(runs[name_b].id, []) if name_b in runs else []
     rows = [
@@ -150,7 +150,7 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         # Grades reveal the qrels: organisers see them, other members see judged/unjudged.
         "show_grades": ORGANISER in roles,
         "unjudged_top": (
-            len(leaderboards.query_unjudged_top(query=query, k=k)) if ORGANISER in roles else None
+            len(query_scores.query_unjudged_top(query=query, k=k)) if ORGANISER in roles else None
         ),
         "pools": list(judging.pools_of(collection=collection)) if ORGANISER in roles else [],
     }
@@ -177,7 +177,7 @@ def query_to_pool(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     if pool is None:
         messages.error(request, "Choose one of the collection's pools.")
     else:
-        document_ids = leaderboards.query_unjudged_top(query=query, k=k)
+        document_ids = query_scores.query_unjudged_top(query=query, k=k)
         try:
             added = services.pool_add_pairs(
                 pool=pool,

@@ -1,0 +1,69 @@
+"""Collections, queries, documents, runs, judgements with their history, and stored scores."""
+
+from annotations.models.collections import (
+    AGGREGATION_CHOICES,
+    DEFAULT_CUTOFFS,
+    DEFAULT_GRADES,
+    GAIN_CHOICES,
+    ID_MAX_LENGTH,
+    MISSING_CHOICES,
+    Collection,
+    Document,
+    GradeLevel,
+    Membership,
+    Query,
+    default_cutoffs,
+)
+from annotations.models.judgements import (
+    Adjudication,
+    Judgement,
+    JudgementHistory,
+)
+from annotations.models.pools import (
+    Assignment,
+    AssignmentItem,
+    Pool,
+    PoolEntry,
+)
+from annotations.models.runs import (
+    HEAD_IDS,
+    Ranking,
+    Run,
+)
+from annotations.models.scores import (
+    IdealScore,
+    LeaderboardSnapshot,
+    QueryBound,
+    QueryScore,
+    RunScore,
+)
+
+__all__ = [
+    "AGGREGATION_CHOICES",
+    "DEFAULT_CUTOFFS",
+    "DEFAULT_GRADES",
+    "GAIN_CHOICES",
+    "HEAD_IDS",
+    "ID_MAX_LENGTH",
+    "MISSING_CHOICES",
+    "Adjudication",
+    "Assignment",
+    "AssignmentItem",
+    "Collection",
+    "Document",
+    "GradeLevel",
+    "IdealScore",
+    "Judgement",
+    "JudgementHistory",
+    "LeaderboardSnapshot",
+    "Membership",
+    "Pool",
+    "PoolEntry",
+    "Query",
+    "QueryBound",
+    "QueryScore",
+    "Ranking",
+    "Run",
+    "RunScore",
+    "default_cutoffs",
+]

@@ -1,0 +1,137 @@
+"""Stored scores: ideal DCGs, per-query scores and exact run means."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from annotations.models.collections import Query
+from annotations.models.runs import Run
+
+# Foreign keys whose column leads a composite index or constraint below carry no index of
+# their own (db_index=False): every extra index is maintained on each score write.
+
+
+class IdealScore(models.Model):
+    """A query's ideal DCG at k, from every judged document of the query."""
+
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="ideal_scores", db_index=False
+    )
+    k = models.PositiveIntegerField()
+    idcg = models.FloatField()
+
+    class Meta:
+        ordering = ["query_id", "k"]
+        constraints = [models.UniqueConstraint(fields=["query", "k"], name="ideal_unique")]
+
+    def __str__(self) -> str:
+        return f"IDCG@{self.k} of {self.query_id} = {self.idcg}"
+
+
+class QueryScore(models.Model):
+    """A run's scores for one evaluated query at one cutoff k."""
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="query_scores", db_index=False
+    )
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="scores", db_index=False
+    )
+    k = models.PositiveIntegerField()
+    ndcg = models.FloatField()
+    dcg = models.FloatField()
+    judged = models.FloatField(help_text="Share of the top k that is judged")
+    ndcg_condensed = models.FloatField(help_text="nDCG' with unjudged documents removed")
+
+    class Meta:
+        ordering = ["run_id", "query_id", "k"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "run", "k"], name="query_score_unique"),
+        ]
+        indexes = [models.Index(fields=["run", "k"], name="query_score_run_idx")]
+
+    def __str__(self) -> str:
+        return f"nDCG@{self.k} of run {self.run_id} on query {self.query_id} = {self.ndcg}"
+
+
+class RunScore(models.Model):
+    """A run's mean scores at k over the collection's evaluated queries.
+
+    The `*_sum` fields hold the exact sum of the per-query values (every finite double is an
+    integer multiple of 2**-1074, so the sum is an exact binary fraction, kept as
+    'MANTISSA_HEX:SHIFT', see `annotations.exact`); the means are that sum divided by
+    `queries`, correctly rounded. An incremental update after
+    one query changes therefore gives the same bits as a recomputation from scratch.
+    """
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="run_scores", db_index=False
+    )
+    k = models.PositiveIntegerField()
+    queries = models.PositiveIntegerField(default=0)
+    ndcg = models.FloatField(default=0.0)
+    ndcg_condensed = models.FloatField(default=0.0)
+    judged = models.FloatField(default=0.0)
+    ndcg_sum = models.TextField(default="0:0")
+    ndcg_condensed_sum = models.TextField(default="0:0")
+    judged_sum = models.TextField(default="0:0")
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["run_id", "k"]
+        constraints = [models.UniqueConstraint(fields=["run", "k"], name="run_score_unique")]
+
+    def __str__(self) -> str:
+        return f"mean nDCG@{self.k} of run {self.run_id} = {self.ndcg}"
+
+
+class LeaderboardSnapshot(models.Model):
+    """A collection's leaderboard at one k as last computed: what pages and the API read.
+
+    Derived data: computed from the stored scores (see `annotations.snapshots`) once per
+    scores stamp and replaced in place; deleting it only costs one recomputation.
+    """
+
+    collection = models.ForeignKey(
+        "annotations.Collection",
+        on_delete=models.CASCADE,
+        related_name="leaderboard_snapshots",
+        db_index=False,
+    )
+    k = models.PositiveIntegerField()
+    stamp = models.CharField(max_length=32, help_text="The scores stamp it was computed at")
+    rows = models.JSONField(default=list, help_text="One object per scored run, best first")
+    unscored = models.JSONField(default=list, help_text="Ids of runs without stored means")
+    computed_at = models.DateTimeField()
+    seconds = models.FloatField(default=0.0, help_text="How long the computation took")
+
+    class Meta:
+        ordering = ["collection_id", "k"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "k"], name="leaderboard_snapshot_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"leaderboard@{self.k} of collection {self.collection_id} at {self.stamp}"
+
+
+class QueryBound(models.Model):
+    """Every scored run's top-grade nDCG@k on one query, cached with what it depends on.
+
+    `key` digests the query's judgements version, the collection's gain, aggregation and top
+    grade and the scored runs (id and last change); a bound whose key differs is recomputed.
+    """
+
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="bounds", db_index=False
+    )
+    k = models.PositiveIntegerField()
+    key = models.CharField(max_length=32)
+    values = models.JSONField(default=dict, help_text="run id -> nDCG@k (unjudged at top grade)")
+
+    class Meta:
+        ordering = ["query_id", "k"]
+        constraints = [models.UniqueConstraint(fields=["query", "k"], name="query_bound_unique")]
+
+    def __str__(self) -> str:
+        return f"bounds@{self.k} of query {self.query_id}"

@@ -1,0 +1,93 @@
+"""Two runs compared query by query: differences, paired p-value, wins, ties and losses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from annotations import batch_statistics, statistics
+from annotations.models import Run
+from annotations.selectors.scores_state import scores_state
+from annotations.selectors.stored_scores import (
+    evaluated_queries,
+    exact_mean,
+    paired_values,
+    query_vector,
+    stored_values,
+)
+
+PERMUTATIONS = 10_000
+PERMUTATION_SEED = 0
+
+
+def paired_p_value(first: dict[int, float], second: dict[int, float]) -> float:
+    """The paired randomization test's p-value between two runs' vectors (1.0: nothing shared)."""
+    a, b = paired_values(first, second)
+    if not a:
+        return 1.0  # nothing in common: no evidence of a difference
+    return batch_statistics.paired_randomization_tests(
+        [(a, b)], permutations=PERMUTATIONS, seed=PERMUTATION_SEED
+    )[0]
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    qid: str
+    a: float
+    b: float
+    difference: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: Run
+    b: Run
+    k: int
+    rows: list[ComparisonRow]
+    mean_a: float | None
+    mean_b: float | None
+    p_value: float | None
+    wins: int
+    ties: int
+    losses: int
+    pending: bool
+    permutations: int = PERMUTATIONS
+    seed: int = PERMUTATION_SEED
+
+    @property
+    def mean_difference(self) -> float | None:
+        if self.mean_a is None or self.mean_b is None:
+            return None
+        return self.mean_a - self.mean_b
+
+
+def runs_compare(*, a: Run, b: Run, k: int) -> Comparison:
+    """Per-query differences a - b at k, the paired randomization p-value, wins/ties/losses.
+
+    Over the queries both runs count (every evaluated query in zero mode, those both
+    answered in skip mode), from stored per-query scores.
+    """
+    collection = a.collection
+    evaluated = evaluated_queries(collection, k)
+    qids = {query_id: qid for query_id, qid, _ in evaluated}
+    stored = stored_values([a.id, b.id], k)
+    ids = [query_id for query_id, _, _ in evaluated]
+    first = query_vector(collection, ids, {q: v[0] for q, v in stored[a.id].items()})
+    second = query_vector(collection, ids, {q: v[0] for q, v in stored[b.id].items()})
+    shared = [query_id for query_id in first if query_id in second]
+    rows = [ComparisonRow(qids[q], first[q], second[q], first[q] - second[q]) for q in shared]
+    va, vb = [r.a for r in rows], [r.b for r in rows]
+    wins, ties, losses = statistics.win_tie_loss(va, vb)
+    state = scores_state(collection=collection)
+    return Comparison(
+        a=a,
+        b=b,
+        k=k,
+        rows=rows,
+        mean_a=exact_mean(va) if rows else None,
+        mean_b=exact_mean(vb) if rows else None,
+        p_value=paired_p_value(first, second) if rows else None,
+        wins=wins,
+        ties=ties,
+        losses=losses,
+        pending=state.pending or a.scored_at is None or b.scored_at is None,
+    )

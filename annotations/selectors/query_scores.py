@@ -1,0 +1,129 @@
+"""A query's page: every run's stored score for it, its judged documents, rankings side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db.models import Count
+
+from annotations.models import Document, IdealScore, Query, QueryScore, Ranking, Run
+from annotations.selectors import effective_grades, query_rankings
+from annotations.selectors.stored_scores import is_judged
+
+
+@dataclass(frozen=True)
+class RunOnQuery:
+    run: Run
+    ndcg: float | None
+    judged: float | None
+    answered: bool
+
+
+@dataclass(frozen=True)
+class JudgedDocument:
+    docno: str
+    title: str
+    grade: int
+    judgements: int
+
+
+@dataclass(frozen=True)
+class RankedDocument:
+    position: int
+    docno: str
+    title: str
+    grade: int | None  # None: unjudged (no grade, or a negative "pooled, not judged" one)
+
+
+@dataclass(frozen=True)
+class QueryOverview:
+    query: Query
+    k: int
+    idcg: float | None
+    runs: list[RunOnQuery]
+    judged: list[JudgedDocument]
+    pending: bool
+
+
+def query_overview(*, query: Query, k: int) -> QueryOverview:
+    """Every run's stored nDCG@k for the query and its judged documents with grades."""
+    collection = query.collection
+    stored = {
+        run_id: (ndcg, judged)
+        for run_id, ndcg, judged in QueryScore.objects.filter(query=query, k=k).values_list(
+            "run_id", "ndcg", "judged"
+        )
+    }
+    answered = set(Ranking.objects.filter(query=query).values_list("run_id", flat=True))
+    runs: list[RunOnQuery] = []
+    for run in Run.objects.filter(collection=collection).order_by("name"):
+        values = stored.get(run.id)
+        runs.append(
+            RunOnQuery(
+                run=run,
+                ndcg=values[0] if values else None,
+                judged=values[1] if values else None,
+                answered=run.id in answered,
+            )
+        )
+    runs.sort(key=lambda r: (r.ndcg is None, -(r.ndcg or 0.0), r.run.name))
+    grades = effective_grades(query_id=query.id, rule=collection.aggregation)
+    counts = dict(
+        query.judgements.values("document_id")
+        .annotate(n=Count("id"))
+        .values_list("document_id", "n")
+    )
+    documents = {
+        d.id: d for d in Document.objects.filter(id__in=list(grades)).only("docno", "title")
+    }
+    judged = sorted(
+        (
+            JudgedDocument(
+                docno=documents[doc].docno,
+                title=documents[doc].title,
+                grade=grade,
+                judgements=counts.get(doc, 0),
+            )
+            for doc, grade in grades.items()
+        ),
+        key=lambda d: (-d.grade, d.docno),
+    )
+    idcg = IdealScore.objects.filter(query=query, k=k).values_list("idcg", flat=True).first()
+    return QueryOverview(
+        query=query, k=k, idcg=idcg, runs=runs, judged=judged, pending=query.scores_pending
+    )
+
+
+def query_rankings_side_by_side(
+    *, query: Query, runs: Sequence[Run], k: int
+) -> dict[int, list[RankedDocument]]:
+    """run id -> the run's top k for the query with each document's effective grade."""
+    grades = effective_grades(query_id=query.id, rule=query.collection.aggregation)
+    tops = query_rankings(query_id=query.id, run_ids=[run.id for run in runs], depth=k)
+    documents = {
+        d.id: d
+        for d in Document.objects.filter(
+            id__in={doc for docs in tops.values() for doc in docs}
+        ).only("docno", "title")
+    }
+    rankings: dict[int, list[RankedDocument]] = {run.id: [] for run in runs}
+    for run_id, docs in tops.items():
+        for position, document_id in enumerate(docs, start=1):
+            grade = grades.get(document_id)
+            document = documents[document_id]
+            rankings[run_id].append(
+                RankedDocument(
+                    position, document.docno, document.title, grade if is_judged(grade) else None
+                )
+            )
+    return rankings
+
+
+def query_unjudged_top(*, query: Query, k: int) -> list[int]:
+    """Document ids in any run's top k for the query that have no judgement yet."""
+    grades = effective_grades(query_id=query.id, rule=query.collection.aggregation)
+    retrieved = {
+        doc for docs in query_rankings(query_id=query.id, depth=k).values() for doc in docs
+    }
+    return sorted(doc for doc in retrieved if not is_judged(grades.get(doc)))

@@ -1,0 +1,259 @@
+"""Leaderboard snapshots: computed once per scores stamp, stored, and read by every page.
+
+Reads never compute what a write could have stored. A leaderboard's statistics (CIs,
+tiers, bounds) change only when scores or judgements change, which moves the collection's
+scores stamp (`selectors.scores_state`). So the computed leaderboard is stored per (collection,
+k) with the stamp it was computed at, and a read costs the stamp's aggregates plus one row:
+
+- stamp equal: the stored snapshot is served as is;
+- stamp moved, with a Celery broker: workers refresh snapshots after every recomputation
+  (coalesced per collection), so a read serves the stored one, marked stale with the time
+  it was computed, as long as it is younger than ``NDCG_LEADERBOARD_STALE_SECONDS``; older
+  than that (a worker down) the read computes it;
+- stamp moved, inline (no broker) or no snapshot yet: the read computes, stores and serves it.
+
+The top-grade bounds are the costly part of a computation; they are kept per (query, k) in
+`QueryBound` under a key of everything they depend on, so after one judgement only that
+query's bounds are recomputed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
+from annotations.selectors.leaderboards import (
+    BoundsByQuery,
+    Leaderboard,
+    LeaderboardRow,
+    leaderboard_compute,
+    top_grade_bounds_by_query,
+)
+from annotations.selectors.scores_state import ScoresState, scores_state
+from annotations.selectors.stored_scores import evaluated_queries
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STALE_SECONDS = 30.0
+_ROW_FIELDS = (
+    "rank", "tier", "ndcg", "ci_low", "ci_high", "judged", "ndcg_condensed", "queries",
+    "ndcg_top_grade", "p_next", "pending",
+)  # fmt: skip
+
+
+def _stale_seconds() -> float:
+    return float(getattr(settings, "NDCG_LEADERBOARD_STALE_SECONDS", DEFAULT_STALE_SECONDS))
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
+    """The leaderboard at k from its stored snapshot, computed and stored first if need be.
+
+    One computation at a time per (collection, k): the read that finds the snapshot behind
+    locks its row (PostgreSQL; ``SKIP LOCKED``) and computes; reads meanwhile serve the
+    stored snapshot, marked stale, instead of computing the same thing again.
+    """
+    state = scores_state(collection=collection)
+    snapshot = LeaderboardSnapshot.objects.filter(collection=collection, k=k).first()
+    if snapshot is None:
+        return leaderboard_refresh(collection=collection, k=k)
+    if snapshot.stamp == state.stamp:
+        return _from_snapshot(collection, snapshot, state)
+    age = timezone.now() - snapshot.computed_at
+    if settings.CELERY_BROKER_URL and age < timedelta(seconds=_stale_seconds()):
+        leaderboards_refresh_schedule(collection_id=collection.id)
+        return _from_snapshot(collection, snapshot, state)
+    with transaction.atomic():
+        locked = (
+            LeaderboardSnapshot.objects.select_for_update(skip_locked=True)
+            .filter(pk=snapshot.pk)
+            .values_list("stamp", flat=True)
+            .first()
+        )
+        if locked is not None:
+            return leaderboard_refresh(collection=collection, k=k)
+    return _from_snapshot(collection, snapshot, state)  # another read is computing it
+
+
+def _from_snapshot(
+    collection: Collection, snapshot: LeaderboardSnapshot, state: ScoresState
+) -> Leaderboard:
+    run_ids = [row["run"] for row in snapshot.rows] + list(snapshot.unscored)
+    runs = Run.objects.filter(id__in=run_ids).select_related("owner").in_bulk()
+    rows = [
+        LeaderboardRow(run=runs[row["run"]], **{field: row[field] for field in _ROW_FIELDS})
+        for row in snapshot.rows
+        if row["run"] in runs  # a run deleted since: gone from a stale snapshot too
+    ]
+    unscored = [runs[run_id] for run_id in snapshot.unscored if run_id in runs]
+    return Leaderboard(
+        collection=collection,
+        k=snapshot.k,
+        rows=rows,
+        unscored=unscored,
+        state=state,
+        computed_at=snapshot.computed_at,
+        computed_stamp=snapshot.stamp,
+    )
+
+
+# --- computing ----------------------------------------------------------------------------
+
+
+def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
+    """Compute the leaderboard at k (bounds from their cache), store it and return it."""
+    started = time.perf_counter()
+    run_ids = sorted(
+        Run.objects.filter(collection=collection, run_scores__k=k).values_list("id", flat=True)
+    )
+    bounds = bounds_cached(collection=collection, k=k, run_ids=run_ids)
+    board = leaderboard_compute(collection=collection, k=k, bounds=bounds)
+    rows = [
+        {"run": row.run.id, **{field: getattr(row, field) for field in _ROW_FIELDS}}
+        for row in board.rows
+    ]
+    LeaderboardSnapshot.objects.bulk_create(
+        [
+            LeaderboardSnapshot(
+                collection=collection,
+                k=k,
+                stamp=board.computed_stamp,
+                rows=rows,
+                unscored=[run.id for run in board.unscored],
+                computed_at=board.computed_at or timezone.now(),
+                seconds=time.perf_counter() - started,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["collection", "k"],
+        update_fields=["stamp", "rows", "unscored", "computed_at", "seconds"],
+    )
+    return board
+
+
+def leaderboards_refresh(*, collection: Collection) -> int:
+    """Refresh every cutoff's snapshot whose stamp is behind; count the ones computed."""
+    stamp = scores_state(collection=collection).stamp
+    current = dict(
+        LeaderboardSnapshot.objects.filter(collection=collection).values_list("k", "stamp")
+    )
+    done = 0
+    for k in collection.sorted_cutoffs:
+        if current.get(k) != stamp:
+            leaderboard_refresh(collection=collection, k=k)
+            done += 1
+    return done
+
+
+def _refresh_key(collection_id: int) -> str:
+    return f"ndcg:leaderboards-refresh:{collection_id}"
+
+
+def leaderboards_refresh_schedule(*, collection_id: int) -> None:
+    """Queue one refresh of the collection's snapshots on a worker, however often asked.
+
+    A cache key marks a refresh as queued until the worker starts it, so a burst of
+    judgements queues one refresh, not one per judgement. Publishing is best effort: with
+    the broker down nothing is queued, and the next read computes the snapshot itself once
+    the stored one is too old.
+    """
+    from annotations import tasks
+
+    key = _refresh_key(collection_id)
+    try:
+        if settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
+            key, 1, timeout=max(_stale_seconds(), 1.0)
+        ):
+            return
+        tasks.refresh_leaderboards.apply_async((collection_id,), retry=False)
+    except Exception:
+        _forget(key)
+        logger.warning("could not queue a leaderboard refresh for collection %s", collection_id)
+
+
+def _forget(key: str) -> None:
+    try:
+        caches["coordination"].delete(key)
+    except Exception:  # the mark expires by itself
+        logger.warning("could not clear %s", key)
+
+
+def leaderboards_refresh_task(*, collection_id: int) -> int:
+    """What the worker runs: clear the queued mark first (later changes queue again)."""
+    _forget(_refresh_key(collection_id))
+    collection = Collection.objects.filter(id=collection_id).first()
+    return leaderboards_refresh(collection=collection) if collection is not None else 0
+
+
+# --- bounds cache -------------------------------------------------------------------------
+
+
+def _bounds_context(collection: Collection, run_ids: Sequence[int]) -> str:
+    """Everything but the query's own judgements that a query's bounds depend on."""
+    top = collection.grades.aggregate(top=Max("value"))["top"]
+    runs = list(
+        Run.objects.filter(id__in=list(run_ids)).order_by("id").values_list("id", "updated")
+    )
+    return repr((collection.gain, collection.aggregation, top, runs))
+
+
+def _key(context: str, version: int) -> str:
+    return hashlib.sha256(f"{context}|{version}".encode()).hexdigest()[:32]
+
+
+def bounds_cached(*, collection: Collection, k: int, run_ids: Sequence[int]) -> BoundsByQuery:
+    """query id -> run id -> top-grade nDCG@k for every evaluated query, recomputing only the
+    queries whose cached bounds no longer match their inputs (and storing those)."""
+    evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
+    versions = dict(Query.objects.filter(id__in=evaluated).values_list("id", "judgements_version"))
+    context = _bounds_context(collection, run_ids)
+    wanted = {query_id: _key(context, versions[query_id]) for query_id in evaluated}
+    cached = {
+        query_id: (key, values)
+        for query_id, key, values in QueryBound.objects.filter(
+            query_id__in=evaluated, k=k
+        ).values_list("query_id", "key", "values")
+    }
+    bounds: BoundsByQuery = {}
+    missing: list[int] = []
+    for query_id, key in wanted.items():
+        hit = cached.get(query_id)
+        if hit is not None and hit[0] == key:
+            bounds[query_id] = {int(run_id): value for run_id, value in hit[1].items()}
+        else:
+            missing.append(query_id)
+    if missing:
+        fresh = top_grade_bounds_by_query(
+            collection=collection, k=k, run_ids=run_ids, query_ids=set(missing)
+        )
+        _store_bounds(k, ((q, wanted[q], fresh.get(q, {})) for q in missing))
+        for query_id in missing:
+            bounds[query_id] = dict(fresh.get(query_id, {}))
+    return bounds
+
+
+def _store_bounds(k: int, rows: Iterable[tuple[int, str, dict[int, float]]]) -> None:
+    objects: list[Any] = [
+        QueryBound(query_id=query_id, k=k, key=key, values={str(r): v for r, v in values.items()})
+        for query_id, key, values in rows
+    ]
+    QueryBound.objects.bulk_create(
+        objects,
+        batch_size=500,
+        update_conflicts=True,
+        unique_fields=["query", "k"],
+        update_fields=["key", "values"],
+    )

@@ -1,0 +1,71 @@
+"""batch_statistics equals the one-run statistics bit for bit, on any data."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from annotations import batch_statistics, statistics
+
+# nDCG-like values: many exact ties (zeros, ones, a few repeated grades' values) and noise.
+_value = st.one_of(
+    st.sampled_from([0.0, 1.0, 0.5, 0.6309297535714575, 0.25]),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+_rows = st.integers(min_value=1, max_value=40).flatmap(
+    lambda n: st.lists(st.lists(_value, min_size=n, max_size=n), min_size=1, max_size=6)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=_rows, seed=st.integers(min_value=0, max_value=3))
+def test_bootstrap_cis_equal_bootstrap_ci_of_each_row(rows: list[list[float]], seed: int) -> None:
+    expected = [statistics.bootstrap_ci(row, resamples=500, seed=seed) for row in rows]
+    assert batch_statistics.bootstrap_cis(rows, resamples=500, seed=seed) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=_rows, seed=st.integers(min_value=0, max_value=3))
+def test_randomization_tests_equal_the_one_pair_test(rows: list[list[float]], seed: int) -> None:
+    pairs = [(a, b) for a, b in zip(rows, rows[1:] + rows[:1], strict=True)]
+    expected = [
+        statistics.paired_randomization_test(a, b, permutations=400, seed=seed) for a, b in pairs
+    ]
+    assert batch_statistics.paired_randomization_tests(pairs, permutations=400, seed=seed) == (
+        expected
+    )
+
+
+def test_rows_of_different_lengths_each_get_their_own_draws() -> None:
+    rows = [[0.1, 0.9, 0.4], [0.2, 0.3, 0.8, 0.8, 0.0], [0.5]]
+    assert batch_statistics.bootstrap_cis(rows, resamples=300) == [
+        statistics.bootstrap_ci(row, resamples=300) for row in rows
+    ]
+    assert batch_statistics.bootstrap_cis(rows[2:], resamples=300) == [(0.5, 0.5)]
+
+
+def test_at_leaderboard_scale_the_numbers_are_the_default_functions_numbers() -> None:
+    # 30 runs x 249 queries with the defaults (10,000 resamples and sign flips, seed 0).
+    rng = np.random.default_rng(7)
+    matrix = np.round(rng.beta(2, 3, size=(30, 249)), 3)
+    matrix[:, rng.random(249) < 0.2] = 0.0
+    rows = [list(row) for row in matrix]
+    assert batch_statistics.bootstrap_cis(rows) == [statistics.bootstrap_ci(r) for r in rows]
+    pairs = list(itertools.pairwise(rows))
+    assert batch_statistics.paired_randomization_tests(pairs) == [
+        statistics.paired_randomization_test(a, b) for a, b in pairs
+    ]
+
+
+def test_identical_pairs_give_one_and_bad_input_is_refused() -> None:
+    assert batch_statistics.paired_randomization_tests([([0.3, 0.4], [0.3, 0.4])]) == [1.0]
+    with pytest.raises(ValueError, match="same queries"):
+        batch_statistics.paired_randomization_tests([([0.1, 0.2], [0.1])])
+    with pytest.raises(ValueError, match="at least one"):
+        batch_statistics.bootstrap_cis([[]])
+    with pytest.raises(ValueError, match="finite"):
+        batch_statistics.bootstrap_cis([[0.1, float("nan")]])
+    with pytest.raises(ValueError, match="confidence"):
+        batch_statistics.bootstrap_cis([[0.1, 0.2]], confidence=1.0)

@@ -1,0 +1,200 @@
+"""Leaderboard snapshots: stored once per scores stamp, served as is, refreshed when it moves."""
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotations import services, snapshots
+from annotations.models import Collection, LeaderboardSnapshot, QueryBound
+from annotations.selectors import leaderboards
+from tests.factories import CollectionFactory, UserFactory
+
+QRELS = "q1 0 d1 3\nq1 0 d2 1\nq2 0 d3 2\nq3 0 d5 0\n"
+RUN_A = "q1 Q0 d1 1 9 A\nq1 Q0 d2 2 8 A\nq2 Q0 d4 1 9 A\nq2 Q0 d3 2 8 A\nq3 Q0 d9 1 1 A\n"
+RUN_B = "q1 Q0 d2 1 9 B\nq1 Q0 d1 2 8 B\nq2 Q0 d3 1 9 B\nq3 Q0 d5 1 9 B\nq3 Q0 d6 2 8 B\n"
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def collection(transactional_db: None, write_file: Callable[..., Path]) -> Collection:
+    collection = CollectionFactory(slug="snap", cutoffs=[2, 5])
+    services.judgements_import(
+        collection=collection, source=write_file("s.qrels", QRELS), assessor=UserFactory()
+    )
+    services.run_import(collection=collection, source=write_file("a.run", RUN_A))
+    services.run_import(collection=collection, source=write_file("b.run", RUN_B))
+    return collection
+
+
+def _judge(collection: Collection, qid: str, docno: str, grade: int) -> None:
+    services.judgement_record(
+        query=collection.queries.get(qid=qid),
+        document=collection.documents.get(docno=docno),
+        assessor=UserFactory(),
+        grade=grade,
+        source="api",
+    )
+
+
+def _values(board: leaderboards.Leaderboard) -> list[tuple[object, ...]]:
+    return [
+        (r.run.name, r.rank, r.tier, r.ndcg, r.ci_low, r.ci_high, r.judged, r.ndcg_condensed,
+         r.queries, r.ndcg_top_grade, r.p_next, r.pending)
+        for r in board.rows
+    ]  # fmt: skip
+
+
+def test_a_read_stores_the_snapshot_and_the_next_read_serves_it_without_computing(
+    collection: Collection,
+    django_assert_max_num_queries: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first = snapshots.leaderboard_read(collection=collection, k=2)
+    stored = LeaderboardSnapshot.objects.get(collection=collection, k=2)
+    assert stored.stamp == first.state.stamp and not first.stale
+
+    def fail(**_: object) -> None:
+        raise AssertionError("a read at an unchanged stamp must not compute")
+
+    monkeypatch.setattr(snapshots, "leaderboard_compute", fail)
+    with django_assert_max_num_queries(5):  # three aggregates, the snapshot, its runs
+        again = snapshots.leaderboard_read(collection=collection, k=2)
+    assert _values(again) == _values(first)
+    assert again.computed_at == stored.computed_at
+
+
+def test_the_snapshot_equals_a_computation_from_scratch_after_every_change(
+    collection: Collection,
+) -> None:
+    for qid, docno, grade in [("q2", "d4", 3), ("q3", "d9", 1), ("q1", "d2", 0), ("q2", "d4", 0)]:
+        _judge(collection, qid, docno, grade)
+        for k in (2, 5):
+            board = snapshots.leaderboard_read(collection=collection, k=k)
+            fresh = leaderboards.leaderboard_compute(collection=collection, k=k)
+            assert _values(board) == _values(fresh)
+            assert board.computed_stamp == board.state.stamp
+
+
+def test_after_a_judgement_only_that_querys_bounds_are_recomputed(
+    collection: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshots.leaderboard_read(collection=collection, k=2)
+    asked: list[set[int]] = []
+    real = snapshots.top_grade_bounds_by_query
+
+    def spy(**kwargs: Any) -> Any:
+        asked.append(set(kwargs["query_ids"]))
+        return real(**kwargs)
+
+    monkeypatch.setattr(snapshots, "top_grade_bounds_by_query", spy)
+    _judge(collection, "q2", "d4", 2)
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert asked == [{collection.queries.get(qid="q2").id}]
+    assert QueryBound.objects.filter(query__collection=collection, k=2).count() == 3
+    assert not board.stale
+
+
+def test_a_changed_run_invalidates_every_cached_bound(
+    collection: Collection, write_file: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshots.leaderboard_read(collection=collection, k=2)
+    services.run_import(
+        collection=collection,
+        source=write_file("b2.run", RUN_B.replace("d5 1 9", "d7 1 9")),
+        replace=True,
+    )
+    asked: list[set[int]] = []
+    real = snapshots.top_grade_bounds_by_query
+    monkeypatch.setattr(
+        snapshots,
+        "top_grade_bounds_by_query",
+        lambda **kw: asked.append(set(kw["query_ids"])) or real(**kw),
+    )
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert asked and len(asked[0]) == 3
+    assert _values(board) == _values(leaderboards.leaderboard_compute(collection=collection, k=2))
+
+
+def test_with_a_broker_a_young_stale_snapshot_is_served_and_a_refresh_queued(
+    collection: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshots.leaderboard_read(collection=collection, k=2)
+    queued: list[int] = []
+    monkeypatch.setattr(
+        snapshots, "leaderboards_refresh_schedule", lambda *, collection_id: queued.append(1)
+    )
+    _judge(collection, "q2", "d4", 3)  # scored inline; the snapshot is now behind
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # reads now expect a worker
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert board.stale and queued == [1]
+    assert board.computed_stamp != board.state.stamp
+    # a snapshot older than NDCG_LEADERBOARD_STALE_SECONDS is recomputed by the read itself
+    LeaderboardSnapshot.objects.filter(collection=collection).update(
+        computed_at=timezone.now() - timedelta(seconds=snapshots.DEFAULT_STALE_SECONDS + 1)
+    )
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert not board.stale and queued == [1]
+
+
+def test_the_worker_refresh_computes_every_cutoff_behind_the_stamp(collection: Collection) -> None:
+    assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 2
+    assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 0
+    _judge(collection, "q1", "d2", 2)
+    assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 2
+
+
+def test_a_refresh_that_cannot_be_published_is_not_an_error(
+    collection: Collection, settings: Any
+) -> None:
+    from annotations import tasks
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise ConnectionRefusedError("broker down")
+
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    original = tasks.refresh_leaderboards.apply_async
+    tasks.refresh_leaderboards.apply_async = down  # type: ignore[method-assign]
+    try:
+        snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
+        # the queued mark was released: the next change may try again
+        snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
+    finally:
+        tasks.refresh_leaderboards.apply_async = original  # type: ignore[method-assign]
+
+
+def test_while_one_read_computes_a_snapshot_other_reads_serve_the_stored_one(
+    collection: Collection,
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks (SELECT ... FOR UPDATE SKIP LOCKED) need PostgreSQL")
+    snapshots.leaderboard_read(collection=collection, k=2)
+    _judge(collection, "q2", "d4", 3)
+    locked, release = threading.Event(), threading.Event()
+
+    def computing_elsewhere() -> None:
+        with transaction.atomic():
+            LeaderboardSnapshot.objects.select_for_update().filter(collection=collection, k=2).get()
+            locked.set()
+            release.wait(timeout=30)
+        connection.close()
+
+    other = threading.Thread(target=computing_elsewhere)
+    other.start()
+    try:
+        assert locked.wait(timeout=30)
+        board = snapshots.leaderboard_read(collection=collection, k=2)
+        assert board.stale  # served, not computed a second time
+    finally:
+        release.set()
+        other.join()
+    assert not snapshots.leaderboard_read(collection=collection, k=2).stale
