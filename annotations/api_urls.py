@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
 from annotations import apis
 
 app_name = "api"
@@ -16,9 +17,9 @@ urlpatterns = [
         name="documents",
     ),
     path("collections/<slug:slug>/runs/", apis.RunListCreateApi.as_view(), name="runs"),
-    path("collections/<slug:slug>/runs/<str:name>/", apis.RunDetailApi.as_view(), name="run"),
+    path("collections/<slug:slug>/runs/<id:name>/", apis.RunDetailApi.as_view(), name="run"),
     path(
-        "collections/<slug:slug>/runs/<str:name>/scores/",
+        "collections/<slug:slug>/runs/<id:name>/scores/",
         apis.RunScoresApi.as_view(),
         name="run-scores",
     ),
@@ -28,7 +29,7 @@ urlpatterns = [
         name="judgements",
     ),
     path(
-        "collections/<slug:slug>/judgements/<str:qid>/<str:docno>/",
+        "collections/<slug:slug>/judgements/<id:qid>/<id:docno>/",
         apis.JudgementDetailApi.as_view(),
         name="judgement",
     ),

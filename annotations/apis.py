@@ -311,6 +311,12 @@ class RunWriting(CollectionApiView):
 
     parser_classes = [JSONParser, MultiPartParser]
 
+    def may_change(self, run: Run) -> bool:
+        """Whether the caller may replace or delete this run (decided on the locked row)."""
+        return may_replace_run(
+            roles=self.roles_held, user=self.request.user, run_owner_id=run.owner_id
+        )
+
     def store(self, request: Request, *, run_name: str | None, replace: bool) -> tuple[Run, int]:
         limit = settings.NDCG_MAX_UPLOAD_MB * 1024 * 1024
         length = request.META.get("CONTENT_LENGTH") or "0"
@@ -332,6 +338,7 @@ class RunWriting(CollectionApiView):
                     owner=owner,
                     description=upload_form.validated_data["description"],
                     replace=replace,
+                    may_replace=self.may_change,
                 )
             form = RunJsonSerializer(data=request.data)
             form.is_valid(raise_exception=True)
@@ -345,6 +352,7 @@ class RunWriting(CollectionApiView):
                 owner=owner,
                 description=form.validated_data["description"],
                 replace=replace,
+                may_replace=self.may_change,
             )
         except TrecFormatError:
             raise
@@ -395,9 +403,7 @@ class RunDetailApi(RunWriting):
         return Run.objects.filter(collection=self.collection, name=name).first()
 
     def _check_owner(self, run: Run) -> None:
-        if not may_replace_run(
-            roles=self.roles_held, user=self.request.user, run_owner_id=run.owner_id
-        ):
+        if not self.may_change(run):
             raise PermissionDenied("System owners may change only their own runs.")
 
     @extend_schema(summary="One run", responses={200: RunSerializer, **_errors(401, 403, 404)})
@@ -437,7 +443,7 @@ class RunDetailApi(RunWriting):
         if run is None:
             raise NotFound("No such run.")
         self._check_owner(run)
-        services.run_delete(run=run)
+        services.run_delete(run=run, may_delete=self.may_change)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -509,10 +515,7 @@ class JudgementListCreateApi(CollectionListApiView):
         form.is_valid(raise_exception=True)
         data = form.validated_data
         query, document = _pair(self.collection, data["qid"], data["docno"])
-        existed = Judgement.objects.filter(
-            query=query, document=document, assessor_id=request.user.pk
-        ).exists()
-        judgement = services.judgement_record(
+        judgement, created = services.judgement_upsert(
             query=query,
             document=document,
             assessor=_user(request),
@@ -523,7 +526,7 @@ class JudgementListCreateApi(CollectionListApiView):
         judgement.refresh_from_db()
         return Response(
             JudgementSerializer(judgement).data,
-            status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
 
@@ -618,6 +621,9 @@ def leaderboard_body(board: leaderboards.Leaderboard) -> dict[str, Any]:
         {
             "collection": collection.slug,
             "k": board.k,
+            "statistics_computed_at": board.computed_at,
+            "statistics_stamp": board.computed_stamp,
+            "stale": board.stale,
             "cutoffs": collection.sorted_cutoffs,
             "gain": collection.gain,
             "missing_queries": collection.missing_queries,

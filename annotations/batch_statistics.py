@@ -123,7 +123,7 @@ def bootstrap_cis(
     That product rounds differently from ``bootstrap_ci``'s mean of gathered values, by at
     most ``delta = 3 n u max|x|``. The percentile interval reads only a few order
     statistics of the means; every resample whose approximate mean lies within ``5 delta`` of
-    an approximate order statistic that the quantiles read is recomputed exactly as
+    the range of approximate order statistics that one quantile reads is recomputed exactly as
     ``bootstrap_ci`` does. Any other resample is more than ``3 delta`` from every true order
     statistic read, so its approximate mean sits on the same side of each as its exact
     mean, and the quantiles of the mixed vector equal those of the exact one.
@@ -150,20 +150,35 @@ def bootstrap_cis(
         positions = [varying[m] for m in members]
         indices, counts = _indices(size, resamples, seed)
         matrix = np.stack([data[p] for p in positions], axis=1)  # (size, runs)
-        approximate = (counts @ matrix) / size  # (resamples, runs)
+        # (runs, resamples), each run's means contiguous
+        means = np.ascontiguousarray(((counts @ matrix) / size).T)
+        order = np.partition(means, needed, axis=1)[:, needed]  # (runs, positions)
+        margins = 16.0 * size * _UNIT * np.abs(matrix).max(axis=0)  # per run
+        near = np.zeros(means.shape, dtype=bool)
+        for cluster in _clusters(needed):
+            low = order[:, cluster].min(axis=1) - margins
+            high = order[:, cluster].max(axis=1) + margins
+            near |= (means >= low[:, None]) & (means <= high[:, None])
         for column, position in enumerate(positions):
-            values = data[position]
-            means = approximate[:, column].copy()
-            margin = 16.0 * size * _UNIT * float(np.abs(values).max())
-            order = np.partition(means, needed)[needed]
-            near = np.zeros(resamples, dtype=bool)
-            for value in order:
-                near |= np.abs(means - value) <= margin
-            chosen = np.flatnonzero(near)
-            means[chosen] = values[indices[chosen]].mean(axis=1)
-            low, high = np.quantile(means, quantiles)
-            results[position] = (float(low), float(high))
+            chosen = np.flatnonzero(near[column])
+            means[column, chosen] = data[position][indices[chosen]].mean(axis=1)
+        # One call for all runs: numpy's quantile works row by row, the same way.
+        bounds = np.quantile(means, quantiles, axis=1)  # (2, runs)
+        for column, position in enumerate(positions):
+            results[position] = (float(bounds[0, column]), float(bounds[1, column]))
     return [result for result in results if result is not None]
+
+
+def _clusters(positions: Sequence[int]) -> list[list[int]]:
+    """Indices into `positions` grouped into runs of neighbouring positions (one per quantile):
+    a resample near any order statistic of a group lies within the group's range +- margin."""
+    groups: list[list[int]] = []
+    for index, position in enumerate(positions):
+        if groups and position - positions[groups[-1][-1]] <= 1:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
 
 
 def _order_positions(count: int, quantiles: Sequence[float]) -> list[int]:

@@ -689,8 +689,10 @@ def _publish(task: Any, object_id: int, *, coalesce: str | None = None) -> None:
         ):
             return
         task.apply_async((object_id,), retry=False)
-    except Exception:
-        logger.warning("could not queue %s(%s); its scores stay pending", task.name, object_id)
+    except Exception as error:
+        logger.warning(
+            "could not queue %s(%s), its scores stay pending: %r", task.name, object_id, error
+        )
         if coalesce is not None:
             coalesce_release(coalesce)
 

@@ -8,6 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotations import trec
 from annotations.models import (
     AGGREGATION_CHOICES,
     GAIN_CHOICES,
@@ -50,8 +51,9 @@ class ImportSummarySerializer(serializers.Serializer):
 
 
 def _check_id(value: str) -> None:
-    if any(ch.isspace() for ch in value):
-        raise serializers.ValidationError("Ids may not contain whitespace.")
+    problem = trec.id_problem(value)
+    if problem is not None:
+        raise serializers.ValidationError(f"Not a valid id: {problem}.")
 
 
 def IdField(**kwargs: Any) -> serializers.CharField:
@@ -231,10 +233,16 @@ class JudgementSerializer(serializers.ModelSerializer):
     qid = serializers.CharField(source="query.qid")
     docno = serializers.CharField(source="document.docno")
     assessor = serializers.CharField(source="assessor.username")
+    pending = serializers.BooleanField(
+        source="query.scores_pending",
+        read_only=True,
+        help_text="True while the query's scores await recomputation (with a worker, or a "
+        "broker that could not be reached: the sweep recomputes them).",
+    )
 
     class Meta:
         model = Judgement
-        fields = ["qid", "docno", "assessor", "grade", "note", "created", "updated"]
+        fields = ["qid", "docno", "assessor", "grade", "note", "created", "updated", "pending"]
 
 
 class JudgementInputSerializer(serializers.Serializer):
@@ -320,6 +328,15 @@ class ScoresStateSerializer(serializers.Serializer):
 class LeaderboardSerializer(ScoresStateSerializer):
     collection = serializers.CharField()
     k = serializers.IntegerField()
+    statistics_computed_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the CIs, tiers and bounds were computed."
+    )
+    statistics_stamp = serializers.CharField(
+        help_text="The scores stamp the statistics were computed at."
+    )
+    stale = serializers.BooleanField(
+        help_text="True while the stored statistics trail `stamp` (a refresh is under way)."
+    )
     cutoffs = serializers.ListField(child=serializers.IntegerField())
     gain = serializers.CharField()
     missing_queries = serializers.CharField()

@@ -24,11 +24,13 @@ __all__ = [
     "Topic",
     "TrecFormatError",
     "display_name",
+    "id_problem",
     "read_documents",
     "read_qrels",
     "read_run",
     "read_run_blocks",
     "read_topics",
+    "text_problem",
     "write_qrels",
     "write_run",
 ]
@@ -44,6 +46,10 @@ Source = str | PathLike[str] | IO[bytes]
 
 _R = TypeVar("_R")
 _BOM = b"\xef\xbb\xbf"
+# Control bytes no field may hold (PostgreSQL text cannot hold NUL at all); tab, CR and LF
+# are the only ones a line may carry.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]")
+_CONTROL_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _BLOCK_BYTES = 1 << 20  # how much of a file is read and decoded at once
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -342,12 +348,14 @@ def _decode_lines(raws: list[bytes], before: int, path: str, *, newline: bool) -
         raws[0] = raws[0][len(_BOM) :]
         bom = len(_BOM)
     if short:
-        try:
-            texts = b"\n".join(raws).decode("utf-8").split("\n")
-        except UnicodeDecodeError:
-            pass
-        else:
-            return [text.rstrip("\r\n") for text in texts]
+        joined = b"\n".join(raws)
+        if _CONTROL.search(joined) is None:
+            try:
+                texts = joined.decode("utf-8").split("\n")
+            except UnicodeDecodeError:
+                pass
+            else:
+                return [text.rstrip("\r\n") for text in texts]
     good: list[str] = []
     for offset, raw in enumerate(raws, start=1):
         if len(raw) + terminator + (bom if offset == 1 else 0) > MAX_LINE_BYTES:
@@ -359,8 +367,22 @@ def _decode_lines(raws: list[bytes], before: int, path: str, *, newline: bool) -
             column = len(raw[: error.start].decode("utf-8")) + 1
             problem = f"not valid UTF-8 (byte 0x{raw[error.start]:02x} at column {column})"
             raise _BadLine(good, TrecFormatError(path, before + offset, None, problem)) from None
+        control = _CONTROL.search(raw)
+        if control is not None:
+            problem = _control_problem(raw, control.start())
+            raise _BadLine(good, TrecFormatError(path, before + offset, None, problem))
         good.append(text.rstrip("\r\n"))
     return good
+
+
+def _control_problem(raw: bytes, at: int) -> str:
+    """Where a control byte sits: its code, its column and its whitespace-separated field."""
+    before = raw[:at].decode("utf-8", errors="replace")
+    field = len(before.split()) + (0 if before[-1:].isspace() or not before else -1) + 1
+    return (
+        f"control character U+{raw[at]:04X} at column {len(before) + 1} "
+        f"(field {field}); no field may hold control characters"
+    )
 
 
 def _data_lines(source: Source, path: str) -> Iterator[tuple[int, str]]:
@@ -400,7 +422,10 @@ def _unique(
 # Field checks ----------------------------------------------------------------------------
 
 
-def _id_problem(value: str) -> str | None:
+def id_problem(value: str) -> str | None:
+    """Why `value` cannot be an id (qid, docno, run name), or None: ids are 1 to
+    MAX_ID_LENGTH characters of printable UTF-8, with no whitespace and no control character
+    (what TREC files hold; anything else is refused at the door by every path)."""
     if not value:
         return "must not be empty"
     # split() is the fast whitespace test: a single piece means none inside (imports check
@@ -409,18 +434,29 @@ def _id_problem(value: str) -> str | None:
         return f"{value!r} contains whitespace"
     if len(value) > MAX_ID_LENGTH:
         return f"{value[:20]!r}... is longer than {MAX_ID_LENGTH} characters"
+    if _CONTROL_TEXT.search(value) is not None:
+        return f"{value!r} holds a control character"
     return None
 
 
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be a text field (title, text, note), or None: no control character
+    but tab, CR and LF."""
+    found = _CONTROL_TEXT.search(value)
+    if found is None:
+        return None
+    return f"holds the control character U+{ord(found.group()):04X}"
+
+
 def _check_id(value: str, field: str, path: str, line: int) -> str:
-    problem = _id_problem(value)
+    problem = id_problem(value)
     if problem is not None:
         raise TrecFormatError(path, line, field, problem)
     return value
 
 
 def _require_id(value: object, field: str, row: int) -> None:
-    problem = _id_problem(value) if isinstance(value, str) else f"{value!r} is not a string"
+    problem = id_problem(value) if isinstance(value, str) else f"{value!r} is not a string"
     if problem is not None:
         raise ValueError(f"row {row}: {field}: {problem}")
 
@@ -710,4 +746,7 @@ def _json_text(record: dict[str, object], key: str, path: str, line: int) -> str
         return ""
     if not isinstance(value, str):
         raise TrecFormatError(path, line, key, f"must be a string, found {_json_type(value)}")
+    problem = text_problem(value)
+    if problem is not None:
+        raise TrecFormatError(path, line, key, problem)
     return value.strip()

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
 from annotations.views import collections, judging, scores
 
 urlpatterns = [
@@ -13,10 +14,10 @@ urlpatterns = [
         scores.leaderboard_state,
         name="leaderboard-state",
     ),
-    path("collections/<slug:slug>/runs/<str:name>/", scores.run_detail, name="run-detail"),
-    path("collections/<slug:slug>/queries/<str:qid>/", scores.query_detail, name="query-detail"),
+    path("collections/<slug:slug>/runs/<id:name>/", scores.run_detail, name="run-detail"),
+    path("collections/<slug:slug>/queries/<id:qid>/", scores.query_detail, name="query-detail"),
     path(
-        "collections/<slug:slug>/queries/<str:qid>/to-pool/",
+        "collections/<slug:slug>/queries/<id:qid>/to-pool/",
         scores.query_to_pool,
         name="query-to-pool",
     ),

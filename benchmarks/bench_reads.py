@@ -44,6 +44,8 @@ REPO = Path(__file__).resolve().parent.parent
 SLUG = "bench"
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/ndcg_bench"
 USERNAME = "bench-reader"
+# The server's and this process's key: the session made here must be valid there.
+SECRET_KEY = "benchmark-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def log(message: str) -> None:
@@ -61,6 +63,7 @@ def pct(values: list[float], q: float) -> float:
 def django_setup(url: str) -> None:
     os.environ["DATABASE_URL"] = url
     os.environ["DJANGO_SETTINGS_MODULE"] = "ndcg_platform.settings"
+    os.environ["DJANGO_SECRET_KEY"] = SECRET_KEY
     os.environ.pop("CELERY_BROKER_URL", None)
     sys.path.insert(0, str(REPO))
     import django
@@ -147,7 +150,7 @@ def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
         **os.environ,
         "DATABASE_URL": url,
         "DJANGO_ENV": "production",
-        "DJANGO_SECRET_KEY": "benchmark-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz",
+        "DJANGO_SECRET_KEY": SECRET_KEY,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DJANGO_SECURE_COOKIES": "false",
         "NDCG_THROTTLE_USER": "100000000/minute",

@@ -1,8 +1,10 @@
 """Shared fixtures: files on disk, a collection with the worked example, an assessor."""
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,3 +192,27 @@ def trial(db: None, settings) -> Collection:  # type: ignore[no-untyped-def]
         MembershipFactory(collection=collection, user=UserFactory(username=username), role=role)
     UserFactory(username="eve")
     return collection
+
+
+@contextmanager
+def celery_broker(url: str, **conf: Any) -> Iterator[None]:
+    """Send this process's tasks to the broker at `url` (not eagerly), then put back the app's
+    configuration. Pooled broker connections are dropped on the way in and out, so no test
+    publishes through a connection made for another test's broker."""
+    from ndcg_platform.celery import app
+
+    def drop_connections() -> None:
+        app._pool = None
+        amqp = app.__dict__.get("amqp")
+        if amqp is not None:
+            amqp._producer_pool = None
+
+    keys = {"broker_url": url, "task_always_eager": False, **conf}
+    previous = {key: app.conf.get(key) for key in keys}
+    drop_connections()
+    app.conf.update(keys)
+    try:
+        yield
+    finally:
+        drop_connections()
+        app.conf.update(previous)

@@ -179,7 +179,7 @@ def test_run_store_refuses_a_name_that_is_not_an_identifier(db: None, name: str)
     collection = CollectionFactory()
     with pytest.raises(ValidationError) as caught:
         services.run_store(collection=collection, run_name=name, results={"q1": [("d1", 1.0, 1)]})
-    assert "is not a valid run name" in caught.value.message_dict["name"][0]
+    assert "not a valid run name" in caught.value.message_dict["name"][0]
     assert not Run.objects.exists()
     assert not Query.objects.exists()
 

@@ -12,8 +12,7 @@ from django.db import connection
 
 from annotations import services
 from annotations.models import Collection, Judgement, Query, QueryScore
-from ndcg_platform.celery import app as celery_app
-from tests.conftest import require_component
+from tests.conftest import celery_broker, require_component
 from tests.test_scores import oracle, stored_ndcg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,19 +52,11 @@ def celery_worker(worked_example: Collection, settings) -> Iterator[subprocess.P
          "-Q", queue],
         cwd=ROOT, env=env,
     )  # fmt: skip
-    previous = (
-        celery_app.conf.broker_url,
-        celery_app.conf.task_always_eager,
-        celery_app.conf.task_default_queue,
-    )
     try:
         settings.CELERY_BROKER_URL = BROKER
-        celery_app.conf.update(broker_url=BROKER, task_always_eager=False, task_default_queue=queue)
-        yield worker
+        with celery_broker(BROKER, task_default_queue=queue):
+            yield worker
     finally:
-        celery_app.conf.update(
-            broker_url=previous[0], task_always_eager=previous[1], task_default_queue=previous[2]
-        )
         worker.terminate()
         worker.wait(timeout=30)
 

@@ -76,7 +76,7 @@ def test_run_page_has_chart_data_and_a_sortable_table(scored: Collection) -> Non
     html = response.content.decode()
     assert 'id="run-chart-data"' in html and "vendor/chart.umd.js" in html
     assert 'class="data sortable" id="per-query"' in html
-    assert response.context["chart"]["labels"] == ["q1"]
+    assert response.context["chart"]()["labels"] == ["q1"]  # read only if the page renders it
     assert _as("owner").get("/collections/pages/runs/ghost/").status_code == 404
 
 

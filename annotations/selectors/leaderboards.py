@@ -23,7 +23,7 @@ from annotations.selectors.stored_scores import (
     is_judged,
     paired_values,
     query_vector,
-    stored_values,
+    stored_ndcg,
 )
 
 # Fixed so that a page reload never moves an interval or a tier by chance alone.
@@ -167,12 +167,9 @@ def leaderboard_compute(
         Run.objects.filter(collection=collection).exclude(id__in=scored_ids).order_by("name")
     )
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
-    stored = stored_values([row.run_id for row in stored_means], k)
+    stored = stored_ndcg([row.run_id for row in stored_means], k)
     vectors = {
-        row.run_id: query_vector(
-            collection, evaluated, {q: v[0] for q, v in stored[row.run_id].items()}
-        )
-        for row in stored_means
+        row.run_id: query_vector(collection, evaluated, stored[row.run_id]) for row in stored_means
     }
     if bounds is None:
         bounds = top_grade_bounds_by_query(

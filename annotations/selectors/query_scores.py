@@ -42,12 +42,11 @@ class QueryOverview:
     k: int
     idcg: float | None
     runs: list[RunOnQuery]
-    judged: list[JudgedDocument]
     pending: bool
 
 
 def query_overview(*, query: Query, k: int) -> QueryOverview:
-    """Every run's stored nDCG@k for the query and its judged documents with grades."""
+    """Every run's stored nDCG@k for the query (and its IDCG@k)."""
     collection = query.collection
     stored = {
         run_id: (ndcg, judged)
@@ -68,7 +67,14 @@ def query_overview(*, query: Query, k: int) -> QueryOverview:
             )
         )
     runs.sort(key=lambda r: (r.ndcg is None, -(r.ndcg or 0.0), r.run.name))
-    grades = effective_grades(query_id=query.id, rule=collection.aggregation)
+    idcg = IdealScore.objects.filter(query=query, k=k).values_list("idcg", flat=True).first()
+    return QueryOverview(query=query, k=k, idcg=idcg, runs=runs, pending=query.scores_pending)
+
+
+def query_judged(*, query: Query) -> list[JudgedDocument]:
+    """The query's judged documents with effective grades and judgement counts (organisers
+    see them on the query page), best grade first."""
+    grades = effective_grades(query_id=query.id, rule=query.collection.aggregation)
     counts = dict(
         query.judgements.values("document_id")
         .annotate(n=Count("id"))
@@ -89,10 +95,7 @@ def query_overview(*, query: Query, k: int) -> QueryOverview:
         ),
         key=lambda d: (-d.grade, d.docno),
     )
-    idcg = IdealScore.objects.filter(query=query, k=k).values_list("idcg", flat=True).first()
-    return QueryOverview(
-        query=query, k=k, idcg=idcg, runs=runs, judged=judged, pending=query.scores_pending
-    )
+    return judged
 
 
 def query_rankings_side_by_side(

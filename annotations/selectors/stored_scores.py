@@ -6,7 +6,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from annotations.exact import ExactSum
+from django.db import connection
+
+from annotations.exact import mean_of
 from annotations.models import Collection, IdealScore, QueryScore, Run, RunScore
 from annotations.selectors.scores_state import scores_state
 
@@ -86,7 +88,25 @@ def is_judged(grade: int | None) -> bool:
 
 def exact_mean(values: Sequence[float]) -> float:
     # Exact sum, correctly rounded mean: equal inputs give the stored RunScore mean's bits.
-    return ExactSum(values).mean(len(values))
+    return mean_of(values)
+
+
+def stored_ndcg(run_ids: Sequence[int], k: int) -> dict[int, dict[int, float]]:
+    """run id -> query id -> nDCG@k stored at k (one raw read: the leaderboard's hot input)."""
+    values: dict[int, dict[int, float]] = defaultdict(dict)
+    ids = list(run_ids)
+    if not ids:
+        return values
+    table = QueryScore._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT run_id, query_id, ndcg FROM {table} "
+            f"WHERE k = %s AND run_id IN ({', '.join(['%s'] * len(ids))})",
+            [k, *ids],
+        )
+        for run_id, query_id, ndcg in cursor.fetchall():
+            values[run_id][query_id] = ndcg
+    return values
 
 
 def run_scores(*, run: Run, k: int) -> RunScores:

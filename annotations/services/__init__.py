@@ -31,6 +31,7 @@ from annotations.services.judgements import (
     import_assessor,
     judgement_delete,
     judgement_record,
+    judgement_upsert,
     judgements_import,
 )
 from annotations.services.pools import (
@@ -72,6 +73,7 @@ __all__ = [
     "import_assessor",
     "judgement_delete",
     "judgement_record",
+    "judgement_upsert",
     "judgements_import",
     "membership_grant",
     "pool_add_pairs",

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations import trec
-from annotations.models import ID_MAX_LENGTH, Collection, Membership
+from annotations.models import Collection, Membership
 from annotations.services.collections import collection_create
 from annotations.services.imports import (
     LOOKUP_CHUNK,
@@ -38,10 +38,9 @@ class DocumentFields:
 
 def _check_ids(ids: Sequence[str], field: str) -> None:
     for value in ids:
-        if not value or len(value) > ID_MAX_LENGTH or any(ch.isspace() for ch in value):
-            raise ValidationError(
-                {field: f"{value!r} is not a valid id (1-{ID_MAX_LENGTH} characters, no spaces)"}
-            )
+        problem = trec.id_problem(value) if isinstance(value, str) else "not a string"
+        if problem is not None:
+            raise ValidationError({field: f"not a valid id: {problem}"})
     seen: set[str] = set()
     for value in ids:
         if value in seen:
@@ -49,9 +48,18 @@ def _check_ids(ids: Sequence[str], field: str) -> None:
         seen.add(value)
 
 
+def _check_texts(records: Sequence[object], fields: Sequence[str]) -> None:
+    for index, record in enumerate(records):
+        for field in fields:
+            problem = trec.text_problem(getattr(record, field))
+            if problem is not None:
+                raise ValidationError({f"[{index}].{field}": problem})
+
+
 def queries_store(*, collection: Collection, queries: Sequence[QueryFields]) -> ImportSummary:
     """Create or update queries by qid (all or nothing); like a topic file import."""
     _check_ids([q.qid for q in queries], "qid")
+    _check_texts(queries, ("title", "description", "narrative"))
     topics = [trec.Topic(q.qid, q.title, q.description, q.narrative, line=0) for q in queries]
     return queries_upsert(collection=collection, topics=topics)
 
@@ -61,6 +69,7 @@ def documents_store(
 ) -> ImportSummary:
     """Create or update documents by docno (all or nothing); like a document file import."""
     _check_ids([d.docno for d in documents], "docno")
+    _check_texts(documents, ("title", "text", "url"))
     records = [trec.DocumentRecord(d.docno, d.title, d.text, d.url, line=0) for d in documents]
     created = updated = unchanged = 0
     with transaction.atomic():

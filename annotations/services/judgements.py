@@ -61,6 +61,25 @@ def judgement_record(
     Safe against double submits and concurrent tabs: the row is locked (or created under the
     unique constraint) before it is compared, so every change is recorded exactly once.
     """
+    judgement, _ = judgement_upsert(
+        query=query, document=document, assessor=assessor, grade=grade, note=note,
+        source=source, changed_by=changed_by,
+    )  # fmt: skip
+    return judgement
+
+
+def judgement_upsert(
+    *,
+    query: Query,
+    document: Document,
+    assessor: User,
+    grade: int,
+    note: str = "",
+    source: str,
+    changed_by: User | None = None,
+) -> tuple[Judgement, bool]:
+    """``judgement_record``, also saying whether this call created the judgement (decided on
+    the locked or newly inserted row: of two identical concurrent submits, one created it)."""
     if query.collection_id != document.collection_id:
         raise ValidationError({"document": "The document belongs to another collection."})
     grade_check(query.collection, grade)
@@ -86,9 +105,9 @@ def judgement_record(
             else:
                 _history(judgement, None, grade, note, source, changed_by or assessor)
                 queries_mark_stale([query.id])
-                return judgement
+                return judgement, True
         if judgement.grade == grade and judgement.note == note:
-            return judgement
+            return judgement, False
         old_grade = judgement.grade
         judgement.grade, judgement.note = grade, note
         judgement._recorded_by_service = True  # type: ignore[attr-defined]
@@ -96,7 +115,7 @@ def judgement_record(
         _history(judgement, old_grade, grade, note, source, changed_by or assessor)
         if old_grade != grade:
             queries_mark_stale([query.id])
-    return judgement
+    return judgement, False
 
 
 def judgement_delete(*, judgement: Judgement, source: str, changed_by: User | None = None) -> None:

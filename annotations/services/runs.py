@@ -6,7 +6,7 @@ import gc
 import io
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
 
 from annotations import packing, scoring, selectors, trec
 from annotations.bulk import bulk_insert
@@ -41,6 +41,9 @@ if TYPE_CHECKING:  # Arrow loads with the first run file read into columns, not 
 # --- runs -------------------------------------------------------------------------------
 
 
+# Decides whether the caller may replace or delete a run (given the locked row).
+RunCheck = Callable[[Run], bool]
+
 _RANKING_COLUMNS = ("run_id", "query_id", "size", "documents", "scores", "ranks")
 
 
@@ -53,15 +56,20 @@ def run_import(
     owner: User | None = None,
     description: str = "",
     replace: bool = False,
+    may_replace: RunCheck | None = None,
 ) -> tuple[Run, int]:
     """Import a TREC run file (all or nothing); returns the run and its number of results.
 
     The run is named by `run_name`, else by the file's tag. An existing run of that name is
     replaced only with `replace`. A plain file up to `run_columns.MAX_BYTES` is read whole
     into columns; any other file, and any file with a problem (to name its line), goes
-    through the streaming line reader.
+    through the streaming line reader. `may_replace` decides, on the locked existing run
+    inside the writing transaction, whether the caller may replace it (else PermissionDenied).
     """
-    files = _RunFiles(collection=collection, owner=owner, description=description, replace=replace)
+    files = _RunFiles(
+        collection=collection, owner=owner, description=description, replace=replace,
+        may_replace=may_replace,
+    )  # fmt: skip
     with transaction.atomic():
         run, count = files.add(source, name, run_name, files.read(source))
         files.schedule()
@@ -115,8 +123,15 @@ class _RunFiles:
     """
 
     def __init__(
-        self, *, collection: Collection, owner: User | None, description: str, replace: bool
+        self,
+        *,
+        collection: Collection,
+        owner: User | None,
+        description: str,
+        replace: bool,
+        may_replace: RunCheck | None = None,
     ) -> None:
+        self.may_replace = may_replace
         self.collection = collection
         self.owner, self.description, self.replace = owner, description, replace
         self.files: dict[str, str] = {}  # run name -> the file that named it
@@ -168,7 +183,10 @@ class _RunFiles:
             raise ValidationError(
                 {"name": f"{name} and {earlier} both hold run {run_name!r}; import one of them"}
             )
-        return _run_prepared(self.collection, run_name, self.owner, self.description, self.replace)
+        return _run_prepared(
+            self.collection, run_name, self.owner, self.description, self.replace,
+            self.may_replace,
+        )  # fmt: skip
 
     def _ids(
         self, docnos: pa.StringArray, positions: npt.NDArray[np.int64] | None, known: int
@@ -274,10 +292,12 @@ def run_store(
     owner: User | None = None,
     description: str = "",
     replace: bool = False,
+    may_replace: RunCheck | None = None,
 ) -> tuple[Run, int]:
-    """Store a run's results {qid: [(docno, score, rank)]} and schedule its scoring."""
+    """Store a run's results {qid: [(docno, score, rank)]} and schedule its scoring
+    (`may_replace` as in `run_import`)."""
     with transaction.atomic():
-        run = _run_prepared(collection, run_name, owner, description, replace)
+        run = _run_prepared(collection, run_name, owner, description, replace, may_replace)
         count = _rankings_store(collection, run, results)
         Run.objects.filter(id=run.id).update(scored_at=None)
         scores_schedule(run_ids=[run.id])
@@ -298,11 +318,21 @@ def _rankings_store(
 
 
 def _run_prepared(
-    collection: Collection, run_name: str, owner: User | None, description: str, replace: bool
+    collection: Collection,
+    run_name: str,
+    owner: User | None,
+    description: str,
+    replace: bool,
+    may_replace: RunCheck | None = None,
 ) -> Run:
-    """The run to fill, created or (with `replace`) emptied and locked; inside a transaction."""
-    if not run_name or len(run_name) > 200 or any(ch.isspace() for ch in run_name):
-        raise ValidationError({"name": f"{run_name!r} is not a valid run name"})
+    """The run to fill, created or (with `replace`) emptied and locked; inside a transaction.
+
+    Whether an existing run may be replaced is decided here, on the locked row: a run
+    created meanwhile by someone else is never replaced by a caller who may not.
+    """
+    problem = trec.id_problem(run_name)
+    if problem is not None:
+        raise ValidationError({"name": f"not a valid run name: {problem}"})
     run = Run.objects.select_for_update().filter(collection=collection, name=run_name).first()
     if run is not None and not replace:
         raise ValidationError(
@@ -312,9 +342,19 @@ def _run_prepared(
             }
         )
     if run is None:
-        return Run.objects.create(
-            collection=collection, name=run_name, owner=owner, description=description
-        )
+        try:
+            with transaction.atomic():
+                return Run.objects.create(
+                    collection=collection, name=run_name, owner=owner, description=description
+                )
+        except IntegrityError:  # created by a concurrent request: decide on that run
+            run = Run.objects.select_for_update().get(collection=collection, name=run_name)
+            if not replace:
+                raise ValidationError(
+                    {"name": f"run {run_name!r} was just created in {collection.slug}"}
+                ) from None
+    if may_replace is not None and not may_replace(run):
+        raise PermissionDenied("System owners may change only their own runs.")
     run.rankings.all().delete()
     run.query_scores.all().delete()
     run.run_scores.all().delete()
@@ -366,9 +406,18 @@ def _column_ranking_rows(
         )
 
 
-def run_delete(*, run: Run) -> None:
-    """Delete a run with its results and scores; other runs' scores are unaffected."""
-    run.delete()
+def run_delete(*, run: Run, may_delete: RunCheck | None = None) -> None:
+    """Delete a run with its results and scores; other runs' scores are unaffected.
+
+    `may_delete` decides on the locked row, inside the deleting transaction.
+    """
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().filter(id=run.id).first()
+        if locked is None:
+            return
+        if may_delete is not None and not may_delete(locked):
+            raise PermissionDenied("System owners may change only their own runs.")
+        locked.delete()
 
 
 def run_export(*, run: Run, out: trec.TextSink) -> None:

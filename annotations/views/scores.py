@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_POST
 
 from annotations import selectors, services, snapshots
@@ -97,20 +98,31 @@ def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     if run is None:
         raise Http404("No such run")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    scores = stored_scores.run_scores(run=run, k=k)
-    chart = {
-        "labels": [row.qid for row in scores.per_query],
-        "ndcg": [row.ndcg for row in scores.per_query],
-        "judged": [row.judged for row in scores.per_query],
-        "k": k,
-    }
+    # Read only when the page's cached body (keyed by the scores stamp) is missing.
+    computed: list[stored_scores.RunScores] = []
+
+    def run_values() -> stored_scores.RunScores:
+        if not computed:
+            computed.append(stored_scores.run_scores(run=run, k=k))
+        return computed[0]
+
+    def chart() -> dict[str, object]:
+        per_query = run_values().per_query
+        return {
+            "labels": [row.qid for row in per_query],
+            "ndcg": [row.ndcg for row in per_query],
+            "judged": [row.judged for row in per_query],
+            "k": k,
+        }
+
     context = {
         "collection": collection,
         "run": run,
         "k": k,
-        "scores": scores,
+        "scores": run_values,  # templates call callables: read only if rendered
         "chart": chart,
         "is_member": bool(roles),
+        "stamp": scores_state.scores_state(collection=collection).stamp,
     }
     return render(request, "annotations/scores/run.html", context)
 
@@ -149,6 +161,8 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         "run_names": list(runs),
         # Grades reveal the qrels: organisers see them, other members see judged/unjudged.
         "show_grades": ORGANISER in roles,
+        "judged": SimpleLazyObject(lambda: query_scores.query_judged(query=query)),
+        "stamp": scores_state.scores_state(collection=collection).stamp,
         "unjudged_top": (
             len(query_scores.query_unjudged_top(query=query, k=k)) if ORGANISER in roles else None
         ),
