@@ -7,6 +7,7 @@ from typing import Any, BinaryIO, cast
 import django_filters
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -657,9 +658,17 @@ class LeaderboardApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str) -> Response:
         k = _cutoff(self.collection, request)
-        return Response(
-            leaderboard_body(snapshots.leaderboard_read(collection=self.collection, k=k))
+        board = snapshots.leaderboard_read(collection=self.collection, k=k)
+        # The body changes only with the stamps: serialised once per process and stamp.
+        computed = board.computed_at.timestamp() if board.computed_at else 0.0
+        key = "leaderboard-body:" + ":".join(
+            map(str, (self.collection.id, k, board.state.stamp, board.computed_stamp, computed))
         )
+        body = cache.get(key)
+        if body is None:
+            body = leaderboard_body(board)
+            cache.set(key, body, timeout=600)
+        return Response(body)
 
 
 class RunScoresApi(CollectionApiView):

@@ -290,7 +290,7 @@ class LeaderboardRunSerializer(serializers.Serializer):
     pending = serializers.BooleanField(help_text="True while the run awaits its first scoring.")
 
     def get_owner(self, row: Any) -> str | None:
-        return row.run.owner.get_username() if row.run.owner else None
+        return row.run.owner  # type: ignore[no-any-return]
 
     @extend_schema_field(IntervalSerializer(allow_null=True, help_text=CI_HELP))
     def get_ci(self, row: Any) -> dict[str, float] | None:

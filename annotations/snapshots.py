@@ -37,6 +37,7 @@ from annotations.selectors.leaderboards import (
     BoundsByQuery,
     Leaderboard,
     LeaderboardRow,
+    RunRef,
     leaderboard_compute,
     top_grade_bounds_by_query,
 )
@@ -68,7 +69,7 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
     """
     state = scores_state(collection=collection)
     snapshot = LeaderboardSnapshot.objects.filter(collection=collection, k=k).first()
-    if snapshot is None:
+    if snapshot is None or not _readable(snapshot):
         return leaderboard_refresh(collection=collection, k=k)
     if snapshot.stamp == state.stamp:
         return _from_snapshot(collection, snapshot, state)
@@ -88,17 +89,25 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
     return _from_snapshot(collection, snapshot, state)  # another read is computing it
 
 
+def _readable(snapshot: LeaderboardSnapshot) -> bool:
+    """Whether the snapshot has this code's shape (else it is computed again, not misread)."""
+    fields = {"run", "name", "owner", *_ROW_FIELDS}
+    return all(isinstance(row, dict) and fields <= row.keys() for row in snapshot.rows) and all(
+        isinstance(run, list) and len(run) == 3 for run in snapshot.unscored
+    )
+
+
 def _from_snapshot(
     collection: Collection, snapshot: LeaderboardSnapshot, state: ScoresState
 ) -> Leaderboard:
-    run_ids = [row["run"] for row in snapshot.rows] + list(snapshot.unscored)
-    runs = Run.objects.filter(id__in=run_ids).select_related("owner").in_bulk()
     rows = [
-        LeaderboardRow(run=runs[row["run"]], **{field: row[field] for field in _ROW_FIELDS})
+        LeaderboardRow(
+            run=RunRef(row["run"], row["name"], row["owner"]),
+            **{field: row[field] for field in _ROW_FIELDS},
+        )
         for row in snapshot.rows
-        if row["run"] in runs  # a run deleted since: gone from a stale snapshot too
     ]
-    unscored = [runs[run_id] for run_id in snapshot.unscored if run_id in runs]
+    unscored = [RunRef(*run) for run in snapshot.unscored]
     return Leaderboard(
         collection=collection,
         k=snapshot.k,
@@ -122,7 +131,12 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
     bounds = bounds_cached(collection=collection, k=k, run_ids=run_ids)
     board = leaderboard_compute(collection=collection, k=k, bounds=bounds)
     rows = [
-        {"run": row.run.id, **{field: getattr(row, field) for field in _ROW_FIELDS}}
+        {
+            "run": row.run.id,
+            "name": row.run.name,
+            "owner": row.run.owner,
+            **{field: getattr(row, field) for field in _ROW_FIELDS},
+        }
         for row in board.rows
     ]
     LeaderboardSnapshot.objects.bulk_create(
@@ -132,7 +146,7 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
                 k=k,
                 stamp=board.computed_stamp,
                 rows=rows,
-                unscored=[run.id for run in board.unscored],
+                unscored=[[run.id, run.name, run.owner] for run in board.unscored],
                 computed_at=board.computed_at or timezone.now(),
                 seconds=time.perf_counter() - started,
             )

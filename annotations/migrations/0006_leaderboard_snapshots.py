@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
                 ('k', models.PositiveIntegerField()),
                 ('stamp', models.CharField(help_text='The scores stamp it was computed at', max_length=32)),
                 ('rows', models.JSONField(default=list, help_text='One object per scored run, best first')),
-                ('unscored', models.JSONField(default=list, help_text='Ids of runs without stored means')),
+                ('unscored', models.JSONField(default=list, help_text='[id, name, owner] of runs without stored means')),
                 ('computed_at', models.DateTimeField()),
                 ('seconds', models.FloatField(default=0.0, help_text='How long the computation took')),
                 ('collection', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='leaderboard_snapshots', to='annotations.collection')),

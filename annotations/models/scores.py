@@ -101,7 +101,9 @@ class LeaderboardSnapshot(models.Model):
     k = models.PositiveIntegerField()
     stamp = models.CharField(max_length=32, help_text="The scores stamp it was computed at")
     rows = models.JSONField(default=list, help_text="One object per scored run, best first")
-    unscored = models.JSONField(default=list, help_text="Ids of runs without stored means")
+    unscored = models.JSONField(
+        default=list, help_text="[id, name, owner] of runs without stored means"
+    )
     computed_at = models.DateTimeField()
     seconds = models.FloatField(default=0.0, help_text="How long the computation took")
 

@@ -34,10 +34,23 @@ ALPHA = 0.05
 
 
 @dataclass(frozen=True)
+class RunRef:
+    """What a leaderboard shows of a run (kept in the stored snapshot: no run rows to read)."""
+
+    id: int
+    name: str
+    owner: str | None  # the owner's username
+
+    @classmethod
+    def of(cls, run: Run) -> RunRef:
+        return cls(run.id, run.name, run.owner.get_username() if run.owner else None)
+
+
+@dataclass(frozen=True)
 class LeaderboardRow:
     rank: int
     tier: int
-    run: Run
+    run: RunRef
     ndcg: float
     ci_low: float | None
     ci_high: float | None
@@ -56,7 +69,7 @@ class Leaderboard:
     collection: Collection
     k: int
     rows: list[LeaderboardRow]
-    unscored: list[Run]
+    unscored: list[RunRef]
     state: ScoresState
     # When the statistics were computed, and the scores stamp they were computed at: a stored
     # snapshot may trail the live state (``stale``) while a worker refreshes it.
@@ -163,9 +176,13 @@ def leaderboard_compute(
         .order_by("-ndcg", "run__name")
     )
     scored_ids = {row.run_id for row in stored_means}
-    unscored = list(
-        Run.objects.filter(collection=collection).exclude(id__in=scored_ids).order_by("name")
-    )
+    unscored = [
+        RunRef.of(run)
+        for run in Run.objects.filter(collection=collection)
+        .exclude(id__in=scored_ids)
+        .select_related("owner")
+        .order_by("name")
+    ]
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
     stored = stored_ndcg([row.run_id for row in stored_means], k)
     vectors = {
@@ -218,7 +235,7 @@ def leaderboard_compute(
             LeaderboardRow(
                 rank=index + 1,
                 tier=tiers[index],
-                run=row.run,
+                run=RunRef.of(row.run),
                 ndcg=row.ndcg,
                 ci_low=ci[0] if ci else None,
                 ci_high=ci[1] if ci else None,
