@@ -7,7 +7,8 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
@@ -101,3 +102,30 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         body["location"] = location
     response.data = {"error": body}
     return response
+
+
+# --- outside DRF: unknown paths, server errors, inputs refused at the door -----------------
+
+
+def error_response(status_code: int, code: str, detail: str) -> JsonResponse:
+    """The one error body, for answers given outside DRF's views."""
+    body = {"status": status_code, "code": code, "detail": detail, "fields": {}}
+    return JsonResponse({"error": body}, status=status_code)
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith("/api/")
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: JSON under /api/ (an unknown path there is an API error too)."""
+    if _is_api(request):
+        return error_response(404, "not_found", "No such API path.")
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: JSON under /api/, in the one error shape; the site's page elsewhere."""
+    if _is_api(request):
+        return error_response(500, "server_error", "The server failed; the error is logged.")
+    return defaults.server_error(request)

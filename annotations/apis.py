@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations import selectors, services, snapshots, trec
+from annotations import selectors, services, snapshots
 from annotations.api_errors import UploadTooLarge
 from annotations.models import Collection, Document, Judgement, Membership, Query, Run
 from annotations.permissions import (
@@ -594,9 +594,9 @@ class QrelsApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
         # Streamed as it is read (server-side cursor): constant memory at any size.
-        pieces = trec.qrels_text(selectors.qrels_rows(collection=self.collection))
         response = StreamingHttpResponse(
-            (piece.encode() for piece in pieces), content_type="text/plain; charset=utf-8"
+            selectors.qrels_lines(collection=self.collection),
+            content_type="text/plain; charset=utf-8",
         )
         response["Content-Disposition"] = f'inline; filename="{self.collection.slug}.qrels"'
         return response

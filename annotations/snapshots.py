@@ -10,7 +10,10 @@ k) with the stamp it was computed at, and a read costs the stamp's aggregates pl
   (coalesced per collection), so a read serves the stored one, marked stale with the time
   it was computed, as long as it is younger than ``NDCG_LEADERBOARD_STALE_SECONDS``; older
   than that (a worker down) the read computes it;
-- stamp moved, inline (no broker) or no snapshot yet: the read computes, stores and serves it.
+- stamp moved, inline (no broker) or no snapshot yet: the read computes, stores and serves it,
+  unless the stored one is younger than ``NDCG_LEADERBOARD_MIN_INTERVAL_MS`` (1 s): then it
+  is served, marked stale, so a stream of judgements costs at most one computation per
+  interval however many pages watch.
 
 The top-grade bounds are the costly part of a computation; they are kept per (query, k) in
 `QueryBound` under a key of everything they depend on, so after one judgement only that
@@ -47,10 +50,15 @@ from annotations.selectors.stored_scores import evaluated_queries
 logger = logging.getLogger(__name__)
 
 DEFAULT_STALE_SECONDS = 30.0
+DEFAULT_MIN_INTERVAL_MS = 1000.0
 _ROW_FIELDS = (
     "rank", "tier", "ndcg", "ci_low", "ci_high", "judged", "ndcg_condensed", "queries",
     "ndcg_top_grade", "p_next", "pending",
 )  # fmt: skip
+
+
+def _min_interval_ms() -> float:
+    return float(getattr(settings, "NDCG_LEADERBOARD_MIN_INTERVAL_MS", DEFAULT_MIN_INTERVAL_MS))
 
 
 def _stale_seconds() -> float:
@@ -76,6 +84,10 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
     age = timezone.now() - snapshot.computed_at
     if settings.CELERY_BROKER_URL and age < timedelta(seconds=_stale_seconds()):
         leaderboards_refresh_schedule(collection_id=collection.id)
+        return _from_snapshot(collection, snapshot, state)
+    if age < timedelta(milliseconds=_min_interval_ms()):
+        # Judgements arriving faster than this would otherwise keep one process computing
+        # leaderboards for the pages that watch them; they see the last one, marked stale.
         return _from_snapshot(collection, snapshot, state)
     with transaction.atomic():
         locked = (

@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "annotations.middleware.RefuseNulMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -170,6 +171,9 @@ NDCG_SWEEP_SECONDS = env_int("NDCG_SWEEP_SECONDS", 60, minimum=1)
 # How old a stored leaderboard may be and still be served (marked stale) while a worker
 # refreshes it; only with a broker (inline, a read computes a stale snapshot itself).
 NDCG_LEADERBOARD_STALE_SECONDS = env_int("NDCG_LEADERBOARD_STALE_SECONDS", 30, minimum=1)
+# Inline: a stored leaderboard younger than this is served (marked stale) rather than
+# computed again, bounding the work a stream of judgements causes for watching pages.
+NDCG_LEADERBOARD_MIN_INTERVAL_MS = env_int("NDCG_LEADERBOARD_MIN_INTERVAL_MS", 1000)
 
 # "default" (throttling) is per process; "coordination" marks tasks as queued across
 # processes (one leaderboard refresh per collection at a time): the broker's Redis when there

@@ -14,3 +14,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("annotations.urls")),
 ]
+
+# Under /api/ even an unknown path or a server error answers in the API's JSON error shape.
+handler404 = "annotations.api_errors.page_not_found"
+handler500 = "annotations.api_errors.server_error"

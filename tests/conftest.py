@@ -32,6 +32,13 @@ q1 Q0 d6 6 1.0 example
 """
 
 
+@pytest.fixture(autouse=True)
+def _leaderboards_follow_every_change(settings: Any) -> None:
+    """Tests read a leaderboard right after each change: no minimum interval between
+    computations (its own test sets one)."""
+    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0
+
+
 @pytest.fixture
 def write_file(tmp_path: Path) -> Callable[..., Path]:
     """Write text (or bytes) to a file under tmp_path and return its path."""

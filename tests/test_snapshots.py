@@ -146,6 +146,26 @@ def test_with_a_broker_a_young_stale_snapshot_is_served_and_a_refresh_queued(
     assert not board.stale and queued == [1]
 
 
+def test_inline_a_snapshot_younger_than_the_interval_is_served_stale_not_computed(
+    collection: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshots.leaderboard_read(collection=collection, k=2)
+    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 60_000
+    _judge(collection, "q2", "d4", 3)
+
+    def fail(**_: object) -> None:
+        raise AssertionError("computed within the interval")
+
+    monkeypatch.setattr(snapshots, "leaderboard_compute", fail)
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert board.stale and board.computed_stamp != board.state.stamp
+    monkeypatch.undo()
+    LeaderboardSnapshot.objects.filter(collection=collection).update(
+        computed_at=timezone.now() - timedelta(seconds=61)
+    )
+    assert not snapshots.leaderboard_read(collection=collection, k=2).stale
+
+
 def test_the_worker_refresh_computes_every_cutoff_behind_the_stamp(collection: Collection) -> None:
     assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 2
     assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 0

@@ -10,7 +10,7 @@ from django.db import connection, models
 from django.db.models import F, QuerySet
 from django.db.models.functions import Substr
 
-from annotations import packing, scoring
+from annotations import packing, scoring, trec
 from annotations.bulk import fetch_binary
 from annotations.models import (
     HEAD_IDS,
@@ -240,6 +240,56 @@ def top_documents(
         .iterator(chunk_size=500)
     ):
         yield run_id, query_id, packing.unpack_ids(documents, depth)
+
+
+def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
+    """The effective qrels as TREC text in pieces of about `chunk_bytes`, ordered by qid then
+    docno: the bytes of ``trec.qrels_text(qrels_rows(...))``, streamed for downloads.
+
+    On PostgreSQL the database writes the lines itself (``COPY ... TO STDOUT``, so memory
+    stays flat at any size): a pair judged once, or adjudicated, as its final line; a pair
+    with several unadjudicated grades as ``qid 0 docno <U+0003>g1,g2,...``, which the
+    collection's rule turns into one grade here. CSV mode with a delimiter and a quote that
+    no stored id can hold (ids have no control characters) copies the text as it is. Ids
+    are not checked again: every stored id passed the id rule when it came in.
+    """
+    if connection.vendor != "postgresql":
+        for piece in trec.qrels_text(qrels_rows(collection=collection)):
+            yield piece.encode()
+        return
+    sql = f"""
+        COPY (
+            SELECT q.qid || ' 0 ' || d.docno || ' ' || CASE
+                WHEN a.grade IS NOT NULL OR COUNT(*) = 1 THEN COALESCE(a.grade, MIN(j.grade))::text
+                ELSE E'\\x03' || array_to_string(array_agg(j.grade), ',') END
+            FROM {Judgement._meta.db_table} j
+            JOIN {Query._meta.db_table} q ON q.id = j.query_id
+            JOIN {Document._meta.db_table} d ON d.id = j.document_id
+            LEFT JOIN {Adjudication._meta.db_table} a
+                   ON a.query_id = j.query_id AND a.document_id = j.document_id
+            WHERE q.collection_id = {int(collection.id)}
+            GROUP BY q.qid, d.docno, a.grade
+            ORDER BY q.qid, d.docno
+        ) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')
+    """
+    rule = collection.aggregation
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor, cursor.copy(sql) as copy:
+        pending: list[bytes] = []
+        size = 0
+        for data in copy:
+            row = bytes(data)
+            if b"\x03" in row:
+                head, _, grades = row.rstrip(b"\n").partition(b"\x03")
+                combined = scoring.effective_grade([int(g) for g in grades.split(b",")], rule)
+                row = head + str(combined).encode() + b"\n"
+            pending.append(row)
+            size += len(row)
+            if size >= chunk_bytes:
+                yield b"".join(pending)
+                pending, size = [], 0
+        if pending:
+            yield b"".join(pending)
 
 
 def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:

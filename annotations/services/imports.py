@@ -186,4 +186,6 @@ def documents_upsert(
 
 
 def qrels_export(*, collection: Collection, out: trec.TextSink) -> None:
-    trec.write_qrels(selectors.qrels_rows(collection=collection), out)
+    """The effective qrels as TREC text (streamed from the database, see `qrels_lines`)."""
+    for piece in selectors.qrels_lines(collection=collection):
+        out.write(piece.decode())

@@ -1,0 +1,68 @@
+"""Answers given outside DRF's views: unknown API paths, server errors, NUL in a request."""
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import path
+
+from tests.factories import CollectionFactory, UserFactory
+
+
+def _boom(request: Any) -> Any:
+    raise RuntimeError("a bug")
+
+
+# A urlconf with a failing view, using the project's handler.
+urlpatterns = [
+    path("api/v1/boom/", _boom),
+    path("page/boom/", _boom),
+]
+handler500 = "annotations.api_errors.server_error"
+
+
+def test_an_unknown_api_path_is_a_json_404(db: None) -> None:
+    response = Client().get("/api/v1/no/such/path/")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_an_unknown_page_is_the_sites_404_page(db: None) -> None:
+    response = Client().get("/no/such/page/")
+    assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
+
+
+def test_a_server_error_under_api_answers_the_json_error_shape(settings: Any) -> None:
+    settings.ROOT_URLCONF = __name__
+    settings.DEBUG = False
+    client = Client(raise_request_exception=False)
+    response = client.get("/api/v1/boom/")
+    assert response.status_code == 500
+    assert response.json()["error"] == {
+        "status": 500, "code": "server_error",
+        "detail": "The server failed; the error is logged.", "fields": {},
+    }  # fmt: skip
+    assert client.get("/page/boom/")["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/collections/nul/judgements/?assessor=a%00b",
+        "/api/v1/collections/nul/compare/?a=x%00&b=y",
+        "/api/v1/collections/nul/runs/a%00b/",
+        "/api/v1/collections/nul/judgements/?qid%00=1",
+    ],
+)
+def test_a_nul_in_the_path_or_a_parameter_is_a_400_in_the_error_shape(db: None, url: str) -> None:
+    CollectionFactory(slug="nul")
+    client = Client()
+    client.force_login(UserFactory(is_staff=True))
+    response = client.get(url)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_a_nul_in_a_page_parameter_is_a_plain_400(db: None) -> None:
+    assert Client().get("/collections/x/leaderboard/?k=1%00").status_code == 400
