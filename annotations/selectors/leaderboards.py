@@ -12,7 +12,7 @@ from datetime import datetime
 from django.db.models import Max
 from django.utils import timezone
 
-from annotations import batch_statistics, scoring, statistics
+from annotations import batch_statistics, exact, scoring, statistics
 from annotations.models import Collection, Run, RunScore
 from annotations.selectors import effective_grades_by_query, top_documents
 from annotations.selectors.comparisons import PERMUTATION_SEED, PERMUTATIONS
@@ -148,6 +148,23 @@ def top_grade_bounds(
     return by_run
 
 
+def _top_grade_mean(row: RunScore, vector: dict[int, float], promoted: dict[int, float]) -> float:
+    """The run's mean with the promoted values in place of the stored ones, exactly.
+
+    The stored exact sum (``RunScore.ndcg_sum``, over the same queries as the vector) moves
+    by the promoted values' differences only: the correctly rounded mean of the whole
+    vector at a fraction of the work. Should the stored sum not match the vector (it always
+    does once the scores are stored), the vector is summed afresh.
+    """
+    if not promoted:
+        return row.ndcg
+    if row.queries == len(vector):
+        total = exact.total_from_text(row.ndcg_sum)
+        total += sum(exact.scaled(promoted[q]) - exact.scaled(vector[q]) for q in promoted)
+        return exact.total_mean(total, row.queries)
+    return exact_mean([promoted.get(q, v) for q, v in vector.items()])
+
+
 # --- leaderboard --------------------------------------------------------------------------
 
 
@@ -222,15 +239,15 @@ def leaderboard_compute(
             strict=True,
         )
     )
+    promoted_by_run: dict[int, dict[int, float]] = defaultdict(dict)
+    for query_id, by_run in bounds.items():
+        for run_id, value in by_run.items():
+            promoted_by_run[run_id][query_id] = value
     rows: list[LeaderboardRow] = []
     for index, row in enumerate(stored_means):
         ci = intervals.get(row.run_id)
-        promoted = {
-            q: bounds[q][row.run_id]
-            for q in vectors[row.run_id]
-            if q in bounds and row.run_id in bounds[q]
-        }
-        top_values = [promoted.get(q, v) for q, v in vectors[row.run_id].items()]
+        vector = vectors[row.run_id]
+        promoted = {q: v for q, v in promoted_by_run.get(row.run_id, {}).items() if q in vector}
         rows.append(
             LeaderboardRow(
                 rank=index + 1,
@@ -242,7 +259,7 @@ def leaderboard_compute(
                 judged=row.judged,
                 ndcg_condensed=row.ndcg_condensed,
                 queries=row.queries,
-                ndcg_top_grade=exact_mean(top_values) if promoted else row.ndcg,
+                ndcg_top_grade=_top_grade_mean(row, vector, promoted),
                 p_next=adjusted[index] if index < len(adjusted) else None,
                 pending=row.run.scored_at is None,
             )
