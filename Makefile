@@ -28,8 +28,8 @@ WEB_CONCURRENCY ?= 4
 serve: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
-	$(BIN)/gunicorn ndcg_platform.wsgi:application --bind $(HOST):$(PORT) \
-		--workers $(WEB_CONCURRENCY) --access-logfile - --max-requests 10000 --max-requests-jitter 500
+	HOST=$(HOST) PORT=$(PORT) WEB_CONCURRENCY=$(WEB_CONCURRENCY) \
+		$(BIN)/gunicorn ndcg_platform.wsgi:application --config ndcg_platform/gunicorn.conf.py
 
 ## Set up and run the whole test suite (DATABASE_URL selects PostgreSQL; default SQLite)
 test: $(STAMP)

@@ -117,6 +117,11 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path_info.startswith("/api/")
 
 
+def api_path_not_found(request: HttpRequest) -> HttpResponse:
+    """Every path under /api/ that no route takes (any method)."""
+    return error_response(404, "not_found", "No such API path.")
+
+
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler404: JSON under /api/ (an unknown path there is an API error too)."""
     if _is_api(request):

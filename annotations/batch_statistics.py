@@ -27,7 +27,7 @@ from annotations.statistics import (
     _positive_count,
 )
 
-__all__ = ["bootstrap_cis", "paired_randomization_tests"]
+__all__ = ["bootstrap_cis", "draws_warm", "paired_randomization_tests"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -97,6 +97,16 @@ def _signs(size: int, permutations: int, seed: int) -> FloatArray:
     if size * permutations <= _CACHE_ELEMENTS:
         return _cached_signs(size, permutations, seed)
     return _draw_signs(size, permutations, seed)
+
+
+def draws_warm(
+    size: int, *, resamples: int = 10_000, permutations: int = 10_000, seed: int = 0
+) -> None:
+    """Make (and keep) the draws for `size` queries now, so the first leaderboard a process
+    computes does not pay for them (a web worker calls this as it starts)."""
+    if size >= 1:
+        _indices(size, resamples, seed)
+        _signs(size, permutations, seed)
 
 
 def _by_size(lengths: Sequence[int]) -> dict[int, list[int]]:

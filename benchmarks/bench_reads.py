@@ -164,8 +164,9 @@ def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
         cwd=REPO, env=env, check=True,
     )  # fmt: skip
     server = subprocess.Popen(
-        [gunicorn, "ndcg_platform.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--log-level", "warning", "--timeout", "300"],
+        [gunicorn, "ndcg_platform.wsgi:application", "--config", "ndcg_platform/gunicorn.conf.py",
+         "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--log-level", "warning",
+         "--access-logfile", "/dev/null", "--timeout", "300"],
         cwd=REPO, env=env,
     )  # fmt: skip
     deadline = time.monotonic() + 60

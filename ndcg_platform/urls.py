@@ -2,8 +2,10 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from annotations import api_errors
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -12,6 +14,8 @@ urlpatterns = [
     path("api/v1/", include("annotations.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Any other path under /api/ (with DEBUG too): the API's JSON 404, not a page.
+    re_path(r"^api/", api_errors.api_path_not_found),
     path("", include("annotations.urls")),
 ]
 

@@ -21,8 +21,10 @@ urlpatterns = [
 handler500 = "annotations.api_errors.server_error"
 
 
-def test_an_unknown_api_path_is_a_json_404(db: None) -> None:
-    response = Client().get("/api/v1/no/such/path/")
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_unknown_api_path_is_a_json_404(db: None, settings: Any, debug: bool) -> None:
+    settings.DEBUG = debug
+    response = Client().post("/api/v1/no/such/path/")
     assert response.status_code == 404
     assert response["Content-Type"] == "application/json"
     assert response.json()["error"]["code"] == "not_found"
