@@ -86,6 +86,8 @@ def read_run_columns(data: bytes) -> RunColumns | None:
         data = data.replace(b"\r\n", b"\n")
     if data.translate(None, _PLAIN):
         return None
+    if data.startswith(b"#") or b"\n#" in data:
+        return None  # comment lines: the line reader skips them
     table = _parse(data)
     if table is None or table.num_rows == 0:
         return None

@@ -52,6 +52,7 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]")
 _CONTROL_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _BLOCK_BYTES = 1 << 20  # how much of a file is read and decoded at once
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_INTEGRAL_DECIMAL = re.compile(r"[+-]?[0-9]+\.0*")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 _SGML_TAG = re.compile(r"<(/?)([A-Za-z][\w-]*)>")
@@ -473,6 +474,19 @@ def _parse_int(text: str, field: str, path: str, line: int) -> int:
     return int(text)
 
 
+def _parse_grade(text: str, path: str, line: int) -> int:
+    """A grade: an integer, or an integral decimal such as ``1.0`` (trec_eval reads grades
+    with atol, so ``1.0`` is 1); ``1.5`` is refused rather than silently cut to 1."""
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    if _INTEGRAL_DECIMAL.fullmatch(text):
+        return int(text.split(".", 1)[0])
+    if _DECIMAL.fullmatch(text):
+        problem = f"{text!r} is not a whole number (grades are integers)"
+        raise TrecFormatError(path, line, "grade", problem)
+    raise TrecFormatError(path, line, "grade", f"{text!r} is not an integer")
+
+
 def _parse_score(text: str, path: str, line: int) -> float:
     if not _DECIMAL.fullmatch(text):
         if _NON_FINITE.fullmatch(text):
@@ -498,6 +512,8 @@ def _qrels(source: Source, path: str, allowed: frozenset[int] | None) -> Iterato
     first_seen: dict[tuple[str, str], int] = {}
     for number, text in _data_lines(source, path):
         columns = text.split()
+        if columns[0].startswith("#"):
+            continue  # a comment line, as trec_eval skips it
         if len(columns) != 4:
             raise _column_count(path, number, "qid iter docno grade", len(columns))
         qid, iteration, docno, grade_text = columns
@@ -506,7 +522,7 @@ def _qrels(source: Source, path: str, allowed: frozenset[int] | None) -> Iterato
             _check_id(qid, "qid", path, number)
         if len(docno) > MAX_ID_LENGTH:
             _check_id(docno, "docno", path, number)
-        grade = _parse_int(grade_text, "grade", path, number)
+        grade = _parse_grade(grade_text, path, number)
         if allowed is not None and grade not in allowed:
             levels = ", ".join(str(level) for level in sorted(allowed))
             problem = f"{grade} is not one of the allowed levels {levels}"
@@ -559,10 +575,14 @@ def _run_lines(
     for number, text in enumerate(texts, first):
         columns = text.split()
         if len(columns) != 6:
-            if not columns:
-                continue  # a blank line
-            raise _column_count(path, number, "qid Q0 docno rank score tag", len(columns))
-        qid, _q0, docno, rank_text, score_text, tag = columns
+            if not columns or columns[0].startswith("#"):
+                continue  # a blank or comment line, as trec_eval skips them
+            if len(columns) < 6:
+                raise _column_count(path, number, "qid Q0 docno rank score tag", len(columns))
+            # text after the run tag is ignored, as trec_eval ignores it
+        elif columns[0].startswith("#"):
+            continue
+        qid, _q0, docno, rank_text, score_text, tag = columns[:6]
         if len(qid) > MAX_ID_LENGTH:
             _check_id(qid, "qid", path, number)
         if len(docno) > MAX_ID_LENGTH:
@@ -580,7 +600,11 @@ def _run_lines(
             state.tag = (_check_id(tag, "tag", path, number), number)
         elif tag != state.tag[0]:
             problem = f"{tag!r} differs from {state.tag[0]!r} on line {state.tag[1]}"
-            raise TrecFormatError(path, number, "tag", f"{problem}; a file holds one run")
+            advice = (
+                "a file holds one run: split it by its tag column (e.g. awk '{print > $6\".txt\"}'"
+                " FILE) and import the files together"
+            )
+            raise TrecFormatError(path, number, "tag", f"{problem}; {advice}")
         seen = first_seen.get(qid)
         if seen is None:
             seen = first_seen[qid] = {}

@@ -577,7 +577,7 @@ BAD_LINES = {
     ),
     "qrels-word-grade": BadInput("import_qrels", "q9 0 d9 high", "grade: 'high' is not an integer"),
     "qrels-decimal-grade": BadInput(
-        "import_qrels", "q9 0 d9 1.0", "grade: '1.0' is not an integer"
+        "import_qrels", "q9 0 d9 1.5", "grade: '1.5' is not a whole number (grades are integers)"
     ),
     "qrels-grade-above-scale": BadInput(
         "import_qrels", "q9 0 d9 4", "grade: 4 is not one of the allowed levels 0, 1, 2, 3"

@@ -66,7 +66,6 @@ def test_a_plain_file_is_read_into_effective_order_per_query() -> None:
         b"\n\nq1 Q0 d1 1 1 sys\n\nq2 Q0 d1 1 1 sys",  # blank lines, no final newline
         b"q1 Q0 d1 +1 1. sys\nq1 Q0 d2 -2 .5 sys\nq1 Q0 d3 007 +1E-3 sys\n",  # number forms
         b"q1 Q0 d1 1 -0 sys\nq1 Q0 d2 2 0 sys\nq1 Q0 d3 3 0.0 sys\n",  # zero, signed and not
-        b"# Q0 d1 1 1 sys\n",  # "#" is data, as for trec_eval
         b'q1 Q0 "d,1" 1 1 sys\nq1 Q0 d\\2 2 1 sys\n',  # quotes, commas, backslashes
         b"q1 Q0 d1 2147483647 1e308 sys\nq1 Q0 d2 -2147483648 4.9e-324 sys\n",  # the limits
     ],
@@ -106,6 +105,8 @@ def test_plain_variants_are_read_exactly_as_by_the_line_reader(data: bytes) -> N
         b"q1 Q0 d1 1 0x1p3 sys\n",
         b"q1 Q0 d1 1 1_000 sys\n",  # Python's float() takes it, the format does not
         b"q1 Q0 " + b"d" * 201 + b" 1 1 sys\n",  # docno too long
+        b"# Q0 d1 1 1 sys\nq1 Q0 d1 1 1 sys\n",  # a comment line (six columns, too)
+        b"q1 Q0 d1 1 1 sys\n#c\n",
     ],
 )
 def test_files_the_columns_cannot_vouch_for_are_left_to_the_line_reader(data: bytes) -> None:

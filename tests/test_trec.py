@@ -212,16 +212,36 @@ def test_qrels_wrong_column_count(tmp_path: Path, line: str) -> None:
     assert_error(error, path, 2, None, f"expected 4 columns (qid iter docno grade), found {found}")
 
 
-def test_qrels_hash_lines_are_data_not_comments(tmp_path: Path) -> None:
-    path = make_file(tmp_path, "# qid iter docno grade\n")
-    assert_error(error_of(read_qrels, path), path, 1, None, "expected 4 columns")
+def test_qrels_comment_lines_are_skipped_as_trec_eval_skips_them(tmp_path: Path) -> None:
+    # trec_eval's own qrels.test.with-comments: '#' lines anywhere, with any column count
+    path = make_file(tmp_path, "# qid iter docno grade\n301 0 FT1 1\n#301 0 FT2 2\n  # x\n")
+    assert [(line.docno, line.grade, line.line) for line in read_qrels(path)] == [("FT1", 1, 2)]
+    only = make_file(tmp_path, "# nothing but a comment\n", name="only.qrels")
+    assert_error(error_of(read_qrels, only), only, None, None, "file is empty")
 
 
-@pytest.mark.parametrize("grade", ["1.0", "high", "1e2", "0x1", "\u0661"])
-def test_qrels_grade_must_be_an_integer(tmp_path: Path, grade: str) -> None:
+@pytest.mark.parametrize(("grade", "value"), [("1.0", 1), ("2.", 2), ("-1.00", -1), ("+3", 3)])
+def test_qrels_integral_decimal_grades_read_as_integers(
+    tmp_path: Path, grade: str, value: int
+) -> None:
+    path = make_file(tmp_path, f"301 0 FT1 {grade}\n")
+    assert next(read_qrels(path)).grade == value
+
+
+@pytest.mark.parametrize(
+    ("grade", "problem"),
+    [
+        ("1.5", "'1.5' is not a whole number (grades are integers)"),
+        ("1e2", "'1e2' is not a whole number (grades are integers)"),
+        ("high", "'high' is not an integer"),
+        ("0x1", "'0x1' is not an integer"),
+        ("\u0661", "'\u0661' is not an integer"),
+    ],
+)
+def test_qrels_grade_must_be_a_whole_number(tmp_path: Path, grade: str, problem: str) -> None:
     path = make_file(tmp_path, f"301 0 FT1 1\n301 0 FT2 {grade}\n")
     error = error_of(read_qrels, path)
-    assert_error(error, path, 2, "grade", f"{grade!r} is not an integer")
+    assert_error(error, path, 2, "grade", problem)
 
 
 def test_qrels_grade_outside_the_scale_lists_the_allowed_levels(tmp_path: Path) -> None:
@@ -262,7 +282,13 @@ def test_read_run_yields_lines(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("line", ["301 Q0 FT1 1 1.0", "301 Q0 FT1 1 1.0 bm25 x"])
+def test_run_text_after_the_tag_is_ignored_as_trec_eval_ignores_it(tmp_path: Path) -> None:
+    # trec_eval's own results.trunc carries text after the run tag
+    path = make_file(tmp_path, "301 Q0 FT1 1 2.0 bm25 trailing words\n301 Q0 FT2 2 1.0 bm25 x\n")
+    assert [(line.docno, line.tag) for line in read_run(path)] == [("FT1", "bm25"), ("FT2", "bm25")]
+
+
+@pytest.mark.parametrize("line", ["301 Q0 FT1 1 1.0", "301 Q0 FT1"])
 def test_run_wrong_column_count(tmp_path: Path, line: str) -> None:
     path = make_file(tmp_path, f"301 Q0 FT0 1 2.0 bm25\n\n{line}\n")
     found = len(line.split())
@@ -324,9 +350,9 @@ def test_run_same_doc_under_different_queries_is_fine(tmp_path: Path) -> None:
     ]
 
 
-def test_run_qid_with_a_hash_is_data(tmp_path: Path) -> None:
-    path = make_file(tmp_path, "#1 Q0 FT1 1 2.0 r\n")
-    assert next(read_run(path)).qid == "#1"
+def test_run_comment_lines_are_skipped_as_trec_eval_skips_them(tmp_path: Path) -> None:
+    path = make_file(tmp_path, "# a comment\n#1 Q0 FT1 1 2.0 r\n  #x\n301 Q0 FT1 1 2.0 r\n")
+    assert [(line.qid, line.line) for line in read_run(path)] == [("301", 4)]
 
 
 # Topics ----------------------------------------------------------------------------------
