@@ -73,6 +73,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "annotations",
 ]
 
@@ -86,6 +88,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last: it answers a locked-out login attempt itself.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "ndcg_platform.urls"
@@ -110,7 +115,9 @@ WSGI_APPLICATION = "ndcg_platform.wsgi.application"
 # Without DATABASE_URL the embedded default is a SQLite file next to manage.py.
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
 try:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    DATABASES = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    }
 except Exception as exc:  # dj_database_url raises several types for malformed URLs
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -147,6 +154,46 @@ LOGOUT_REDIRECT_URL = "login"
 if PRODUCTION:
     SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# HTTPS: on by default in production, each settable from the environment. Behind a TLS
+# proxy, DJANGO_SECURE_PROXY_SSL_HEADER=true trusts its X-Forwarded-Proto header.
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", PRODUCTION)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", PRODUCTION)
+if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy: the app's pages load scripts, styles and images from this site
+# only (no inline script or style anywhere). The stock admin is left out of the policy.
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/admin/"],
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# Login throttling (django-axes): after NDCG_LOGIN_FAILURES failed logins for one account,
+# or from one address, further attempts are refused for NDCG_LOGIN_COOLOFF_MINUTES; staff see
+# the attempts and lockouts in the admin ("Axes").
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("NDCG_LOGIN_FAILURES", 5, minimum=1)
+AXES_COOLOFF_TIME = env_int("NDCG_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = env_int("NDCG_PROXY_COUNT", 0)
 
 # Uploads (run files through the API) are streamed to disk above this size and refused above
 # NDCG_MAX_UPLOAD_MB.
@@ -203,7 +250,13 @@ CELERY_BEAT_SCHEDULE = {
     }
 }
 
+# The browsable API (HTML forms at ?format=api) only where asked for; JSON alone otherwise.
+_RENDERERS = ["rest_framework.renderers.JSONRenderer"]
+if env_bool("NDCG_BROWSABLE_API", not PRODUCTION):
+    _RENDERERS.append("rest_framework.renderers.BrowsableAPIRenderer")
+
 REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": _RENDERERS,
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

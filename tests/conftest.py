@@ -120,8 +120,18 @@ def page(browser, live_server):  # type: ignore[no-untyped-def]
     context.set_default_timeout(10_000)
     tab = context.new_page()
     tab.base_url = live_server.url
+    # Every browser test is also a Content-Security-Policy check: Chromium reports each
+    # violation on the console, and none may occur on any page a test visits.
+    violations: list[str] = []
+
+    def record(message):  # type: ignore[no-untyped-def]
+        if "Content Security Policy" in message.text:
+            violations.append(f"{tab.url}: {message.text[:120]}")
+
+    tab.on("console", record)
     yield tab
     context.close()
+    assert not violations, violations
 
 
 @pytest.fixture

@@ -1,0 +1,94 @@
+"""Login throttling, security headers, the production checklist and the browsable API."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tests.factories import UserFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def _login(client: Client, username: str, password: str) -> Any:
+    return client.post("/accounts/login/", {"username": username, "password": password})
+
+
+def test_repeated_wrong_passwords_lock_the_account_even_against_the_right_one(
+    db: None, settings: Any
+) -> None:
+    settings.AXES_FAILURE_LIMIT = 3
+    UserFactory(username="victim", password="right-password-1")
+    client = Client(REMOTE_ADDR="10.0.0.1")
+    for _ in range(2):
+        assert _login(client, "victim", "wrong").status_code == 200  # the form again
+    locked = _login(client, "victim", "wrong")
+    assert locked.status_code == 429
+    assert "Too many failed logins" in locked.content.decode()
+    # the right password from another address: still refused (the account is locked)
+    other = Client(REMOTE_ADDR="10.0.0.2")
+    assert _login(other, "victim", "right-password-1").status_code == 429
+    from axes.models import AccessAttempt
+
+    assert AccessAttempt.objects.filter(username="victim").exists()  # seen in the admin
+
+
+def test_a_right_password_before_the_limit_logs_in_and_resets_the_count(
+    db: None, settings: Any
+) -> None:
+    settings.AXES_FAILURE_LIMIT = 3
+    UserFactory(username="typo", password="right-password-1")
+    client = Client(REMOTE_ADDR="10.0.0.3")
+    _login(client, "typo", "wrong")
+    assert _login(client, "typo", "right-password-1").status_code == 302
+
+
+def test_pages_carry_a_content_security_policy_without_inline_allowances(db: None) -> None:
+    policy = Client().get("/accounts/login/")["Content-Security-Policy"]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy
+    assert "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
+
+
+def _production_env(**extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "DJANGO_ENV": "production",
+        "DJANGO_SECRET_KEY": "x" * 20 + "-production-check-key-0123456789-abcdefghij",
+        "DJANGO_ALLOWED_HOSTS": "judge.example.org",
+        **extra,
+    }
+    env.pop("DJANGO_DEBUG", None)
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set by the browser tests for themselves
+    return env
+
+
+def test_the_readme_production_settings_pass_check_deploy_with_no_warning() -> None:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env=_production_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_production_serves_the_api_as_json_only_unless_asked() -> None:
+    code = (
+        "from django.conf import settings;"
+        "print(settings.REST_FRAMEWORK['DEFAULT_RENDERER_CLASSES'], settings.CONN_HEALTH);"
+    ).replace("settings.CONN_HEALTH", "settings.DATABASES['default']['CONN_HEALTH_CHECKS']")
+    for extra, browsable in (({}, False), ({"NDCG_BROWSABLE_API": "true"}, True)):
+        result = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=ROOT, env=_production_env(**extra), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert ("BrowsableAPIRenderer" in result.stdout) is browsable
+        assert result.stdout.strip().endswith("True")  # CONN_HEALTH_CHECKS
