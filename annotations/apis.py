@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, BinaryIO, cast
 
 import django_filters
@@ -15,7 +16,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,6 +24,7 @@ from rest_framework.views import APIView
 from annotations import selectors, services, snapshots
 from annotations.api_errors import UploadTooLarge
 from annotations.models import Collection, Document, Judgement, Membership, Query, Run
+from annotations.parsers import SafeJSONParser
 from annotations.permissions import (
     ANY_ROLE,
     ASSESSOR,
@@ -310,7 +312,7 @@ RUN_REQUEST = {
 class RunWriting(CollectionApiView):
     """Run creation and replacement from a multipart TREC file or JSON results."""
 
-    parser_classes = [JSONParser, MultiPartParser]
+    parser_classes = [SafeJSONParser, MultiPartParser]
 
     def may_change(self, run: Run) -> bool:
         """Whether the caller may replace or delete this run (decided on the locked row)."""
@@ -458,11 +460,17 @@ class JudgementFilter(django_filters.FilterSet):
     grade = django_filters.NumberFilter()
     grade_min = django_filters.NumberFilter(field_name="grade", lookup_expr="gte")
     grade_max = django_filters.NumberFilter(field_name="grade", lookup_expr="lte")
-    updated_after = django_filters.IsoDateTimeFilter(field_name="updated", lookup_expr="gte")
+    updated_after = django_filters.IsoDateTimeFilter(method="filter_updated_after")
 
     class Meta:
         model = Judgement
         fields = ["qid", "docno", "assessor", "grade", "grade_min", "grade_max", "updated_after"]
+
+    def filter_updated_after(
+        self, queryset: QuerySet[Judgement], name: str, value: datetime
+    ) -> QuerySet[Judgement]:
+        # In UTC: PostgreSQL refuses UTC offsets of 16 hours and more, ISO 8601 does not.
+        return queryset.filter(updated__gte=value.astimezone(UTC))
 
 
 def _pair(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:

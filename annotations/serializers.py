@@ -175,7 +175,12 @@ class RunResultSerializer(serializers.Serializer):
     score = serializers.FloatField(
         required=False, allow_null=True, help_text="Give all scores or none."
     )
-    rank = serializers.IntegerField(required=False, help_text="Informational, as in trec_eval.")
+    rank = serializers.IntegerField(
+        required=False,
+        min_value=trec.RANK_RANGE[0],
+        max_value=trec.RANK_RANGE[1],
+        help_text="Informational, as in trec_eval; a 32-bit integer.",
+    )
 
     def validate_score(self, value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):

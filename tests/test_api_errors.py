@@ -68,3 +68,51 @@ def test_a_nul_in_the_path_or_a_parameter_is_a_400_in_the_error_shape(db: None, 
 
 def test_a_nul_in_a_page_parameter_is_a_plain_400(db: None) -> None:
     assert Client().get("/collections/x/leaderboard/?k=1%00").status_code == 400
+
+
+@pytest.fixture
+def organiser_api(db: None) -> Any:
+    from rest_framework.test import APIClient
+
+    from annotations.models import Membership
+
+    collection = CollectionFactory(slug="edges")
+    user = UserFactory()
+    Membership.objects.create(collection=collection, user=user, role="organiser")
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        f"limit={2**64}",
+        f"offset={2**64}",
+        "limit=5&offset=99999999999999999999999",
+        "updated_after=2026-01-01T00:00:00%2B16:00",
+        "updated_after=2026-01-01T00:00:00-23:59",
+    ],
+)
+def test_list_parameters_at_the_edges_answer_200_not_a_database_error(
+    organiser_api: Any, query: str
+) -> None:
+    response = organiser_api.get(f"/api/v1/collections/edges/judgements/?{query}")
+    assert response.status_code == 200, response.content
+    assert response.json()["results"] == []
+
+
+def test_a_json_run_rank_beyond_32_bits_is_a_400_naming_the_field(organiser_api: Any) -> None:
+    body = {"name": "big", "results": [{"qid": "q1", "docno": "d1", "score": 1, "rank": 2**31}]}
+    response = organiser_api.post("/api/v1/collections/edges/runs/", body, format="json")
+    assert response.status_code == 400
+    assert "results[0].rank" in response.json()["error"]["fields"]
+
+
+def test_json_nested_too_deeply_is_a_400_parse_error(organiser_api: Any) -> None:
+    body = "[" * 100_000 + "]" * 100_000
+    response = organiser_api.generic(
+        "POST", "/api/v1/collections/edges/queries/", body, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
