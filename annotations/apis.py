@@ -511,7 +511,10 @@ class JudgementListCreateApi(CollectionListApiView):
     @extend_schema(
         summary="Record the caller's judgement of (qid, docno): create or change it",
         description="Recorded with source=api and a history row; the query's scores are "
-        "recomputed after the write (inline mode: before this response returns).",
+        "recomputed after the write (inline mode: before this response returns). As the "
+        "import commands do, an organiser's judgement of a qid or docno the collection does "
+        "not know yet creates the query or document (ids only), so a qrels file posted line "
+        "by line gives the same IDCG as its import; assessors judge known pairs only.",
         request=JudgementInputSerializer,
         responses={
             200: JudgementSerializer,
@@ -523,6 +526,9 @@ class JudgementListCreateApi(CollectionListApiView):
         form = JudgementInputSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
+        if ORGANISER in self.roles_held:
+            services.queries_ensure(collection=self.collection, qids=[data["qid"]])
+            services.documents_ensure(collection=self.collection, docnos=[data["docno"]])
         query, document = _pair(self.collection, data["qid"], data["docno"])
         judgement, created = services.judgement_upsert(
             query=query,

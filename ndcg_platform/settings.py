@@ -257,11 +257,9 @@ if env_bool("NDCG_BROWSABLE_API", not PRODUCTION):
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": _RENDERERS,
-    "DEFAULT_PARSER_CLASSES": [
-        "annotations.parsers.SafeJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON bodies only (a form-encoded or multipart body is a 415, not silently empty data);
+    # run uploads add multipart themselves.
+    "DEFAULT_PARSER_CLASSES": ["annotations.parsers.SafeJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

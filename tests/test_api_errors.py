@@ -116,3 +116,11 @@ def test_json_nested_too_deeply_is_a_400_parse_error(organiser_api: Any) -> None
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "parse_error"
+
+
+def test_a_form_encoded_body_where_json_is_expected_is_a_415(organiser_api: Any) -> None:
+    response = organiser_api.post(
+        "/api/v1/collections/edges/queries/", {"qid": "q1"}, format="multipart"
+    )
+    assert response.status_code == 415
+    assert response.json()["error"]["code"] == "unsupported_media_type"

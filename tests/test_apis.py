@@ -619,3 +619,29 @@ def test_done_when_owner_uploads_with_a_token_and_an_assessors_judgement_moves_t
     assert row["ci"] == {"low": 1.0, "high": 1.0} and row["tier"] == 1
     scores = _client(owner).get("/api/v1/collections/live/runs/sys-run/scores/?k=2").json()
     assert scores["per_query"][0]["ndcg"] == 1.0 and scores["pending"] is False
+
+
+def test_an_organisers_judgement_of_unknown_ids_creates_them_as_the_import_does(
+    world: World, django_capture_on_commit_callbacks: Capture
+) -> None:
+    from annotations.models import Document, IdealScore, Query
+
+    body = {"qid": "q-new", "docno": "d-new", "grade": 3}
+    with django_capture_on_commit_callbacks(execute=True):  # the inline recomputation
+        response = world.client("organiser").post(f"{DEMO}/judgements/", body, format="json")
+    assert response.status_code == 201, response.content
+    query = Query.objects.get(collection=world.collection, qid="q-new")
+    assert Document.objects.filter(collection=world.collection, docno="d-new").exists()
+    # the new relevant document counts in the query's ideal list, as after an import
+    assert IdealScore.objects.get(query=query, k=2).idcg == 3.0
+    relevant = {"qid": "q1", "docno": "d-unretrieved", "grade": 2}
+    assert (
+        world.client("organiser").post(f"{DEMO}/judgements/", relevant, format="json").status_code
+        == 201
+    )
+
+
+def test_an_assessor_judges_known_pairs_only(world: World) -> None:
+    body = {"qid": "q1", "docno": "d-unknown", "grade": 1}
+    error = _error(world.client("assessor").post(f"{DEMO}/judgements/", body, format="json"), 400)
+    assert set(error["fields"]) == {"docno"}
