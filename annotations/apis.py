@@ -9,6 +9,7 @@ import django_filters
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.cache import cache
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -526,18 +527,20 @@ class JudgementListCreateApi(CollectionListApiView):
         form = JudgementInputSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        if ORGANISER in self.roles_held:
-            services.queries_ensure(collection=self.collection, qids=[data["qid"]])
-            services.documents_ensure(collection=self.collection, docnos=[data["docno"]])
-        query, document = _pair(self.collection, data["qid"], data["docno"])
-        judgement, created = services.judgement_upsert(
-            query=query,
-            document=document,
-            assessor=_user(request),
-            grade=data["grade"],
-            note=data["note"],
-            source="api",
-        )
+        # One transaction: a judgement refused (a grade off the scale) creates no id either.
+        with transaction.atomic():
+            if ORGANISER in self.roles_held:
+                services.queries_ensure(collection=self.collection, qids=[data["qid"]])
+                services.documents_ensure(collection=self.collection, docnos=[data["docno"]])
+            query, document = _pair(self.collection, data["qid"], data["docno"])
+            judgement, created = services.judgement_upsert(
+                query=query,
+                document=document,
+                assessor=_user(request),
+                grade=data["grade"],
+                note=data["note"],
+                source="api",
+            )
         judgement.refresh_from_db()
         return Response(
             JudgementSerializer(judgement).data,

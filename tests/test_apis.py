@@ -641,6 +641,15 @@ def test_an_organisers_judgement_of_unknown_ids_creates_them_as_the_import_does(
     )
 
 
+def test_a_refused_judgement_of_unknown_ids_creates_nothing(world: World) -> None:
+    from annotations.models import Document, Query
+
+    body = {"qid": "q-off", "docno": "d-off", "grade": 7}  # off the 0-3 scale
+    _error(world.client("organiser").post(f"{DEMO}/judgements/", body, format="json"), 400)
+    assert not Query.objects.filter(collection=world.collection, qid="q-off").exists()
+    assert not Document.objects.filter(collection=world.collection, docno="d-off").exists()
+
+
 def test_an_assessor_judges_known_pairs_only(world: World) -> None:
     body = {"qid": "q1", "docno": "d-unknown", "grade": 1}
     error = _error(world.client("assessor").post(f"{DEMO}/judgements/", body, format="json"), 400)
