@@ -108,10 +108,12 @@ def test_bounds_promote_unjudged_top_k_documents_to_the_highest_grade(tiny: Coll
 def test_bounds_read_the_top_k_of_all_runs_in_one_query(
     tiny: Collection, django_assert_max_num_queries: Callable[..., object]
 ) -> None:
-    runs = list(Run.objects.filter(collection=tiny))
-    evaluated = list(tiny.queries.values_list("id", flat=True))
+    run_ids = list(Run.objects.filter(collection=tiny).values_list("id", flat=True))
+    evaluated = set(tiny.queries.values_list("id", flat=True))
     with django_assert_max_num_queries(4):  # grade scale, results, adjudications, judgements
-        bounds = leaderboards.top_grade_bounds(collection=tiny, k=2, runs=runs, evaluated=evaluated)
+        bounds = leaderboards.top_grade_bounds_by_query(
+            collection=tiny, k=2, run_ids=run_ids, query_ids=evaluated
+        )
     assert sum(len(per_query) for per_query in bounds.values()) == 3  # A q2, B q2, B q3
 
 

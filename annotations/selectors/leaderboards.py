@@ -134,20 +134,6 @@ def top_grade_bounds_by_query(
     return bounds
 
 
-def top_grade_bounds(
-    *, collection: Collection, k: int, runs: Sequence[Run], evaluated: Sequence[int]
-) -> dict[int, dict[int, float]]:
-    """run id -> query id -> top-grade nDCG@k (see ``top_grade_bounds_by_query``)."""
-    by_query = top_grade_bounds_by_query(
-        collection=collection, k=k, run_ids=[run.id for run in runs], query_ids=set(evaluated)
-    )
-    by_run: dict[int, dict[int, float]] = defaultdict(dict)
-    for query_id, values in by_query.items():
-        for run_id, value in values.items():
-            by_run[run_id][query_id] = value
-    return by_run
-
-
 def _top_grade_mean(row: RunScore, vector: dict[int, float], promoted: dict[int, float]) -> float:
     """The run's mean with the promoted values in place of the stored ones, exactly.
 
