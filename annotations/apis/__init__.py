@@ -1,0 +1,24 @@
+"""REST API v1, one module per resource, one class per resource path: thin calls into
+services and selectors."""
+
+from annotations.apis.catalogue import DocumentListCreateApi, QueryListCreateApi
+from annotations.apis.collections import CollectionDetailApi, CollectionListCreateApi
+from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
+from annotations.apis.runs import RunDetailApi, RunListCreateApi
+from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
+
+__all__ = [
+    "CollectionDetailApi",
+    "CollectionListCreateApi",
+    "CompareApi",
+    "DocumentListCreateApi",
+    "JudgementDetailApi",
+    "JudgementListCreateApi",
+    "LeaderboardApi",
+    "QrelsApi",
+    "QueryListCreateApi",
+    "RunDetailApi",
+    "RunListCreateApi",
+    "RunScoresApi",
+    "leaderboard_body",
+]

@@ -1,0 +1,81 @@
+"""What every API view shares: base classes, role sets, the k parameter, error schemas."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import django_filters
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework.exceptions import ValidationError
+from rest_framework.generics import GenericAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotations import selectors
+from annotations.models import Collection
+from annotations.permissions import (
+    ASSESSOR,
+    ORGANISER,
+    OWNER,
+    CollectionRole,
+)
+from annotations.serializers import (
+    ErrorSerializer,
+)
+
+STAFF_ROLES = frozenset({ORGANISER})
+TEAM_ROLES = frozenset({ORGANISER, ASSESSOR})
+RUN_WRITERS = frozenset({ORGANISER, OWNER})
+
+
+def _errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return {code: OpenApiResponse(ErrorSerializer, description="Error") for code in codes}
+
+
+K_PARAMETER = OpenApiParameter(
+    "k", int, description="Cutoff; one of the collection's cutoffs (default 10 or the middle)."
+)
+
+
+def _cutoff(collection: Collection, request: Request) -> int:
+    raw = request.query_params.get("k")
+    if raw is not None and not (raw.isdigit() and int(raw) in collection.sorted_cutoffs):
+        raise ValidationError({"k": [f"k must be one of {collection.sorted_cutoffs}."]})
+    return selectors.cutoff_from(collection, raw)
+
+
+class ApiView(APIView):
+    """Base of every API view (errors get one body through settings' EXCEPTION_HANDLER)."""
+
+
+class CollectionApiView(ApiView):
+    """An API view under /collections/{slug}/, guarded by the caller's role in it."""
+
+    permission_classes = [CollectionRole]
+    roles: dict[str, frozenset[str]] = {}
+    public_read = False
+    collection: Collection
+    roles_held: frozenset[str]
+
+
+class CollectionListApiView(GenericAPIView, CollectionApiView):  # type: ignore[type-arg]
+    """A paginated, filtered list under a collection."""
+
+    filter_backends = [django_filters.rest_framework.DjangoFilterBackend]
+
+    def list_response(self, queryset: QuerySet[Any]) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(queryset))
+        serializer = self.get_serializer(page, many=True)
+        return self.get_paginated_response(serializer.data)
+
+
+def _user(request: Request) -> User:
+    """The caller; the permission classes have already refused anonymous writers."""
+    return cast(User, request.user)
+
+
+def _fake(view: Any) -> bool:
+    return getattr(view, "swagger_fake_view", False)

@@ -1,0 +1,117 @@
+"""Queries and documents of a collection: list and bulk create."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotations import services
+from annotations.apis._base import (
+    STAFF_ROLES,
+    CollectionListApiView,
+    _errors,
+    _fake,
+)
+from annotations.models import Document, Query
+from annotations.permissions import (
+    ANY_ROLE,
+)
+from annotations.serializers import (
+    DocumentInputSerializer,
+    DocumentSerializer,
+    ImportSummarySerializer,
+    QueryInputSerializer,
+    QuerySerializer,
+)
+
+
+class QueryFilter(django_filters.FilterSet):
+    qid = django_filters.CharFilter()
+    title = django_filters.CharFilter(lookup_expr="icontains")
+    judged = django_filters.BooleanFilter(
+        method="filter_judged", label="Only queries with (or without) judgements"
+    )
+
+    class Meta:
+        model = Query
+        fields = ["qid", "title", "judged"]
+
+    def filter_judged(self, queryset: QuerySet[Query], name: str, value: bool) -> QuerySet[Query]:
+        return queryset.filter(judgements__isnull=not value).distinct()
+
+
+class QueryListCreateApi(CollectionListApiView):
+    roles = {"GET": ANY_ROLE, "POST": STAFF_ROLES}
+    serializer_class = QuerySerializer
+    filterset_class = QueryFilter
+
+    def get_queryset(self) -> QuerySet[Query]:
+        if _fake(self):
+            return Query.objects.none()
+        return Query.objects.filter(collection=self.collection).order_by("qid")
+
+    @extend_schema(
+        summary="The collection's queries",
+        responses={200: QuerySerializer(many=True), **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return self.list_response(self.get_queryset())
+
+    @extend_schema(
+        summary="Create or update queries by qid (organisers; all or nothing)",
+        request=QueryInputSerializer(many=True),
+        responses={201: ImportSummarySerializer, **_errors(400, 401, 403, 404)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        serializer = QueryInputSerializer(data=request.data, many=True)
+        serializer.is_valid(raise_exception=True)
+        summary = services.queries_store(
+            collection=self.collection,
+            queries=[services.QueryFields(**item) for item in serializer.validated_data],
+        )
+        return Response(ImportSummarySerializer(summary).data, status=status.HTTP_201_CREATED)
+
+
+class DocumentFilter(django_filters.FilterSet):
+    docno = django_filters.CharFilter()
+    title = django_filters.CharFilter(lookup_expr="icontains")
+
+    class Meta:
+        model = Document
+        fields = ["docno", "title"]
+
+
+class DocumentListCreateApi(CollectionListApiView):
+    roles = {"GET": ANY_ROLE, "POST": STAFF_ROLES}
+    serializer_class = DocumentSerializer
+    filterset_class = DocumentFilter
+
+    def get_queryset(self) -> QuerySet[Document]:
+        if _fake(self):
+            return Document.objects.none()
+        return Document.objects.filter(collection=self.collection).order_by("docno")
+
+    @extend_schema(
+        summary="The collection's documents",
+        responses={200: DocumentSerializer(many=True), **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return self.list_response(self.get_queryset())
+
+    @extend_schema(
+        summary="Create or update documents by docno (organisers; all or nothing)",
+        request=DocumentInputSerializer(many=True),
+        responses={201: ImportSummarySerializer, **_errors(400, 401, 403, 404)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        serializer = DocumentInputSerializer(data=request.data, many=True)
+        serializer.is_valid(raise_exception=True)
+        summary = services.documents_store(
+            collection=self.collection,
+            documents=[services.DocumentFields(**item) for item in serializer.validated_data],
+        )
+        return Response(ImportSummarySerializer(summary).data, status=status.HTTP_201_CREATED)

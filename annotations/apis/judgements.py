@@ -1,0 +1,201 @@
+"""Judgements and the qrels export."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import django_filters
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotations import selectors, services
+from annotations.apis._base import (
+    STAFF_ROLES,
+    TEAM_ROLES,
+    CollectionApiView,
+    CollectionListApiView,
+    _errors,
+    _fake,
+    _user,
+)
+from annotations.models import Collection, Document, Judgement, Query
+from annotations.permissions import (
+    ORGANISER,
+)
+from annotations.serializers import (
+    JudgementInputSerializer,
+    JudgementSerializer,
+)
+
+
+class JudgementFilter(django_filters.FilterSet):
+    qid = django_filters.CharFilter(field_name="query__qid")
+    docno = django_filters.CharFilter(field_name="document__docno")
+    assessor = django_filters.CharFilter(field_name="assessor__username")
+    grade = django_filters.NumberFilter()
+    grade_min = django_filters.NumberFilter(field_name="grade", lookup_expr="gte")
+    grade_max = django_filters.NumberFilter(field_name="grade", lookup_expr="lte")
+    updated_after = django_filters.IsoDateTimeFilter(method="filter_updated_after")
+
+    class Meta:
+        model = Judgement
+        fields = ["qid", "docno", "assessor", "grade", "grade_min", "grade_max", "updated_after"]
+
+    def filter_updated_after(
+        self, queryset: QuerySet[Judgement], name: str, value: datetime
+    ) -> QuerySet[Judgement]:
+        # In UTC: PostgreSQL refuses UTC offsets of 16 hours and more, ISO 8601 does not.
+        return queryset.filter(updated__gte=value.astimezone(UTC))
+
+
+def _pair(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:
+    query = Query.objects.filter(collection=collection, qid=qid).first()
+    document = Document.objects.filter(collection=collection, docno=docno).first()
+    problems: dict[str, list[str]] = {}
+    if query is None:
+        problems["qid"] = [f"No query {qid!r} in {collection.slug}."]
+    if document is None:
+        problems["docno"] = [f"No document {docno!r} in {collection.slug}."]
+    if problems:
+        raise ValidationError(problems)
+    return cast(Query, query), cast(Document, document)
+
+
+class JudgementListCreateApi(CollectionListApiView):
+    roles = {"GET": TEAM_ROLES, "POST": TEAM_ROLES}
+    serializer_class = JudgementSerializer
+    filterset_class = JudgementFilter
+
+    def get_queryset(self) -> QuerySet[Judgement]:
+        if _fake(self):
+            return Judgement.objects.none()
+        judgements = Judgement.objects.filter(query__collection=self.collection).select_related(
+            "query", "document", "assessor"
+        )
+        if ORGANISER not in self.roles_held:  # assessors see their own judgements only
+            judgements = judgements.filter(assessor_id=self.request.user.pk)
+        return judgements.order_by("query__qid", "document__docno", "assessor__username")
+
+    @extend_schema(
+        summary="Judgements: all for organisers, the caller's own for assessors",
+        responses={200: JudgementSerializer(many=True), **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return self.list_response(self.get_queryset())
+
+    @extend_schema(
+        summary="Record the caller's judgement of (qid, docno): create or change it",
+        description="Recorded with source=api and a history row; the query's scores are "
+        "recomputed after the write (inline mode: before this response returns). As the "
+        "import commands do, an organiser's judgement of a qid or docno the collection does "
+        "not know yet creates the query or document (ids only), so a qrels file posted line "
+        "by line gives the same IDCG as its import; assessors judge known pairs only.",
+        request=JudgementInputSerializer,
+        responses={
+            200: JudgementSerializer,
+            201: JudgementSerializer,
+            **_errors(400, 401, 403, 404),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        form = JudgementInputSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        # One transaction: a judgement refused (a grade off the scale) creates no id either.
+        with transaction.atomic():
+            if ORGANISER in self.roles_held:
+                services.queries_ensure(collection=self.collection, qids=[data["qid"]])
+                services.documents_ensure(collection=self.collection, docnos=[data["docno"]])
+            query, document = _pair(self.collection, data["qid"], data["docno"])
+            judgement, created = services.judgement_upsert(
+                query=query,
+                document=document,
+                assessor=_user(request),
+                grade=data["grade"],
+                note=data["note"],
+                source="api",
+            )
+        judgement.refresh_from_db()
+        return Response(
+            JudgementSerializer(judgement).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+ASSESSOR_PARAMETER = OpenApiParameter(
+    "assessor", str, description="Organisers: another assessor's judgement (username)."
+)
+
+
+class JudgementDetailApi(CollectionApiView):
+    roles = {"GET": TEAM_ROLES, "DELETE": TEAM_ROLES}
+
+    def _judgement(self, request: Request, qid: str, docno: str) -> Judgement:
+        username = request.query_params.get("assessor")
+        if username and username != request.user.get_username():
+            if ORGANISER not in self.roles_held:
+                raise PermissionDenied("Only organisers may address another assessor's work.")
+            assessor_filter: dict[str, Any] = {"assessor__username": username}
+        else:
+            assessor_filter = {"assessor_id": request.user.pk}
+        judgement = (
+            Judgement.objects.filter(
+                query__collection=self.collection,
+                query__qid=qid,
+                document__docno=docno,
+                **assessor_filter,
+            )
+            .select_related("query", "document", "assessor")
+            .first()
+        )
+        if judgement is None:
+            raise NotFound("No such judgement.")
+        return judgement
+
+    @extend_schema(
+        summary="The caller's judgement of (qid, docno)",
+        parameters=[ASSESSOR_PARAMETER],
+        responses={200: JudgementSerializer, **_errors(401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, qid: str, docno: str) -> Response:
+        return Response(JudgementSerializer(self._judgement(request, qid, docno)).data)
+
+    @extend_schema(
+        summary="Delete the caller's judgement of (qid, docno), keeping its history",
+        parameters=[ASSESSOR_PARAMETER],
+        responses={204: None, **_errors(401, 403, 404)},
+    )
+    def delete(self, request: Request, slug: str, qid: str, docno: str) -> Response:
+        judgement = self._judgement(request, qid, docno)
+        services.judgement_delete(judgement=judgement, source="api", changed_by=_user(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class QrelsApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="The effective judgements as TREC qrels (organisers)",
+        responses={
+            (200, "text/plain"): OpenApiResponse(
+                OpenApiTypes.STR, description="`qid 0 docno grade` lines"
+            ),
+            **_errors(401, 403, 404),
+        },
+    )
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        # Streamed as it is read (server-side cursor): constant memory at any size.
+        response = StreamingHttpResponse(
+            selectors.qrels_lines(collection=self.collection),
+            content_type="text/plain; charset=utf-8",
+        )
+        response["Content-Disposition"] = f'inline; filename="{self.collection.slug}.qrels"'
+        return response

@@ -1,0 +1,176 @@
+"""Scores: leaderboard, a run's per-query scores, paired comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.cache import cache
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotations import snapshots
+from annotations.apis._base import (
+    K_PARAMETER,
+    CollectionApiView,
+    _cutoff,
+    _errors,
+)
+from annotations.models import Run
+from annotations.permissions import (
+    ANY_ROLE,
+)
+from annotations.selectors import comparisons, leaderboards, scores_state, stored_scores
+from annotations.serializers import (
+    ComparisonSerializer,
+    LeaderboardSerializer,
+    RunScoresSerializer,
+)
+
+
+def _state(state: scores_state.ScoresState) -> dict[str, Any]:
+    return {
+        "pending": state.pending,
+        "pending_queries": state.pending_queries,
+        "pending_runs": state.pending_runs,
+        "last_recomputed": state.last_recomputed,
+        "stamp": state.stamp,
+    }
+
+
+def leaderboard_body(board: leaderboards.Leaderboard) -> dict[str, Any]:
+    """The leaderboard as the API returns it (the pages' self-refresh reads it too)."""
+    collection = board.collection
+    return LeaderboardSerializer(
+        {
+            "collection": collection.slug,
+            "k": board.k,
+            "statistics_computed_at": board.computed_at,
+            "statistics_stamp": board.computed_stamp,
+            "stale": board.stale,
+            "cutoffs": collection.sorted_cutoffs,
+            "gain": collection.gain,
+            "missing_queries": collection.missing_queries,
+            **_state(board.state),
+            "bootstrap": {
+                "resamples": board.resamples,
+                "seed": board.bootstrap_seed,
+                "confidence": board.confidence,
+            },
+            "significance": {
+                "test": "paired randomization (sign flip) over queries",
+                "permutations": board.permutations,
+                "seed": board.permutation_seed,
+                "correction": "Holm across adjacent pairs",
+                "alpha": board.alpha,
+            },
+            "runs": board.rows,
+            "unscored": [run.name for run in board.unscored],
+        }
+    ).data
+
+
+class LeaderboardApi(CollectionApiView):
+    roles = {"GET": ANY_ROLE}
+    public_read = True
+
+    @extend_schema(
+        summary="Leaderboard at k: means, bootstrap CIs, tiers, judged@k, bounds",
+        parameters=[K_PARAMETER],
+        responses={200: LeaderboardSerializer, **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        k = _cutoff(self.collection, request)
+        board = snapshots.leaderboard_read(collection=self.collection, k=k)
+        # The body changes only with the stamps: serialised once per process and stamp.
+        computed = board.computed_at.timestamp() if board.computed_at else 0.0
+        key = "leaderboard-body:" + ":".join(
+            map(str, (self.collection.id, k, board.state.stamp, board.computed_stamp, computed))
+        )
+        body = cache.get(key)
+        if body is None:
+            body = leaderboard_body(board)
+            cache.set(key, body, timeout=600)
+        return Response(body)
+
+
+class RunScoresApi(CollectionApiView):
+    roles = {"GET": ANY_ROLE}
+    public_read = True
+
+    @extend_schema(
+        summary="A run's per-query scores at k (full float precision)",
+        parameters=[K_PARAMETER],
+        responses={200: RunScoresSerializer, **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, name: str) -> Response:
+        k = _cutoff(self.collection, request)
+        run = Run.objects.filter(collection=self.collection, name=name).first()
+        if run is None:
+            raise NotFound("No such run.")
+        scores = stored_scores.run_scores(run=run, k=k)
+        body = {
+            "collection": self.collection.slug,
+            "run": run.name,
+            "k": k,
+            "pending": scores.pending,
+            "ndcg": scores.ndcg,
+            "judged": scores.judged,
+            "ndcg_condensed": scores.ndcg_condensed,
+            "queries": scores.queries,
+            "per_query": scores.per_query,
+        }
+        return Response(RunScoresSerializer(body).data)
+
+
+class CompareApi(CollectionApiView):
+    roles = {"GET": ANY_ROLE}
+    public_read = True
+
+    @extend_schema(
+        summary="Compare two runs at k: per-query differences, p-value, wins/ties/losses",
+        parameters=[
+            OpenApiParameter("a", str, required=True, description="First run's name."),
+            OpenApiParameter("b", str, required=True, description="Second run's name."),
+            K_PARAMETER,
+        ],
+        responses={200: ComparisonSerializer, **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        k = _cutoff(self.collection, request)
+        runs: dict[str, Run] = {}
+        problems: dict[str, list[str]] = {}
+        for key in ("a", "b"):
+            name = request.query_params.get(key, "")
+            run = (
+                Run.objects.filter(collection=self.collection, name=name).first() if name else None
+            )
+            if run is None:
+                problems[key] = [
+                    f"No run named {name!r}." if name else "This parameter is required."
+                ]
+            else:
+                runs[key] = run
+        if problems:
+            raise ValidationError(problems)
+        comparison = comparisons.runs_compare(a=runs["a"], b=runs["b"], k=k)
+        body = {
+            "collection": self.collection.slug,
+            "k": k,
+            "a": comparison.a.name,
+            "b": comparison.b.name,
+            "pending": comparison.pending,
+            "queries": len(comparison.rows),
+            "mean_a": comparison.mean_a,
+            "mean_b": comparison.mean_b,
+            "mean_difference": comparison.mean_difference,
+            "p_value": comparison.p_value,
+            "permutations": comparison.permutations,
+            "seed": comparison.seed,
+            "wins": comparison.wins,
+            "ties": comparison.ties,
+            "losses": comparison.losses,
+            "per_query": comparison.rows,
+        }
+        return Response(ComparisonSerializer(body).data)
