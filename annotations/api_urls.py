@@ -8,6 +8,7 @@ from annotations import apis
 app_name = "api"
 
 urlpatterns = [
+    path("token/", apis.TokenApi.as_view(), name="token"),
     path("collections/", apis.CollectionListCreateApi.as_view(), name="collections"),
     path("collections/<slug:slug>/", apis.CollectionDetailApi.as_view(), name="collection"),
     path("collections/<slug:slug>/queries/", apis.QueryListCreateApi.as_view(), name="queries"),

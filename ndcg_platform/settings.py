@@ -192,7 +192,7 @@ AXES_FAILURE_LIMIT = env_int("NDCG_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = env_int("NDCG_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "annotations.api_errors.lockout_response"
 AXES_IPWARE_PROXY_COUNT = env_int("NDCG_PROXY_COUNT", 0)
 
 # Uploads (run files through the API) are streamed to disk above this size and refused above

@@ -191,6 +191,14 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(owner, "get", f"{DEMO}/runs/ghost/scores/", 404)
     call(owner, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 200)
     call(owner, "get", f"{DEMO}/compare/?a=sys", 400)
+    UserFactory(username="scripter", password="right-password-1")
+    credentials = {"username": "scripter", "password": "right-password-1"}
+    call(None, "post", "/api/v1/token/", 200, data=credentials, format="json")
+    wrong = {**credentials, "password": "wrong"}
+    call(None, "post", "/api/v1/token/", 401, data=wrong, format="json")
+    call(None, "post", "/api/v1/token/", 400, data={}, format="json")
+    call(stranger, "delete", "/api/v1/token/", 204)
+    call(None, "delete", "/api/v1/token/", 401)
     settings.NDCG_MAX_UPLOAD_MB = 1
     big = {"file": SimpleUploadedFile("big.run", trec * 80_000)}
     call(owner, "post", f"{DEMO}/runs/", 413, data=big, format="multipart")
