@@ -221,6 +221,8 @@ NDCG_LEADERBOARD_STALE_SECONDS = env_int("NDCG_LEADERBOARD_STALE_SECONDS", 30, m
 # Inline: a stored leaderboard younger than this is served (marked stale) rather than
 # computed again, bounding the work a stream of judgements causes for watching pages.
 NDCG_LEADERBOARD_MIN_INTERVAL_MS = env_int("NDCG_LEADERBOARD_MIN_INTERVAL_MS", 1000)
+# Inline mode: a read that sees the same pending scores for this long sweeps the collection.
+NDCG_INLINE_HEAL_SECONDS = env_int("NDCG_INLINE_HEAL_SECONDS", 10)
 
 # "default" (throttling) is per process; "coordination" marks tasks as queued across
 # processes (one leaderboard refresh per collection at a time): the broker's Redis when there

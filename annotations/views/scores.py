@@ -18,6 +18,7 @@ from annotations import selectors, services, snapshots
 from annotations.models import Collection, Query, Run
 from annotations.permissions import ORGANISER, collection_roles
 from annotations.selectors import judging, query_scores, scores_state, stored_scores
+from annotations.services.healing import scores_heal_pending
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -79,6 +80,8 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     """A small JSON document the open leaderboard polls: reload the table when `stamp` moves."""
     collection, _ = _collection(request, slug, public=True)
     state = scores_state.scores_state(collection=collection)
+    if scores_heal_pending(collection=collection, state=state):
+        state = scores_state.scores_state(collection=collection)
     return JsonResponse(
         {
             "stamp": state.stamp,
