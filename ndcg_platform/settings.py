@@ -221,6 +221,10 @@ NDCG_LEADERBOARD_STALE_SECONDS = env_int("NDCG_LEADERBOARD_STALE_SECONDS", 30, m
 # Inline: a stored leaderboard younger than this is served (marked stale) rather than
 # computed again, bounding the work a stream of judgements causes for watching pages.
 NDCG_LEADERBOARD_MIN_INTERVAL_MS = env_int("NDCG_LEADERBOARD_MIN_INTERVAL_MS", 1000)
+# `load_demo` writes the demo accounts here and `serve_demo` prints them.
+NDCG_DEMO_ACCOUNTS_FILE = os.environ.get("NDCG_DEMO_ACCOUNTS_FILE") or str(
+    BASE_DIR / "demo-accounts.txt"
+)
 # Inline mode: a read that sees the same pending scores for this long sweeps the collection.
 NDCG_INLINE_HEAL_SECONDS = env_int("NDCG_INLINE_HEAL_SECONDS", 10)
 
