@@ -191,6 +191,8 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(owner, "get", f"{DEMO}/runs/ghost/scores/", 404)
     call(owner, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 200)
     call(owner, "get", f"{DEMO}/compare/?a=sys", 400)
+    call(organiser, "get", f"{DEMO}/sensitivity/?k=2", 200)
+    call(assessor, "get", f"{DEMO}/sensitivity/", 403)
     UserFactory(username="scripter", password="right-password-1")
     credentials = {"username": "scripter", "password": "right-password-1"}
     call(None, "post", "/api/v1/token/", 200, data=credentials, format="json")

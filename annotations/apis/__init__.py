@@ -6,6 +6,7 @@ from annotations.apis.collections import CollectionDetailApi, CollectionListCrea
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
 from annotations.apis.runs import RunDetailApi, RunListCreateApi
 from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
+from annotations.apis.sensitivity import SensitivityApi
 from annotations.apis.tokens import TokenApi
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "RunDetailApi",
     "RunListCreateApi",
     "RunScoresApi",
+    "SensitivityApi",
     "TokenApi",
     "leaderboard_body",
 ]
