@@ -38,4 +38,26 @@ urlpatterns = [
     path("collections/<slug:slug>/leaderboard/", apis.LeaderboardApi.as_view(), name="leaderboard"),
     path("collections/<slug:slug>/compare/", apis.CompareApi.as_view(), name="compare"),
     path("collections/<slug:slug>/sensitivity/", apis.SensitivityApi.as_view(), name="sensitivity"),
+    path("collections/<slug:slug>/versions/", apis.QrelsVersionListApi.as_view(), name="versions"),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/qrels/",
+        apis.QrelsVersionQrelsApi.as_view(),
+        name="version-qrels",
+    ),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/leaderboard/",
+        apis.QrelsVersionLeaderboardApi.as_view(),
+        name="version-leaderboard",
+    ),
+    path(
+        "collections/<slug:slug>/versions-diff/",
+        apis.QrelsVersionsDiffApi.as_view(),
+        name="versions-diff",
+    ),
+    path("collections/<slug:slug>/as-of/qrels/", apis.QrelsAsOfApi.as_view(), name="as-of-qrels"),
+    path(
+        "collections/<slug:slug>/as-of/leaderboard/",
+        apis.LeaderboardAsOfApi.as_view(),
+        name="as-of-leaderboard",
+    ),
 ]

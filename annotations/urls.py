@@ -3,7 +3,7 @@
 from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
-from annotations.views import collections, judging, scores
+from annotations.views import collections, judging, scores, versions
 
 urlpatterns = [
     path("", collections.home, name="home"),
@@ -54,5 +54,16 @@ urlpatterns = [
         "collections/<slug:slug>/disagreements/",
         judging.disagreements,
         name="judging-disagreements",
+    ),
+    path("collections/<slug:slug>/versions/", versions.versions, name="qrels-versions"),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/",
+        versions.version_detail,
+        name="qrels-version",
+    ),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/qrels/",
+        versions.version_qrels,
+        name="qrels-version-download",
     ),
 ]

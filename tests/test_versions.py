@@ -147,3 +147,78 @@ def test_a_version_name_is_unique_in_its_collection(
         qrels_version_tag(collection=campaign, name="v1")
     with pytest.raises(ValidationError, match="name"):
         qrels_version_tag(collection=campaign, name="not a slug")
+
+
+def test_the_api_tags_exports_and_scores_versions(
+    transactional_db: None, write_file: Callable[..., Path]
+) -> None:
+    from rest_framework.test import APIClient
+
+    from annotations.models import Membership
+
+    campaign = _load("campaign", QRELS, write_file)
+    olga = UserFactory(username="olga-api")
+    Membership.objects.create(collection=campaign, user=olga, role=Membership.ORGANISER)
+    client = APIClient()
+    client.force_authenticate(olga)
+    base = "/api/v1/collections/campaign"
+    created = client.post(f"{base}/versions/", {"name": "r1", "note": "n"}, format="json")
+    assert created.status_code == 201 and created.json()["created_by"] == "olga-api"
+    then = _export(campaign)
+    _judge_more(campaign)
+    client.post(f"{base}/versions/", {"name": "r2"}, format="json")
+    text = b"".join(client.get(f"{base}/versions/r1/qrels/").streaming_content).decode()
+    assert text == then
+    board = client.get(f"{base}/versions/r1/leaderboard/?k=2").json()
+    mark = Mark.of_version(campaign.qrels_versions.get(name="r1"))
+    expected = leaderboard_as_of(collection=campaign, mark=mark, k=2)
+    assert [(r["run"], r["ndcg"]) for r in board["runs"]] == [
+        (r.run, r.ndcg) for r in expected.rows
+    ]
+    diff = client.get(f"{base}/versions-diff/?a=r1&b=r2&k=2").json()
+    assert [(c["qid"], c["docno"]) for c in diff["added"]] == [("q1", "d4")]
+    assert {row["run"] for row in diff["runs"]} == set(RUNS)
+    error = client.get(f"{base}/versions-diff/?a=r1&b=ghost").json()["error"]
+    assert error["status"] == 404
+    bad = client.get(f"{base}/as-of/qrels/?at=soon").json()["error"]
+    assert bad["status"] == 400 and "at" in bad["fields"]
+
+
+def test_the_versions_pages_tag_list_download_score_and_compare(
+    transactional_db: None, write_file: Callable[..., Path]
+) -> None:
+    from django.test import Client
+
+    from annotations.models import Membership
+
+    campaign = _load("campaign", QRELS, write_file)
+    olga = UserFactory(username="olga-pages")
+    Membership.objects.create(collection=campaign, user=olga, role=Membership.ORGANISER)
+    client = Client()
+    client.force_login(olga)
+    page = "/collections/campaign/versions/"
+    assert "No version yet." in client.get(page).content.decode()
+    tagged = client.post(page, {"name": "round-1", "note": "after import"})
+    assert tagged.status_code == 302
+    then = _export(campaign)
+    _judge_more(campaign)
+    client.post(page, {"name": "round-2"})
+    again = client.post(page, {"name": "round-2"}).content.decode()
+    assert "exists already" in again  # shown next to the field, nothing tagged
+    assert campaign.qrels_versions.count() == 2
+    listing = client.get(page).content.decode()
+    assert 'data-version="round-1"' in listing and 'data-version="round-2"' in listing
+    download = client.get(f"{page}round-1/qrels/")
+    assert b"".join(download.streaming_content).decode() == then
+    detail = client.get(f"{page}round-1/?k=2").content.decode()
+    assert 'id="version-leaderboard"' in detail
+    for run in RUNS:
+        assert f'<th scope="row">{run}</th>' in detail
+    diff = client.get(f"{page}?a=round-1&b=round-2&k=2").content.decode()
+    assert 'id="diff-runs"' in diff and "1 pair added, 1 changed, 1 removed" in diff
+    assert client.get(f"{page}ghost/").status_code == 404
+    assessor = UserFactory(username="ann-pages")
+    Membership.objects.create(collection=campaign, user=assessor, role=Membership.ASSESSOR)
+    other = Client()
+    other.force_login(assessor)
+    assert other.get(page).status_code == 403

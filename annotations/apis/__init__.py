@@ -8,6 +8,14 @@ from annotations.apis.runs import RunDetailApi, RunListCreateApi
 from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
 from annotations.apis.sensitivity import SensitivityApi
 from annotations.apis.tokens import TokenApi
+from annotations.apis.versions import (
+    LeaderboardAsOfApi,
+    QrelsAsOfApi,
+    QrelsVersionLeaderboardApi,
+    QrelsVersionListApi,
+    QrelsVersionQrelsApi,
+    QrelsVersionsDiffApi,
+)
 
 __all__ = [
     "CollectionDetailApi",
@@ -17,7 +25,13 @@ __all__ = [
     "JudgementDetailApi",
     "JudgementListCreateApi",
     "LeaderboardApi",
+    "LeaderboardAsOfApi",
     "QrelsApi",
+    "QrelsAsOfApi",
+    "QrelsVersionLeaderboardApi",
+    "QrelsVersionListApi",
+    "QrelsVersionQrelsApi",
+    "QrelsVersionsDiffApi",
     "QueryListCreateApi",
     "RunDetailApi",
     "RunListCreateApi",
