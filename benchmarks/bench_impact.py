@@ -300,7 +300,7 @@ def main() -> None:
         "--growth", type=float, default=0.05, help="impact order: batch as a share of judged"
     )
     parser.add_argument("--workdir", default=str(ROOT / "benchmarks" / "data"))
-    parser.add_argument("--counts", default="250,500,1000,1500,2000,3000,4000")
+    parser.add_argument("--counts", default="100,250,500,750,1000,1500,2000,3000,4000,5000")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     counts = [int(c) for c in args.counts.split(",")]
