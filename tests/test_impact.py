@@ -2,6 +2,9 @@
 
 import itertools
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -185,6 +188,22 @@ def test_a_run_without_the_query_scores_zero_there() -> None:
     assert impacts == pytest.approx(
         {("q1", "x"): weight / 2, ("q1", "y"): weight / 2, ("q2", "d"): weight / 2}, rel=1e-12
     )
+
+
+def test_the_model_is_framework_free() -> None:
+    # A fresh interpreter: importing annotations.impact loads scoring and numpy, no Django.
+    code = (
+        "import sys, annotations.impact; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'rest_framework'}))"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    assert output.strip() == "[]"
 
 
 # --- refusals -------------------------------------------------------------------------------
