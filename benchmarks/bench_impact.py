@@ -79,14 +79,15 @@ class Collection:
 
 
 def generate(args: argparse.Namespace, seed: int) -> Path:
-    out = Path(args.workdir) / f"impact-seed{seed}"
+    name = f"impact-seed{seed}" + (f"-grades{args.grades}" if args.grades else "")
+    out = Path(args.workdir) / name
     manifest = out / "manifest.json"
     if not manifest.exists():
         command = [
             sys.executable, str(generator()), str(out), "--preset", "small", "--seed", str(seed),
             "--unjudged", "0", "--runs", str(args.runs), "--queries", str(args.queries),
             "--depth", str(args.depth), "--judged", str(args.judged),
-        ]  # fmt: skip
+        ] + (["--grades", args.grades] if args.grades else [])  # fmt: skip
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return out
 
@@ -294,6 +295,7 @@ def main() -> None:
     parser.add_argument(
         "--judged", type=int, default=300, help="gen_trec's mean judged pool per query"
     )
+    parser.add_argument("--grades", help="gen_trec's P(grade 0..3), e.g. 0.86,0.10,0.035,0.005")
     parser.add_argument("-k", type=int, default=10)
     parser.add_argument("--batch", type=int, default=10, help="impact order: smallest batch")
     parser.add_argument(
