@@ -13,10 +13,13 @@ from annotations.services.catalogue import (
 from annotations.services.collections import (
     SCORING_FIELDS,
     collection_create,
+    collection_grades_set,
     collection_mark_stale,
     collection_update,
     grade_levels_from_spec,
+    grade_scale_problems,
     grade_values,
+    grades_in_use,
 )
 from annotations.services.imports import (
     ImportSummary,
@@ -62,6 +65,7 @@ __all__ = [
     "assignment_item_skip",
     "collection_create",
     "collection_create_with_organiser",
+    "collection_grades_set",
     "collection_mark_stale",
     "collection_publish",
     "collection_update",
@@ -69,7 +73,9 @@ __all__ = [
     "documents_import",
     "documents_store",
     "grade_levels_from_spec",
+    "grade_scale_problems",
     "grade_values",
+    "grades_in_use",
     "import_assessor",
     "judgement_delete",
     "judgement_record",

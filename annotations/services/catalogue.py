@@ -99,6 +99,7 @@ def collection_create_with_organiser(
     missing_queries: str = "zero",
     aggregation: str = "median",
     public_leaderboard: bool = False,
+    assessors_see_leaderboard: bool = False,
 ) -> Collection:
     """Create a collection and make its creator an organiser of it, in one transaction."""
     with transaction.atomic():
@@ -111,6 +112,7 @@ def collection_create_with_organiser(
             grades=grades,
             missing_queries=missing_queries,
             aggregation=aggregation,
+            assessors_see_leaderboard=assessors_see_leaderboard,
         )
         if public_leaderboard:
             collection_publish(collection=collection, public=True)
