@@ -3,7 +3,7 @@
 from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
-from annotations.views import collections, judging, scores
+from annotations.views import collections, judging, members, scores
 
 urlpatterns = [
     path("", collections.home, name="home"),
@@ -20,6 +20,22 @@ urlpatterns = [
         "collections/<slug:slug>/queries/<id:qid>/to-pool/",
         scores.query_to_pool,
         name="query-to-pool",
+    ),
+    path("collections/<slug:slug>/members/", members.members, name="collection-members"),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/role/",
+        members.member_role,
+        name="collection-member-role",
+    ),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/remove/",
+        members.member_remove,
+        name="collection-member-remove",
+    ),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/link/",
+        members.member_link,
+        name="collection-member-link",
     ),
     path("judging/", judging.queue, name="judging-queue"),
     path(

@@ -37,6 +37,14 @@ from annotations.services.judgements import (
     judgement_upsert,
     judgements_import,
 )
+from annotations.services.members import (
+    account_create,
+    account_password_link,
+    account_password_link_send,
+    membership_add,
+    membership_change_role,
+    membership_remove,
+)
 from annotations.services.pools import (
     assignment_create,
     assignment_item_grade,
@@ -59,6 +67,9 @@ __all__ = [
     "DocumentFields",
     "ImportSummary",
     "QueryFields",
+    "account_create",
+    "account_password_link",
+    "account_password_link_send",
     "adjudication_record",
     "assignment_create",
     "assignment_item_grade",
@@ -81,7 +92,10 @@ __all__ = [
     "judgement_record",
     "judgement_upsert",
     "judgements_import",
+    "membership_add",
+    "membership_change_role",
     "membership_grant",
+    "membership_remove",
     "pool_add_pairs",
     "pool_build",
     "pool_extend",

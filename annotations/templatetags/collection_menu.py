@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from annotations.access import Access, collection_access
 from annotations.models import Collection
@@ -15,25 +15,32 @@ register = template.Library()
 
 def menu_entries(collection: Collection, access: Access) -> list[tuple[str, str, str]]:
     """(key, label, url) of the menu entries the viewer may open, in menu order."""
-    slug = collection.slug
-    entries: list[tuple[str, str, str, bool]] = [
-        ("overview", "Overview", reverse("collection-detail", args=[slug]), access.member),
-        ("leaderboard", "Leaderboard", reverse("leaderboard", args=[slug]), access.leaderboard),
-        ("runs", "Runs", reverse("collection-runs", args=[slug]), access.runs),
-        ("judging", "Judging", reverse("judging-pools", args=[slug]), access.organiser),
-        (
-            "judging",
-            "My judging",
-            reverse("judging-queue"),
-            not access.organiser and "assessor" in access.roles,
-        ),
-        ("agreement", "Agreement", reverse("judging-agreement", args=[slug]), access.organiser),
-        ("members", "Members", reverse("collection-members", args=[slug]), access.organiser),
-        ("export", "Export", reverse("collection-exports", args=[slug]), access.organiser),
-        ("settings", "Settings", reverse("collection-edit", args=[slug]), access.organiser),
-        ("api", "API docs", reverse("api-docs"), access.member),
+    slug = (collection.slug,)
+    assessing = not access.organiser and "assessor" in access.roles
+    entries = [
+        ("overview", "Overview", "collection-detail", slug, access.member),
+        ("leaderboard", "Leaderboard", "leaderboard", slug, access.leaderboard),
+        ("runs", "Runs", "collection-runs", slug, access.runs),
+        ("compare", "Compare", "compare", slug, access.organiser),
+        ("queries", "Queries", "queries", slug, access.queries),
+        ("judging", "Judging", "judging-pools", slug, access.organiser),
+        ("judging", "My judging", "judging-queue", (), assessing),
+        ("agreement", "Agreement", "judging-agreement", slug, access.organiser),
+        ("import", "Import", "collection-import", slug, access.organiser),
+        ("members", "Members", "collection-members", slug, access.organiser),
+        ("export", "Export", "collection-exports", slug, access.organiser),
+        ("settings", "Settings", "collection-edit", slug, access.organiser),
+        ("api", "API docs", "api-docs", (), access.member),
     ]
-    return [(key, label, url) for key, label, url, shown in entries if shown]
+    shown = []
+    for key, label, name, args, visible in entries:
+        if not visible:
+            continue
+        try:
+            shown.append((key, label, reverse(name, args=args)))
+        except NoReverseMatch:  # a page this installation does not have (yet)
+            continue
+    return shown
 
 
 @register.inclusion_tag("annotations/_collection_menu.html", takes_context=True)
