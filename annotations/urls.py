@@ -3,11 +3,17 @@
 from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
-from annotations.views import collections, judging, members, scores
+from annotations.views import collection_settings, collections, judging, members, scores
 
 urlpatterns = [
     path("", collections.home, name="home"),
+    path("create-collection/", collection_settings.collection_create, name="collection-create"),
     path("collections/<slug:slug>/", collections.collection_detail, name="collection-detail"),
+    path(
+        "collections/<slug:slug>/settings/",
+        collection_settings.collection_edit,
+        name="collection-edit",
+    ),
     path("collections/<slug:slug>/leaderboard/", scores.leaderboard, name="leaderboard"),
     path(
         "collections/<slug:slug>/leaderboard/state/",

@@ -6,13 +6,17 @@ from django.shortcuts import render
 
 from annotations import selectors
 from annotations.access import collection_access
+from annotations.permissions import may_create_collections
 from annotations.selectors import judging
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    collections = selectors.collections_visible(user=request.user)
-    return render(request, "annotations/home.html", {"collections": collections})
+    context = {
+        "collections": selectors.collections_visible(user=request.user),
+        "may_create": may_create_collections(request.user),
+    }
+    return render(request, "annotations/home.html", context)
 
 
 @login_required
