@@ -3,7 +3,7 @@
 from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
-from annotations.views import collection_settings, collections, judging, members, scores
+from annotations.views import collection_settings, collections, judging, members, runs, scores
 
 urlpatterns = [
     path("", collections.home, name="home"),
@@ -20,7 +20,28 @@ urlpatterns = [
         scores.leaderboard_state,
         name="leaderboard-state",
     ),
+    path("collections/<slug:slug>/runs/", runs.runs, name="collection-runs"),
     path("collections/<slug:slug>/runs/<id:name>/", scores.run_detail, name="run-detail"),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/download/",
+        runs.run_download,
+        name="collection-run-download",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/describe/",
+        runs.run_edit,
+        name="collection-run-edit",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/replace/",
+        runs.run_replace,
+        name="collection-run-replace",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/delete/",
+        runs.run_delete,
+        name="collection-run-delete",
+    ),
     path("collections/<slug:slug>/queries/<id:qid>/", scores.query_detail, name="query-detail"),
     path(
         "collections/<slug:slug>/queries/<id:qid>/to-pool/",

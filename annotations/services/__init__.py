@@ -54,6 +54,7 @@ from annotations.services.pools import (
     pool_build,
     pool_extend,
 )
+from annotations.services.run_details import run_describe
 from annotations.services.runs import (
     run_delete,
     run_export,
@@ -105,6 +106,7 @@ __all__ = [
     "queries_ensure",
     "queries_store",
     "run_delete",
+    "run_describe",
     "run_export",
     "run_import",
     "run_store",
