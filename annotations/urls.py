@@ -3,7 +3,15 @@
 from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
-from annotations.views import collection_settings, collections, judging, members, runs, scores
+from annotations.views import (
+    collection_settings,
+    collections,
+    exports,
+    judging,
+    members,
+    runs,
+    scores,
+)
 
 urlpatterns = [
     path("", collections.home, name="home"),
@@ -63,6 +71,30 @@ urlpatterns = [
         "collections/<slug:slug>/members/<int:membership_id>/link/",
         members.member_link,
         name="collection-member-link",
+    ),
+    path("collections/<slug:slug>/exports/", exports.exports_page, name="collection-exports"),
+    path(
+        "collections/<slug:slug>/exports/qrels/",
+        exports.qrels_download,
+        name="collection-export-qrels",
+    ),
+    path(
+        "collections/<slug:slug>/exports/assessor-qrels/",
+        exports.assessor_qrels_download,
+        name="collection-export-assessor",
+    ),
+    path(
+        "collections/<slug:slug>/exports/history/",
+        exports.history_download,
+        name="collection-export-history",
+    ),
+    path(
+        "collections/<slug:slug>/exports/run/", exports.run_download, name="collection-export-run"
+    ),
+    path(
+        "collections/<slug:slug>/exports/scores/",
+        exports.scores_download,
+        name="collection-export-scores",
     ),
     path("judging/", judging.queue, name="judging-queue"),
     path(
