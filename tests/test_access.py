@@ -153,3 +153,32 @@ def test_a_leaderboard_links_only_the_run_pages_its_reader_may_open(walk: Collec
     assert f'href="{C}/runs/mine/' in owner and f'href="{C}/runs/theirs/' not in owner
     organiser = _client("organiser").get(f"{C}/leaderboard/").content.decode()
     assert f'href="{C}/runs/mine/' in organiser and f'href="{C}/runs/theirs/' in organiser
+
+
+MENUS = {
+    "organiser": [
+        "Overview", "Leaderboard", "Runs", "Judging", "Agreement", "Members", "Export",
+        "Settings", "API docs",
+    ],
+    "owner": ["Overview", "Leaderboard", "Runs", "API docs"],
+    "assessor": ["Overview", "My judging", "API docs"],
+    "assessor_open": ["Overview", "Leaderboard", "My judging", "API docs"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("who", list(MENUS))
+def test_the_collection_menu_shows_what_the_role_may_open(walk: Collection, who: str) -> None:
+    import re
+
+    services.collection_update(collection=walk, assessors_see_leaderboard=(who == "assessor_open"))
+    client = _client(who)
+    html = client.get(f"{C}/").content.decode()
+    menu = html[
+        html.index('<nav class="collection-menu"') : html.index(
+            "</nav>", html.index('<nav class="collection-menu"')
+        )
+    ]
+    labels = re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', menu)
+    assert [label for _, label in labels] == MENUS[who]
+    for url, _ in labels:  # every entry opens
+        assert client.get(url).status_code == 200, url
