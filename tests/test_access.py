@@ -182,3 +182,23 @@ def test_the_collection_menu_shows_what_the_role_may_open(walk: Collection, who:
     assert [label for _, label in labels] == MENUS[who]
     for url, _ in labels:  # every entry opens
         assert client.get(url).status_code == 200, url
+
+
+def test_an_organiser_opens_the_leaderboard_to_assessors_through_the_api(walk: Collection) -> None:
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    users = get_user_model().objects
+    organiser, assessor = APIClient(), APIClient()
+    organiser.force_authenticate(users.get(username="organiser"))
+    assessor.force_authenticate(users.get(username="assessor"))
+    assert assessor.get(f"{API}/leaderboard/").status_code == 404
+    body = {"assessors_see_leaderboard": True}
+    response = organiser.patch(f"{API}/", body, format="json")
+    assert response.status_code == 200 and response.json()["assessors_see_leaderboard"] is True
+    assert assessor.get(f"{API}/leaderboard/").status_code == 200
+    assert assessor.get(f"{API}/runs/mine/scores/").status_code == 404  # the leaderboard only
+    assert (
+        assessor.patch(f"{API}/", {"assessors_see_leaderboard": False}, format="json").status_code
+        == 403
+    )

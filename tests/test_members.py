@@ -90,10 +90,19 @@ def test_a_taken_or_invalid_username_is_refused_and_nothing_is_created(trial: Co
     assert get_user_model().objects.filter(username__in=["Alice", "a b"]).count() == 0
 
 
-def test_links_only_for_accounts_without_a_password(trial: Collection) -> None:
+def test_links_only_for_accounts_without_a_password_and_never_for_staff(
+    trial: Collection,
+) -> None:
     alice = _membership("alice", "assessor")
     response = as_user("olga").post(f"{PAGE}{alice.id}/link/", follow=True)
     assert "alice has set a password" in response.content.decode()
+    root = UserFactory(username="root", is_staff=True)
+    root.set_unusable_password()
+    root.save()
+    staff = Membership.objects.create(collection=trial, user=root, role="assessor")
+    response = as_user("olga").post(f"{PAGE}{staff.id}/link/", follow=True)
+    assert "root is staff: set its password in the admin." in response.content.decode()
+    assert "/accounts/reset/" not in response.content.decode()
 
 
 def test_roles_change_and_the_last_organiser_stays(trial: Collection) -> None:

@@ -102,6 +102,8 @@ def account_password_link(*, user: AbstractBaseUser) -> str:
         raise ValidationError(
             f"{user.get_username()} has set a password; they can change it themselves."
         )
+    if getattr(user, "is_staff", False):  # an organiser must not take over a staff account
+        raise ValidationError(f"{user.get_username()} is staff: set its password in the admin.")
     uid = urlsafe_base64_encode(force_bytes(user.pk))
     token = default_token_generator.make_token(user)
     return reverse("password_reset_confirm", kwargs={"uidb64": uid, "token": token})
