@@ -104,3 +104,23 @@ def test_a_run_is_deleted_after_confirming(  # type: ignore[no-untyped-def]
     assert "Run dense deleted" in page.inner_text("ul.messages")
     assert page.locator("#runs tr[data-run='dense']").count() == 0
     assert not Run.objects.filter(collection=trial, name="dense").exists()
+
+
+# What sticks out past 390 px, to name the culprit when the page is too wide.
+WIDE_ELEMENTS = """[...document.querySelectorAll("body *")]
+    .filter((e) => e.getBoundingClientRect().right > 391).slice(0, 8)
+    .map((e) => `${e.tagName}#${e.id}: ${Math.round(e.getBoundingClientRect().right)}`)"""
+
+
+def test_console_pages_fit_a_phone(trial: Collection, page, login) -> None:  # type: ignore[no-untyped-def]
+    """No console page is wider than a 390 px phone: wide tables scroll in their own box."""
+    page.set_viewport_size({"width": 390, "height": 800})
+    login("olga")
+    for path in (
+        "/collections/trial/", "/collections/trial/runs/", "/collections/trial/members/",
+        "/collections/trial/settings/", "/collections/trial/exports/", "/create-collection/",
+        "/collections/trial/runs/bm25/delete/", "/accounts/password/",
+    ):  # fmt: skip
+        page.goto(path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (path, width, page.evaluate(WIDE_ELEMENTS))
