@@ -147,6 +147,17 @@ STATICFILES_DIRS: list[Path] = []
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# Mail (SMTP) only with DJANGO_EMAIL_HOST set: then set-password links of new accounts are
+# also mailed; without it they are only shown to the organiser who created the account.
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "")
+NDCG_SEND_MAIL = bool(EMAIL_HOST)
+if EMAIL_HOST:
+    EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 587, minimum=1)
+    EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", True)
+    DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "webmaster@localhost")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
-from annotations.forms import QrelsVersionForm
+from annotations.forms.versions import QrelsVersionForm
 from annotations.models import Collection, QrelsVersion
 from annotations.selectors import cutoff_from
 from annotations.selectors.versions import (

@@ -116,12 +116,3 @@ class AdjudicationForm(forms.Form):
         super().__init__(*args, **kwargs)
         grade = cast(forms.TypedChoiceField, self.fields["grade"])
         grade.choices = [(value, str(value)) for value in levels]
-
-
-class QrelsVersionForm(forms.Form):
-    name = forms.SlugField(
-        max_length=100, help_text="Letters, digits, - and _, e.g. round-1 (unique here)."
-    )
-    note = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="What it marks."
-    )

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0006_leaderboard_snapshots'),
+        ('annotations', '0007_collection_grade_scale_and_blinding'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
