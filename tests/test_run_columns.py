@@ -171,7 +171,7 @@ def test_the_columns_agree_with_the_line_reader_or_leave_the_file_to_it(data: by
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.from_regex(trec._DECIMAL, fullmatch=True).filter(lambda text: len(text) < 60))
+@given(st.from_regex(trec.fields.DECIMAL, fullmatch=True).filter(lambda text: len(text) < 60))
 def test_scores_are_parsed_to_the_same_double_as_python_float(text: str) -> None:
     columns = read_run_columns(f"q1 Q0 d1 1 {text} sys\n".encode())
     value = float(text)

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations import trec
 from annotations.trec import (
     DocumentRecord,
     QrelLine,
@@ -28,6 +27,7 @@ from annotations.trec import (
     write_qrels,
     write_run,
 )
+from annotations.trec import lines as trec_lines
 
 Reader = Callable[..., Iterator[Any]]
 READERS: list[Reader] = [read_qrels, read_run, read_topics, read_documents]
@@ -161,7 +161,7 @@ def test_missing_file_raises_when_iteration_starts(tmp_path: Path) -> None:
 
 
 def test_overlong_line_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trec, "MAX_LINE_BYTES", 16)
+    monkeypatch.setattr(trec_lines, "MAX_LINE_BYTES", 16)
     path = make_file(tmp_path, "1 0 d1 1\n1 0 d-with-a-long-name 1\n")
     error = error_of(read_qrels, path)
     assert_error(error, path, 2, None, "longer than 16 bytes")
@@ -719,11 +719,11 @@ def _decode_line_by_line(data: bytes, path: str) -> Iterator[tuple[int, str]]:
     """The reference: lines read one at a time, as `readline` gives them."""
     stream = io.BytesIO(data)
     for number in itertools.count(1):
-        raw = stream.readline(trec.MAX_LINE_BYTES + 1)
+        raw = stream.readline(trec_lines.MAX_LINE_BYTES + 1)
         if not raw:
             return
-        if len(raw) > trec.MAX_LINE_BYTES:
-            problem = f"line longer than {trec.MAX_LINE_BYTES} bytes"
+        if len(raw) > trec_lines.MAX_LINE_BYTES:
+            problem = f"line longer than {trec_lines.MAX_LINE_BYTES} bytes"
             raise TrecFormatError(path, number, None, problem)
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
@@ -763,11 +763,11 @@ def test_block_decoding_yields_and_fails_exactly_like_reading_line_by_line(
     """Lines are decoded a block at a time; what a reader sees (lines, then the first error
     with its line and column) is the same as reading and decoding one line at a time."""
     data = b"".join(pieces)
-    saved = trec._BLOCK_BYTES, trec.MAX_LINE_BYTES
-    trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = block, longest
+    saved = trec_lines._BLOCK_BYTES, trec_lines.MAX_LINE_BYTES
+    trec_lines._BLOCK_BYTES, trec_lines.MAX_LINE_BYTES = block, longest
     try:
-        blocks = _outcome(trec._lines(io.BytesIO(data), "f.txt"))
+        blocks = _outcome(trec_lines.numbered_lines(io.BytesIO(data), "f.txt"))
         reference = _outcome(_decode_line_by_line(data, "f.txt"))
     finally:
-        trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = saved
+        trec_lines._BLOCK_BYTES, trec_lines.MAX_LINE_BYTES = saved
     assert blocks == reference
