@@ -224,11 +224,30 @@ class RunUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="The run file; at most NDCG_MAX_UPLOAD_MB.")
     name = IdField(required=False, help_text="Defaults to the file's tag (POST).")
     description = serializers.CharField(required=False, allow_blank=True, default="")
+    split_tags = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="POST only: a file holding several tags becomes one run per tag, each named "
+        "by its tag (without it such a file is refused).",
+    )
 
 
 class RunWriteSerializer(serializers.Serializer):
     run = RunSerializer()
     results = serializers.IntegerField(help_text="Number of results stored.")
+    ignored_ranks = serializers.IntegerField(
+        default=0,
+        help_text="Lines whose rank is not a 32-bit integer: ignored (results are ordered by "
+        "score), stored as the result's place in that order.",
+    )
+    first_ignored_rank_line = serializers.IntegerField(
+        allow_null=True, default=None, help_text="The first of those lines."
+    )
+    summary = serializers.CharField(help_text="The import summary, as `import_run` prints it.")
+
+
+class RunSplitWriteSerializer(serializers.Serializer):
+    runs = RunWriteSerializer(many=True, help_text="One run per tag, in the file's order.")
 
 
 # --- judgements ---------------------------------------------------------------------------

@@ -605,9 +605,6 @@ BAD_LINES = {
     "run-nan-score": BadInput(
         "import_run", "q9 Q0 d9 1 nan example", "score: 'nan' is not a finite"
     ),
-    "run-bad-rank": BadInput(
-        "import_run", "q9 Q0 d9 first 1.0 example", "rank: 'first' is not an integer"
-    ),
     "run-second-tag": BadInput(
         "import_run", "q9 Q0 d9 1 1.0 other", "tag: 'other' differs from 'example'"
     ),
@@ -915,9 +912,9 @@ def test_import_run_of_several_files_imports_none_when_one_is_bad(
 ) -> None:
     before = database_snapshot()
     good = write_file("good.txt", lines("q1 Q0 d1 1 2.0 bm25", "q9 Q0 new 1 1.0 bm25"))
-    bad = write_file("bad.txt", lines("q1 Q0 d1 1 2.0 dense", "q1 Q0 d2 x 1.0 dense"))
+    bad = write_file("bad.txt", lines("q1 Q0 d1 1 2.0 dense", "q1 Q0 d2 2 x dense"))
     message = command_error("import_run", "demo", good, bad)
-    assert message == f"{bad}:2: rank: 'x' is not an integer (nothing was imported)"
+    assert message == f"{bad}:2: score: 'x' is not a number (nothing was imported)"
     assert database_snapshot() == before
 
 

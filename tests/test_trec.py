@@ -298,9 +298,18 @@ def test_run_wrong_column_count(tmp_path: Path, line: str) -> None:
     )
 
 
-def test_run_rank_must_be_an_integer(tmp_path: Path) -> None:
-    path = make_file(tmp_path, "301 Q0 FT1 1.5 2.0 bm25\n")
-    assert_error(error_of(read_run, path), path, 1, "rank", "'1.5' is not an integer")
+@pytest.mark.parametrize(
+    "rank", ["1.5", "first", "2147483648", "-2147483649", "99999999999999999999", "0x1"]
+)
+def test_a_run_rank_that_is_not_a_32_bit_integer_is_ignored(tmp_path: Path, rank: str) -> None:
+    """The rank is informational (trec_eval orders by score): not an error, read as None."""
+    path = make_file(tmp_path, f"301 Q0 FT1 {rank} 2.0 bm25\n301 Q0 FT2 -7 1.0 bm25\n")
+    assert [(line.rank, line.line) for line in read_run(path)] == [(None, 1), (-7, 2)]
+
+
+def test_32_bit_ranks_are_kept_as_written(tmp_path: Path) -> None:
+    path = make_file(tmp_path, "1 Q0 a 2147483647 1 r\n1 Q0 b -2147483648 2 r\n1 Q0 c +07 3 r\n")
+    assert [line.rank for line in read_run(path)] == [2**31 - 1, -(2**31), 7]
 
 
 @pytest.mark.parametrize("score", ["abc", "1,5", "1_000", "0x1p3", "--1"])

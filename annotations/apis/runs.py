@@ -7,7 +7,7 @@ from typing import BinaryIO, cast
 import django_filters
 from django.conf import settings
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -33,6 +33,7 @@ from annotations.permissions import (
 from annotations.serializers import (
     RunJsonSerializer,
     RunSerializer,
+    RunSplitWriteSerializer,
     RunUploadSerializer,
     RunWriteSerializer,
 )
@@ -47,6 +48,30 @@ class RunFilter(django_filters.FilterSet):
     class Meta:
         model = Run
         fields = ["name", "owner", "pending"]
+
+
+RUN_CREATED = PolymorphicProxySerializer(
+    component_name="RunCreated",
+    serializers=[RunWriteSerializer, RunSplitWriteSerializer],
+    resource_type_field_name=None,
+)
+
+
+def _written(imported: list[services.RunImported], *, split: bool) -> dict[str, object]:
+    """The answer to a write: the run stored, or with `split_tags` every run."""
+    items = []
+    for item in imported:
+        item.run.refresh_from_db()
+        items.append(
+            {
+                "run": item.run,
+                "results": item.results,
+                "ignored_ranks": item.ignored_ranks,
+                "first_ignored_rank_line": item.first_ignored_rank_line,
+                "summary": str(item),
+            }
+        )
+    return {"runs": items} if split else items[0]
 
 
 RUN_REQUEST = {
@@ -66,7 +91,10 @@ class RunWriting(CollectionApiView):
             roles=self.roles_held, user=self.request.user, run_owner_id=run.owner_id
         )
 
-    def store(self, request: Request, *, run_name: str | None, replace: bool) -> tuple[Run, int]:
+    def store(
+        self, request: Request, *, run_name: str | None, replace: bool
+    ) -> tuple[list[services.RunImported], bool]:
+        """Store the request's run; returns the runs stored and whether tags were split."""
         limit = settings.NDCG_MAX_UPLOAD_MB * 1024 * 1024
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:  # refuse before reading the body
@@ -79,22 +107,28 @@ class RunWriting(CollectionApiView):
                 upload = upload_form.validated_data["file"]
                 if upload.size > limit:
                     raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
-                return services.run_import(
+                split_tags = upload_form.validated_data["split_tags"]
+                if split_tags and run_name is not None:
+                    problem = "A PUT names one run: POST the file to runs/ to split its tags."
+                    raise ValidationError({"split_tags": [problem]})
+                imported = services.run_files_import(
                     collection=self.collection,
-                    source=cast(BinaryIO, upload),
-                    name=upload.name,
+                    sources=[cast(BinaryIO, upload)],
+                    names=[upload.name],
                     run_name=run_name or upload_form.validated_data.get("name"),
+                    split_tags=split_tags,
                     owner=owner,
                     description=upload_form.validated_data["description"],
                     replace=replace,
                     may_replace=self.may_change,
                 )
+                return imported, split_tags
             form = RunJsonSerializer(data=request.data)
             form.is_valid(raise_exception=True)
             name = run_name or form.validated_data.get("name")
             if not name:
                 raise ValidationError({"name": ["A run name is required."]})
-            return services.run_store(
+            run, count = services.run_store(
                 collection=self.collection,
                 run_name=name,
                 results=form.grouped(),
@@ -103,6 +137,7 @@ class RunWriting(CollectionApiView):
                 replace=replace,
                 may_replace=self.may_change,
             )
+            return [services.RunImported(run, count, "results")], False
         except TrecFormatError:
             raise
         except ValueError as error:  # a ranking the scorer cannot order
@@ -131,18 +166,18 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
     @extend_schema(
         summary="Submit a run (organisers and system owners): TREC file or JSON results",
         description="multipart/form-data with `file` (a TREC run: `qid Q0 docno rank score "
-        "tag`; named by `name` or the tag), or JSON `{name, description, results: [{qid, "
-        "docno, score?}]}` (without scores the given order per query is the ranking). The "
-        "caller becomes the run's owner. Scores are computed after the write commits.",
+        "tag`; named by `name` or the tag; with `split_tags=true` one run per tag, answered "
+        "as `{runs: [...]}`), or JSON `{name, description, results: [{qid, docno, score?}]}` "
+        "(without scores the given order per query is the ranking). The caller becomes the "
+        "run's owner. Scores are computed after the write commits.",
         request=RUN_REQUEST,
-        responses={201: RunWriteSerializer, **_errors(400, 401, 403, 404, 413)},
+        responses={201: RUN_CREATED, **_errors(400, 401, 403, 404, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
-        run, count = self.store(request, run_name=None, replace=False)
-        run.refresh_from_db()
-        return Response(
-            RunWriteSerializer({"run": run, "results": count}).data, status=status.HTTP_201_CREATED
-        )
+        imported, split = self.store(request, run_name=None, replace=False)
+        written = _written(imported, split=split)
+        answer = RunSplitWriteSerializer if split else RunWriteSerializer
+        return Response(answer(written).data, status=status.HTTP_201_CREATED)
 
 
 class RunDetailApi(RunWriting):
@@ -176,10 +211,10 @@ class RunDetailApi(RunWriting):
         existing = self._run(name)
         if existing is not None:
             self._check_owner(existing)
-        run, count = self.store(request, run_name=name, replace=True)
-        run.refresh_from_db()
+        imported, _ = self.store(request, run_name=name, replace=True)
+        written = _written(imported, split=False)
         return Response(
-            RunWriteSerializer({"run": run, "results": count}).data,
+            RunWriteSerializer(written).data,
             status=status.HTTP_200_OK if existing else status.HTTP_201_CREATED,
         )
 

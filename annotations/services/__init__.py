@@ -43,8 +43,10 @@ from annotations.services.pools import (
     pool_extend,
 )
 from annotations.services.runs import (
+    RunImported,
     run_delete,
     run_export,
+    run_files_import,
     run_import,
     run_store,
     runs_import,
@@ -56,6 +58,7 @@ __all__ = [
     "DocumentFields",
     "ImportSummary",
     "QueryFields",
+    "RunImported",
     "adjudication_record",
     "assignment_create",
     "assignment_item_grade",
@@ -84,6 +87,7 @@ __all__ = [
     "queries_store",
     "run_delete",
     "run_export",
+    "run_files_import",
     "run_import",
     "run_store",
     "runs_import",

@@ -15,7 +15,6 @@ from annotations.trec.fields import (
     RANK_RANGE,
     check_id,
     column_count,
-    parse_int,
     parse_score,
     require_id,
     require_int,
@@ -27,48 +26,65 @@ from annotations.trec.lines import Source, TextSink, display_name, line_batches,
 class RunLine:
     qid: str
     docno: str
-    rank: int
+    rank: int | None  # None: the line's rank is not a 32-bit integer, and is ignored
     score: float
     tag: str
     line: int
 
 
-def read_run(source: Source, *, name: str | None = None) -> Iterator[RunLine]:
+SPLIT_ADVICE = (
+    "a file holds one run: import it with --split-tags (API: split_tags=true) for one run "
+    "per tag, or split it by its tag column and import the files together"
+)
+
+
+def read_run(
+    source: Source, *, name: str | None = None, split_tags: bool = False
+) -> Iterator[RunLine]:
     """Yield the lines of a run file: ``qid Q0 docno rank score tag``, whitespace-separated.
 
-    Exactly six columns; the ``Q0`` column is ignored, as by trec_eval. ``rank`` is an
-    integer (kept as written: trec_eval ranks by score). ``score`` is a finite decimal float;
+    Six columns; the ``Q0`` column is ignored, and so is any text after the tag, as by
+    trec_eval. The rank is informational (trec_eval ranks by score): kept when it is a
+    32-bit integer, else None (the caller says so). ``score`` is a finite decimal float;
     nan, inf and values that overflow a double are errors. One file holds one run, so every
-    line must carry the tag of the first. A docno may appear once per qid. Lines need not be
-    grouped by qid, so the duplicate check keeps, for the whole file, one docno -> line
-    entry per line read (ids only, never the line text). ``#`` lines are data, as for qrels.
+    line must carry the tag of the first, unless `split_tags` (one run per tag). A docno may
+    appear once per qid (per tag and qid with `split_tags`). Lines need not be grouped by
+    qid, so the duplicate check keeps, for the whole file, one docno -> line entry per line
+    read (ids only, never the line text). Lines whose first column starts with ``#`` are
+    comments, as for trec_eval.
     """
     path = display_name(source, name)
-    return nonempty((RunLine(*row) for rows in _run(source, path) for row in rows), path)
+    rows = (RunLine(*row) for rows in _run(source, path, split_tags) for row in rows)
+    return nonempty(rows, path)
 
 
-def read_run_blocks(source: Source, *, name: str | None = None) -> Iterator[list[RunRow]]:
+def read_run_blocks(
+    source: Source, *, name: str | None = None, split_tags: bool = False
+) -> Iterator[list[RunRow]]:
     """`read_run` as lists of plain tuples (qid, docno, rank, score, tag, line), one list
     per block of lines: the same checks and errors, for imports of hundreds of thousands
     of lines."""
     path = display_name(source, name)
-    return nonempty(_run(source, path), path)
+    return nonempty(_run(source, path, split_tags), path)
 
 
-RunRow = tuple[str, str, int, float, str, int]  # qid, docno, rank, score, tag, line
+RunRow = tuple[str, str, int | None, float, str, int]  # qid, docno, rank, score, tag, line
 
 
 @dataclass
 class _RunState:
     """What checking a run file remembers from line to line."""
 
+    split_tags: bool
     tag: tuple[str, int] | None = None  # the first line's tag and that line
-    first_seen: dict[str, dict[str, int]] = field(default_factory=dict)  # qid -> docno -> line
+    tags: set[str] = field(default_factory=set)  # with split_tags: the tags checked so far
+    # qid (with split_tags: tag and qid) -> docno -> line
+    first_seen: dict[str | tuple[str, str], dict[str, int]] = field(default_factory=dict)
 
 
-def _run(source: Source, path: str) -> Iterator[list[RunRow]]:
+def _run(source: Source, path: str, split_tags: bool) -> Iterator[list[RunRow]]:
     """The rows of a run file, a block of lines at a time (see `read_run`)."""
-    state = _RunState()
+    state = _RunState(split_tags)
     for first, texts in line_batches(source, path):
         rows: list[RunRow] = []
         try:
@@ -91,8 +107,10 @@ def _run_lines(
     whitespace and empty pieces. Errors go through the same helpers as elsewhere.
     """
     first_seen = state.first_seen
+    split_tags = state.split_tags
     is_integer = INTEGER.fullmatch
     is_decimal = DECIMAL.fullmatch
+    low, high = RANK_RANGE
     for number, text in enumerate(texts, first):
         columns = text.split()
         if len(columns) != 6:
@@ -108,30 +126,32 @@ def _run_lines(
             check_id(qid, "qid", path, number)
         if len(docno) > MAX_ID_LENGTH:
             check_id(docno, "docno", path, number)
-        if not is_integer(rank_text):
-            parse_int(rank_text, "rank", path, number)
-        rank = int(rank_text)
-        if not RANK_RANGE[0] <= rank <= RANK_RANGE[1]:
-            problem = f"{rank_text!r} is out of range ({RANK_RANGE[0]} to {RANK_RANGE[1]})"
-            raise TrecFormatError(path, number, "rank", problem)
+        rank: int | None = None
+        if is_integer(rank_text):
+            rank = int(rank_text)
+            if not low <= rank <= high:
+                rank = None  # informational, and beyond what is kept: ignored like text
         score = float(score_text) if is_decimal(score_text) else math.nan
         if not math.isfinite(score):
             score = parse_score(score_text, path, number)  # raises with the right message
-        if state.tag is None:
+        key: str | tuple[str, str] = qid
+        if split_tags:
+            if tag not in state.tags:
+                state.tags.add(check_id(tag, "tag", path, number))
+            key = (tag, qid)
+        elif state.tag is None:
             state.tag = (check_id(tag, "tag", path, number), number)
         elif tag != state.tag[0]:
             problem = f"{tag!r} differs from {state.tag[0]!r} on line {state.tag[1]}"
-            advice = (
-                "a file holds one run: split it by its tag column (e.g. awk '{print > $6\".txt\"}'"
-                " FILE) and import the files together"
-            )
-            raise TrecFormatError(path, number, "tag", f"{problem}; {advice}")
-        seen = first_seen.get(qid)
+            raise TrecFormatError(path, number, "tag", f"{problem}; {SPLIT_ADVICE}")
+        seen = first_seen.get(key)
         if seen is None:
-            seen = first_seen[qid] = {}
+            seen = first_seen[key] = {}
         earlier = seen.setdefault(docno, number)
         if earlier != number:
             problem = f"{docno!r} is retrieved twice for qid {qid!r}, first on line {earlier}"
+            if split_tags:
+                problem = f"{problem} (tag {tag!r})"
             raise TrecFormatError(path, number, "docno", problem)
         rows.append((qid, docno, rank, score, tag, number))
 
