@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from argparse import ArgumentParser
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -46,6 +48,17 @@ def run_reporting_errors(action: Callable[[], T]) -> T:
         ) from None
     except OSError as error:  # a missing or unreadable file
         raise CommandError(f"{error.filename}: {error.strerror} (nothing was imported)") from None
+
+
+def negative_values_accepted(parser: ArgumentParser) -> ArgumentParser:
+    """Let an option take a value that starts with a minus sign and a digit, as Python 3.13's
+    argparse does: `--grades -2,-1,0` and `--grades -2..3`, not only `--grades=-2..3`.
+
+    Before 3.13 argparse reads such a value as an unknown option unless it is one plain
+    negative number. The parser's commands define no option that looks like a number.
+    """
+    parser._negative_number_matcher = re.compile(r"-\.?\d")  # type: ignore[attr-defined]
+    return parser
 
 
 class CollectionCommand(BaseCommand):
