@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from argparse import ArgumentParser
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -66,6 +68,39 @@ class CollectionCommand(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("slug", help="the collection's slug")
+
+
+# The exit status of a process the closing of its output pipe ends (128 + SIGPIPE), as
+# trec_eval's and every other Unix tool's in `... | head`.
+CLOSED_PIPE_STATUS = 141
+
+
+class PrintingCommand(CollectionCommand):
+    """A command whose output is data on stdout: a reader that stops early (`| head -1`)
+    ends it quietly, with no traceback, as it ends trec_eval."""
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        try:
+            result = super().execute(*args, **options)
+            self.stdout.flush()  # what is still buffered fails here, not at interpreter exit
+        except BrokenPipeError:
+            _stdout_discarded()
+        else:
+            return result
+        # Outside the except block, so the error and the frames it holds are gone: a half-read
+        # database cursor is closed now, not at interpreter exit after its connection.
+        raise SystemExit(CLOSED_PIPE_STATUS)
+
+
+def _stdout_discarded() -> None:
+    """Point stdout at /dev/null, so that Python's final flush finds no closed pipe."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a captured stream)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 class FileImportCommand(CollectionCommand):

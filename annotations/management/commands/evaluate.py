@@ -7,12 +7,12 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from annotations import selectors
-from annotations.management.commands._base import CollectionCommand, collection_get
+from annotations.management.commands._base import PrintingCommand, collection_get
 from annotations.models import Run
 from annotations.selectors import evaluation
 
 
-class Command(CollectionCommand):
+class Command(PrintingCommand):
     help = (
         "Print stored nDCG@k scores (never recomputed). trec: trec_eval's layout for one run "
         "(-q adds per-query lines); json: full precision for every run, query and k; csv."
@@ -59,9 +59,19 @@ class Command(CollectionCommand):
         if run.scored_at is None and not means:
             raise CommandError(f"run {run.name!r} has not been scored yet (pending)")
         if per_query:
-            rows = evaluation.stored_query_scores(collection=run.collection, runs=[run], ks=ks)
-            for row in sorted(rows, key=lambda r: (r.qid, r.k)):
-                self.stdout.write(f"{'ndcg_cut_' + str(row.k):<22}\t{row.qid}\t{row.ndcg:.4f}")
+            collection = run.collection
+            values = {
+                (row.qid, row.k): row.ndcg
+                for row in evaluation.stored_query_scores(collection=collection, runs=[run], ks=ks)
+            }
+            qids = {qid for qid, _ in values}
+            if collection.missing_queries == "zero":
+                # trec_eval -c -q: a judged query the run did not answer has its 0 line too
+                qids.update(evaluation.evaluated_qids(collection=collection))
+            for qid in sorted(qids):
+                for k in ks:
+                    value = values.get((qid, k), 0.0)
+                    self.stdout.write(f"{'ndcg_cut_' + str(k):<22}\t{qid}\t{value:.4f}")
         for k in ks:
             if k in means:
                 self.stdout.write(f"{'ndcg_cut_' + str(k):<22}\tall\t{means[k].ndcg:.4f}")
