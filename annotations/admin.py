@@ -3,7 +3,7 @@
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import QuerySet
@@ -86,10 +86,15 @@ class RunAddForm(forms.ModelForm):
     name = forms.CharField(
         required=False, max_length=ID_MAX_LENGTH, help_text="Defaults to the file's tag."
     )
+    split_tags = forms.BooleanField(
+        required=False,
+        label="Split tags",
+        help_text="A file holding several tags becomes one run per tag, each named by its tag.",
+    )
 
     class Meta:
         model = Run
-        fields = ["collection", "name", "owner", "description", "file"]
+        fields = ["collection", "name", "owner", "description", "file", "split_tags"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -98,11 +103,12 @@ class RunAddForm(forms.ModelForm):
         upload = data["file"]
         try:
             with transaction.atomic():  # a failed import leaves nothing behind
-                (imported,) = services.run_files_import(
+                self.imported = services.run_files_import(
                     collection=data["collection"],
                     sources=[upload],
                     names=[upload.name],
                     run_name=data.get("name") or None,
+                    split_tags=data.get("split_tags", False),
                     owner=data.get("owner"),
                     description=data.get("description", ""),
                 )
@@ -112,8 +118,8 @@ class RunAddForm(forms.ModelForm):
             for field, messages in error.message_dict.items():
                 self.add_error(field if field in self.fields else "file", messages)
         else:
-            self.instance = imported.run  # saved: the admin only logs it
-            data["name"] = imported.run.name
+            self.instance = self.imported[0].run  # saved: the admin only logs it
+            data["name"] = self.instance.name
         return data
 
     def validate_unique(self) -> None:
@@ -138,7 +144,7 @@ class RunAdmin(admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
-            return ("collection", "name", "owner", "description", "file")
+            return ("collection", "name", "owner", "description", "file", "split_tags")
         return ("collection", "name", "owner", "description", "scored_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
@@ -148,6 +154,8 @@ class RunAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Run, form: Any, change: bool) -> None:
         # Only what the form edits: `scored_at` belongs to the scoring that is under way.
         obj.save(update_fields=["owner", "description", "updated"])
+        for imported in getattr(form, "imported", []):  # the summary `import_run` prints
+            messages.info(request, str(imported))
 
     def get_deleted_objects(
         self, objs: Any, request: HttpRequest

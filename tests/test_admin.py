@@ -403,3 +403,22 @@ def test_a_runs_collection_and_name_are_read_only_in_the_admin(
     assert (run.collection.slug, run.name, run.description) == ("demo", "example", "notes")
     assert run.scored_at is not None
     assert client.get(url(Ranking, "delete", run.rankings.get().pk)).status_code == 403
+
+
+def test_the_admin_splits_tags_on_request_and_shows_the_import_summary(
+    worked_example: Collection, organiser: Any
+) -> None:
+    client = Client()
+    client.force_login(organiser)
+    content = b"q1 Q0 d1 1 2.0 one\nq1 Q0 d2 two 1.0 two\nq1 Q0 d3 1 3.0 one\n"
+    refused = add_run(client, worked_example, content)
+    assert "split_tags=true" in refused.content.decode()  # how to import it
+    response = add_run(client, worked_example, content, split_tags="on")
+    assert response.status_code == 302
+    shown = [str(message) for message in response.wsgi_request._messages]
+    assert shown[:2] == [
+        "run: one, 2 results",
+        "run: two, 1 results; rank ignored on 1 line (not a 32-bit integer; results are "
+        "ordered by score), first admin.run:2",
+    ]
+    assert set(Run.objects.values_list("name", flat=True)) == {"example", "one", "two"}

@@ -67,12 +67,6 @@ def require_int(value: object, field: str, row: int) -> int:
     return operator.index(value)
 
 
-def parse_int(text: str, field: str, path: str, line: int) -> int:
-    if not INTEGER.fullmatch(text):
-        raise TrecFormatError(path, line, field, f"{text!r} is not an integer")
-    return int(text)
-
-
 def parse_grade(text: str, path: str, line: int) -> int:
     """A grade: an integer, or an integral decimal such as ``1.0`` (trec_eval reads grades
     with atol, so ``1.0`` is 1); ``1.5`` is refused rather than silently cut to 1."""
