@@ -232,7 +232,7 @@ class RunUploadSerializer(serializers.Serializer):
     )
 
 
-class RunWriteSerializer(serializers.Serializer):
+class RunImportSerializer(serializers.Serializer):
     run = RunSerializer()
     results = serializers.IntegerField(help_text="Number of results stored.")
     ignored_ranks = serializers.IntegerField(
@@ -246,8 +246,12 @@ class RunWriteSerializer(serializers.Serializer):
     summary = serializers.CharField(help_text="The import summary, as `import_run` prints it.")
 
 
-class RunSplitWriteSerializer(serializers.Serializer):
-    runs = RunWriteSerializer(many=True, help_text="One run per tag, in the file's order.")
+class RunWriteSerializer(RunImportSerializer):
+    """The run stored (with `split_tags`, the first tag's), and every run the request stored."""
+
+    runs = RunImportSerializer(
+        many=True, help_text="Every run stored: one, or with `split_tags` one per tag in order."
+    )
 
 
 # --- judgements ---------------------------------------------------------------------------

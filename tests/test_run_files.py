@@ -151,6 +151,7 @@ def test_the_api_upload_gives_the_same_summary_as_the_command(
     clean = upload(client_of(track, "sys2"), "q1 Q0 d1 1 1.0 plain\n").json()
     assert (clean["ignored_ranks"], clean["first_ignored_rank_line"]) == (0, None)
     assert clean["summary"] == "run: plain, 1 results"
+    assert [item["summary"] for item in clean["runs"]] == [clean["summary"]]
 
 
 # --- several tags -------------------------------------------------------------------------
@@ -197,7 +198,9 @@ def test_split_tags_makes_one_run_per_tag_scored_as_trec_eval_scores_each(
 def test_the_api_splits_tags_too_and_answers_every_run(track: Collection) -> None:
     response = upload(client_of(track, "sys"), SEVERAL_TAGS, split_tags="true")
     assert response.status_code == 201, response.content
-    runs = response.json()["runs"]
+    body = response.json()
+    runs = body["runs"]
+    assert body["run"]["name"] == "bm25" and body["summary"] == runs[0]["summary"]
     assert [item["run"]["name"] for item in runs] == list(TAGS)
     assert [item["results"] for item in runs] == [3, 4, 2]
     assert runs[1]["ignored_ranks"] == 2 and runs[1]["first_ignored_rank_line"] == 7

@@ -7,7 +7,7 @@ from typing import BinaryIO, cast
 import django_filters
 from django.conf import settings
 from django.db.models import QuerySet
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -33,7 +33,6 @@ from annotations.permissions import (
 from annotations.serializers import (
     RunJsonSerializer,
     RunSerializer,
-    RunSplitWriteSerializer,
     RunUploadSerializer,
     RunWriteSerializer,
 )
@@ -50,15 +49,8 @@ class RunFilter(django_filters.FilterSet):
         fields = ["name", "owner", "pending"]
 
 
-RUN_CREATED = PolymorphicProxySerializer(
-    component_name="RunCreated",
-    serializers=[RunWriteSerializer, RunSplitWriteSerializer],
-    resource_type_field_name=None,
-)
-
-
-def _written(imported: list[services.RunImported], *, split: bool) -> dict[str, object]:
-    """The answer to a write: the run stored, or with `split_tags` every run."""
+def _written(imported: list[services.RunImported]) -> dict[str, object]:
+    """The answer to a write: the first run stored, and every run (one per tag if split)."""
     items = []
     for item in imported:
         item.run.refresh_from_db()
@@ -71,7 +63,7 @@ def _written(imported: list[services.RunImported], *, split: bool) -> dict[str, 
                 "summary": str(item),
             }
         )
-    return {"runs": items} if split else items[0]
+    return {**items[0], "runs": items}
 
 
 RUN_REQUEST = {
@@ -93,8 +85,8 @@ class RunWriting(CollectionApiView):
 
     def store(
         self, request: Request, *, run_name: str | None, replace: bool
-    ) -> tuple[list[services.RunImported], bool]:
-        """Store the request's run; returns the runs stored and whether tags were split."""
+    ) -> list[services.RunImported]:
+        """Store the request's run (or runs, one per tag, with `split_tags`)."""
         limit = settings.NDCG_MAX_UPLOAD_MB * 1024 * 1024
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:  # refuse before reading the body
@@ -111,7 +103,7 @@ class RunWriting(CollectionApiView):
                 if split_tags and run_name is not None:
                     problem = "A PUT names one run: POST the file to runs/ to split its tags."
                     raise ValidationError({"split_tags": [problem]})
-                imported = services.run_files_import(
+                return services.run_files_import(
                     collection=self.collection,
                     sources=[cast(BinaryIO, upload)],
                     names=[upload.name],
@@ -122,7 +114,6 @@ class RunWriting(CollectionApiView):
                     replace=replace,
                     may_replace=self.may_change,
                 )
-                return imported, split_tags
             form = RunJsonSerializer(data=request.data)
             form.is_valid(raise_exception=True)
             name = run_name or form.validated_data.get("name")
@@ -137,7 +128,7 @@ class RunWriting(CollectionApiView):
                 replace=replace,
                 may_replace=self.may_change,
             )
-            return [services.RunImported(run, count, "results")], False
+            return [services.RunImported(run, count, "results")]
         except TrecFormatError:
             raise
         except ValueError as error:  # a ranking the scorer cannot order
@@ -166,18 +157,16 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
     @extend_schema(
         summary="Submit a run (organisers and system owners): TREC file or JSON results",
         description="multipart/form-data with `file` (a TREC run: `qid Q0 docno rank score "
-        "tag`; named by `name` or the tag; with `split_tags=true` one run per tag, answered "
-        "as `{runs: [...]}`), or JSON `{name, description, results: [{qid, docno, score?}]}` "
+        "tag`; named by `name` or the tag; with `split_tags=true` one run per tag, all listed "
+        "in `runs`), or JSON `{name, description, results: [{qid, docno, score?}]}` "
         "(without scores the given order per query is the ranking). The caller becomes the "
         "run's owner. Scores are computed after the write commits.",
         request=RUN_REQUEST,
-        responses={201: RUN_CREATED, **_errors(400, 401, 403, 404, 413)},
+        responses={201: RunWriteSerializer, **_errors(400, 401, 403, 404, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
-        imported, split = self.store(request, run_name=None, replace=False)
-        written = _written(imported, split=split)
-        answer = RunSplitWriteSerializer if split else RunWriteSerializer
-        return Response(answer(written).data, status=status.HTTP_201_CREATED)
+        written = _written(self.store(request, run_name=None, replace=False))
+        return Response(RunWriteSerializer(written).data, status=status.HTTP_201_CREATED)
 
 
 class RunDetailApi(RunWriting):
@@ -211,8 +200,7 @@ class RunDetailApi(RunWriting):
         existing = self._run(name)
         if existing is not None:
             self._check_owner(existing)
-        imported, _ = self.store(request, run_name=name, replace=True)
-        written = _written(imported, split=False)
+        written = _written(self.store(request, run_name=name, replace=True))
         return Response(
             RunWriteSerializer(written).data,
             status=status.HTTP_200_OK if existing else status.HTTP_201_CREATED,
