@@ -780,3 +780,51 @@ def test_block_decoding_yields_and_fails_exactly_like_reading_line_by_line(
     finally:
         trec_lines._BLOCK_BYTES, trec_lines.MAX_LINE_BYTES = saved
     assert blocks == reference
+
+
+# Several tags ----------------------------------------------------------------------------
+
+_TAGGED_LINE = st.tuples(
+    st.sampled_from(["q1", "q2", "10"]),
+    st.sampled_from(["d1", "d2", "d3", "D1"]),
+    st.sampled_from(["1", "2", "x", "2147483648"]),
+    st.sampled_from(["1.5", "-0", "3", "2e1"]),
+    st.sampled_from(["a", "b", "run.c"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TAGGED_LINE, min_size=1, max_size=12))
+def test_splitting_tags_reads_each_tag_as_its_own_file_would_read(
+    rows: list[tuple[str, str, str, str, str]],
+) -> None:
+    """A file read with split_tags gives, for each tag, exactly the lines the file of that
+    tag's lines alone gives (the other lines blanked, so line numbers stay); its first error
+    is the first error of one of those files, at the same line."""
+    text = "".join(f"{q} Q0 {d} {r} {s} {t}\n" for q, d, r, s, t in rows)
+
+    def outcome(data: str, split: bool) -> tuple[list[tuple[object, ...]], tuple[int, str] | None]:
+        read: list[tuple[object, ...]] = []
+        try:
+            for line in read_run(io.BytesIO(data.encode()), name="f", split_tags=split):
+                read.append((line.tag, line.qid, line.docno, line.rank, line.score, line.line))
+        except TrecFormatError as error:
+            assert error.line is not None
+            return read, (error.line, error.problem.split(" (tag ")[0])
+        return read, None
+
+    split, error = outcome(text, True)
+    alone = {
+        tag: outcome(
+            "".join(line if line.split()[5] == tag else "\n" for line in text.splitlines(True)),
+            False,
+        )
+        for tag in {row[4] for row in rows}
+    }
+    if error is None:
+        for tag, (lines, alone_error) in alone.items():
+            assert alone_error is None
+            assert [line for line in split if line[0] == tag] == lines
+    else:
+        assert error in [alone_error for _, alone_error in alone.values()]
+        assert error[0] == min(e[0] for _, e in alone.values() if e is not None)
