@@ -24,7 +24,7 @@ _BOM = b"\xef\xbb\xbf"
 # its columns is empty (a leading, trailing or doubled space would make one). Anything else
 # goes to the line reader.
 _PLAIN = bytes(range(0x21, 0x7F)) + b" \n"
-_INTEGER = r"^[+-]?[0-9]+$"  # trec._INTEGER and trec._DECIMAL, anchored
+_INTEGER = r"^[+-]?[0-9]+$"  # trec.fields.INTEGER and DECIMAL, anchored
 _DECIMAL = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 _MAX_FIELD = 1 << 20  # keeps every line far below trec.MAX_LINE_BYTES
 # Arrow parses a file in blocks of this size, on several threads; the columns come back in

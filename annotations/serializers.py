@@ -229,11 +229,34 @@ class RunUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="The run file; at most NDCG_MAX_UPLOAD_MB.")
     name = IdField(required=False, help_text="Defaults to the file's tag (POST).")
     description = serializers.CharField(required=False, allow_blank=True, default="")
+    split_tags = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="POST only: a file holding several tags becomes one run per tag, each named "
+        "by its tag (without it such a file is refused).",
+    )
 
 
-class RunWriteSerializer(serializers.Serializer):
+class RunImportSerializer(serializers.Serializer):
     run = RunSerializer()
     results = serializers.IntegerField(help_text="Number of results stored.")
+    ignored_ranks = serializers.IntegerField(
+        default=0,
+        help_text="Lines whose rank is not a 32-bit integer: ignored (results are ordered by "
+        "score), stored as the result's place in that order.",
+    )
+    first_ignored_rank_line = serializers.IntegerField(
+        allow_null=True, default=None, help_text="The first of those lines."
+    )
+    summary = serializers.CharField(help_text="The import summary, as `import_run` prints it.")
+
+
+class RunWriteSerializer(RunImportSerializer):
+    """The run stored (with `split_tags`, the first tag's), and every run the request stored."""
+
+    runs = RunImportSerializer(
+        many=True, help_text="Every run stored: one, or with `split_tags` one per tag in order."
+    )
 
 
 # --- judgements ---------------------------------------------------------------------------

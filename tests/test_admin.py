@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
@@ -20,6 +21,10 @@ from annotations.models import (
     JudgementHistory,
     Membership,
     Query,
+    QueryScore,
+    Ranking,
+    Run,
+    RunScore,
 )
 from tests.factories import CollectionFactory, DocumentFactory, UserFactory
 
@@ -285,3 +290,135 @@ def test_the_pair_and_assessor_of_an_existing_judgement_are_read_only_in_the_adm
     changed = Judgement.objects.get(pk=judgement.pk)
     assert (changed.document.docno, changed.assessor.username, changed.grade) == ("d1", "alice", 1)
     assert not Judgement.objects.filter(assessor=bob).exists()
+
+
+# Runs ------------------------------------------------------------------------------------
+
+
+def test_an_organiser_deletes_a_scored_run_with_its_scores(
+    worked_example: Collection, organiser: Any, write_file: Any
+) -> None:
+    services.run_import(
+        collection=worked_example, source=write_file("other.run", "q1 Q0 d3 1 1.0 other\n")
+    )
+    run, other = Run.objects.get(name="example"), Run.objects.get(name="other")
+    assert QueryScore.objects.filter(run=run).exists() and run.scored_at is not None
+    kept = list(QueryScore.objects.filter(run=other).values_list("k", "ndcg"))
+    client = Client()
+    client.force_login(organiser)
+    page = client.get(url(Run, "delete", run.pk))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Cannot delete" not in text and "per-query scores: 3" in text.lower()
+    assert client.post(url(Run, "delete", run.pk), {"post": "yes"}).status_code == 302
+    assert not Run.objects.filter(pk=run.pk).exists()
+    assert not Ranking.objects.filter(run_id=run.pk).exists()
+    assert not QueryScore.objects.filter(run_id=run.pk).exists()
+    assert not RunScore.objects.filter(run_id=run.pk).exists()
+    assert list(QueryScore.objects.filter(run=other).values_list("k", "ndcg")) == kept
+
+
+def test_the_delete_action_deletes_several_scored_runs(
+    worked_example: Collection, organiser: Any, write_file: Any
+) -> None:
+    services.run_import(
+        collection=worked_example, source=write_file("other.run", "q1 Q0 d3 1 1.0 other\n")
+    )
+    client = Client()
+    client.force_login(organiser)
+    ids = list(Run.objects.values_list("pk", flat=True))
+    confirm = client.post(
+        url(Run, "changelist"), {"action": "delete_selected", "_selected_action": ids}
+    )
+    assert confirm.status_code == 200 and "Cannot delete" not in confirm.content.decode()
+    done = client.post(
+        url(Run, "changelist"),
+        {"action": "delete_selected", "_selected_action": ids, "post": "yes"},
+    )
+    assert done.status_code == 302
+    assert not Run.objects.exists() and not RunScore.objects.exists()
+
+
+def add_run(client: Client, collection: Collection, content: bytes | None, **extra: Any) -> Any:
+    data: dict[str, Any] = {"collection": collection.pk, "description": "", **extra}
+    if content is not None:
+        data["file"] = SimpleUploadedFile("admin.run", content)
+    return client.post(url(Run, "add"), data)
+
+
+def test_a_run_is_added_in_the_admin_with_its_file_and_scored(
+    worked_example: Collection, organiser: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    client = Client()
+    client.force_login(organiser)
+    assert 'type="file"' in client.get(url(Run, "add")).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = add_run(client, worked_example, b"q1 Q0 d7 1 2.0 added\nq1 Q0 d1 2 1.0 added\n")
+    assert response.status_code == 302, response.content.decode()
+    run = Run.objects.get(name="added")
+    assert run.scored_at is not None and run.rankings.get().size == 2
+    assert RunScore.objects.filter(run=run).exists()
+    renamed = add_run(client, worked_example, b"q1 Q0 d2 1 1 tag\n", name="renamed")
+    assert renamed.status_code == 302
+    assert Run.objects.filter(name="renamed").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "This field is required."),
+        (b"", "The submitted file is empty."),
+        (b"# comments only\n", "admin.run: file is empty"),
+        (b"q1 Q0 d1 1 1 a\nq1 Q0 d2 2 0.5 b\n", "admin.run:2: tag: &#x27;b&#x27; differs"),
+        (b"q1 Q0 d1 1 x a\n", "admin.run:1: score: &#x27;x&#x27; is not a number"),
+        (b"q1 Q0 d1 1 1 example\n", "run &#x27;example&#x27; already exists in demo"),
+    ],
+)
+def test_a_run_without_results_or_with_a_bad_file_is_refused_by_the_admin(
+    worked_example: Collection, organiser: Any, content: bytes | None, problem: str
+) -> None:
+    client = Client()
+    client.force_login(organiser)
+    before = list(Run.objects.values_list("name", "scored_at"))
+    response = add_run(client, worked_example, content)
+    assert response.status_code == 200  # the form again, with the error
+    assert problem in response.content.decode()
+    assert list(Run.objects.values_list("name", "scored_at")) == before
+    assert Ranking.objects.count() == 1
+
+
+def test_a_runs_collection_and_name_are_read_only_in_the_admin(
+    worked_example: Collection, organiser: Any
+) -> None:
+    run = Run.objects.get()
+    client = Client()
+    client.force_login(organiser)
+    other = CollectionFactory(slug="elsewhere")
+    response = client.post(
+        url(Run, "change", run.pk),
+        {"collection": other.pk, "name": "a b", "owner": "", "description": "notes"},
+    )
+    assert response.status_code == 302
+    run.refresh_from_db()
+    assert (run.collection.slug, run.name, run.description) == ("demo", "example", "notes")
+    assert run.scored_at is not None
+    assert client.get(url(Ranking, "delete", run.rankings.get().pk)).status_code == 403
+
+
+def test_the_admin_splits_tags_on_request_and_shows_the_import_summary(
+    worked_example: Collection, organiser: Any
+) -> None:
+    client = Client()
+    client.force_login(organiser)
+    content = b"q1 Q0 d1 1 2.0 one\nq1 Q0 d2 two 1.0 two\nq1 Q0 d3 1 3.0 one\n"
+    refused = add_run(client, worked_example, content)
+    assert "split_tags=true" in refused.content.decode()  # how to import it
+    response = add_run(client, worked_example, content, split_tags="on")
+    assert response.status_code == 302
+    shown = [str(message) for message in response.wsgi_request._messages]
+    assert shown[:2] == [
+        "run: one, 2 results",
+        "run: two, 1 results; rank ignored on 1 line (not a 32-bit integer; results are "
+        "ordered by score), first admin.run:2",
+    ]
+    assert set(Run.objects.values_list("name", flat=True)) == {"example", "one", "two"}

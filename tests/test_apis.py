@@ -383,12 +383,12 @@ def test_bad_json_runs_are_a_400_naming_the_field(
 
 
 def test_a_broken_trec_file_is_a_400_naming_file_line_and_field(world: World) -> None:
-    broken = b"q1 Q0 d1 1 9 mine\nq1 Q0 d2 two 8 mine\n"
+    broken = b"q1 Q0 d1 1 9 mine\nq1 Q0 d2 2 eight mine\n"
     response = world.client("owner").post(
         f"{DEMO}/runs/", _upload(broken, "broken.run"), format="multipart"
     )
     error = _error(response, 400)
-    assert error["location"] == {"file": "broken.run", "line": 2, "field": "rank"}
+    assert error["location"] == {"file": "broken.run", "line": 2, "field": "score"}
     assert "broken.run:2" in error["fields"]["file"][0]
     assert not Run.objects.filter(name="mine").exists()
     _error(world.client("owner").post(f"{DEMO}/runs/", _upload(b""), format="multipart"), 400)

@@ -169,6 +169,35 @@ def test_create_collection_takes_name_gain_cutoffs_and_a_0_to_4_scale(db: None) 
     ]
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--grades=-2..3"],
+        ["--grades", "-2..3"],
+        ["--grades", "-2,-1,0,1,2,3"],
+        ["--grades=-2,-1,0,1,2,3"],
+        ["--grades", "-2-3"],
+        ["--grades", " -2 .. 3 "],
+    ],
+)
+def test_create_collection_takes_a_negative_scale_as_the_readme_writes_it(
+    db: None, options: list[str]
+) -> None:
+    out = run("create_collection", "neg", *options, "--name", "after the scale")
+    assert "grades -2, -1, 0, 1, 2, 3" in out
+    collection = Collection.objects.get(slug="neg")
+    assert collection.name == "after the scale"
+    assert list(collection.grades.values_list("value", flat=True)) == [-2, -1, 0, 1, 2, 3]
+
+
+def test_a_negative_scale_admits_negative_grades_in_qrels(db: None, write_file: WriteFile) -> None:
+    run("create_collection", "neg", "--grades", "-1..2")
+    path = write_file("neg.qrels", "q1 0 d1 -1\nq1 0 d2 2\n")
+    assert "2 created" in run("import_qrels", "neg", path)
+    message = command_error("import_qrels", "neg", write_file("low.qrels", "q1 0 d3 -2\n"))
+    assert "grade: -2 is not one of the allowed levels -1, 0, 1, 2" in message
+
+
 def test_create_collection_accepts_a_listed_scale(db: None) -> None:
     run("create_collection", "binary", "--grades", "1,0")
     assert list(GradeLevel.objects.values_list("value", flat=True)) == [0, 1]
@@ -183,6 +212,10 @@ def test_create_collection_accepts_a_listed_scale(db: None) -> None:
         (["--cutoffs", "5,5"], "cutoffs: Cutoffs must not repeat"),
         (["--cutoffs", "5,2000"], "cutoffs: Cutoffs above 1000 are not supported"),
         (["--grades", "3-0"], "grades: '3-0' is not a grade scale"),
+        (["--grades", "3..-2"], "grades: '3..-2' is not a grade scale"),
+        (["--grades", "-2"], "grades: '-2' is not a grade scale; write it like '0-3', '-2..3'"),
+        (["--grades", "-1..x"], "grades: '-1..x' is not a grade scale"),
+        (["--grades", "-20..0"], "grades: grades must lie between -9 and 99"),
         (["--grades", "relevant"], "grades: 'relevant' is not a grade scale"),
         (["--grades", "0-x"], "grades: '0-x' is not a grade scale"),
         (["--grades", "0-100"], "grades: grades must lie between -9 and 99"),
@@ -605,9 +638,6 @@ BAD_LINES = {
     "run-nan-score": BadInput(
         "import_run", "q9 Q0 d9 1 nan example", "score: 'nan' is not a finite"
     ),
-    "run-bad-rank": BadInput(
-        "import_run", "q9 Q0 d9 first 1.0 example", "rank: 'first' is not an integer"
-    ),
     "run-second-tag": BadInput(
         "import_run", "q9 Q0 d9 1 1.0 other", "tag: 'other' differs from 'example'"
     ),
@@ -932,9 +962,9 @@ def test_import_run_of_several_files_imports_none_when_one_is_bad(
 ) -> None:
     before = database_snapshot()
     good = write_file("good.txt", lines("q1 Q0 d1 1 2.0 bm25", "q9 Q0 new 1 1.0 bm25"))
-    bad = write_file("bad.txt", lines("q1 Q0 d1 1 2.0 dense", "q1 Q0 d2 x 1.0 dense"))
+    bad = write_file("bad.txt", lines("q1 Q0 d1 1 2.0 dense", "q1 Q0 d2 2 x dense"))
     message = command_error("import_run", "demo", good, bad)
-    assert message == f"{bad}:2: rank: 'x' is not an integer (nothing was imported)"
+    assert message == f"{bad}:2: score: 'x' is not a number (nothing was imported)"
     assert database_snapshot() == before
 
 

@@ -78,11 +78,11 @@ def test_replacing_a_run_by_upload(
 
 
 def test_a_malformed_file_names_its_line_and_changes_nothing(owned: Collection) -> None:
-    upload = SimpleUploadedFile("bad.run", b"q1 Q0 d2 1 2.0 t\nq1 Q0 d6 x 1.0 t\n")
+    upload = SimpleUploadedFile("bad.run", b"q1 Q0 d2 1 2.0 t\nq1 Q0 d6 2 high t\n")
     response = as_user("olga").post(f"{RUNS}bm25/replace/", {"file": upload})
     html = response.content.decode()
     assert response.status_code == 400
-    assert "bad.run:2: rank:" in html and "(nothing was imported)" in html
+    assert "bad.run:2: score:" in html and "(nothing was imported)" in html
     assert sum(r.size for r in Run.objects.get(name="bm25").rankings.all()) == 7
 
 

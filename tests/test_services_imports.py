@@ -542,15 +542,16 @@ def test_runs_import_refuses_two_files_of_one_tag(db: None) -> None:
     assert not Run.objects.exists()
 
 
-def test_run_import_refuses_a_rank_beyond_32_bits_by_line(db: None) -> None:
+def test_a_rank_beyond_32_bits_is_ignored_and_reported_with_its_line(db: None) -> None:
     collection = CollectionFactory()
-    with pytest.raises(TrecFormatError, match=r"run.txt:2: rank: '4294967296' is out of range"):
-        services.run_import(
-            collection=collection,
-            source=stream("q1 Q0 d1 1 1 sys\nq1 Q0 d2 4294967296 1 sys\n"),
-            name="run.txt",
-        )
-    assert not Run.objects.exists()
+    (imported,) = services.run_files_import(
+        collection=collection,
+        sources=[stream("q1 Q0 d1 1 1 sys\nq1 Q0 d2 4294967296 2 sys\n")],
+        names=["run.txt"],
+    )
+    assert (imported.ignored_ranks, imported.first_ignored_rank_line) == (1, 2)
+    # stored as its place in trec_eval's order (d2 first: the higher score)
+    assert imported.run.rankings.get().rank_values() == [1, 1]
 
 
 class Unseekable(io.RawIOBase):

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations import trec
 from annotations.trec import (
     DocumentRecord,
     QrelLine,
@@ -28,6 +27,7 @@ from annotations.trec import (
     write_qrels,
     write_run,
 )
+from annotations.trec import lines as trec_lines
 
 Reader = Callable[..., Iterator[Any]]
 READERS: list[Reader] = [read_qrels, read_run, read_topics, read_documents]
@@ -161,7 +161,7 @@ def test_missing_file_raises_when_iteration_starts(tmp_path: Path) -> None:
 
 
 def test_overlong_line_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trec, "MAX_LINE_BYTES", 16)
+    monkeypatch.setattr(trec_lines, "MAX_LINE_BYTES", 16)
     path = make_file(tmp_path, "1 0 d1 1\n1 0 d-with-a-long-name 1\n")
     error = error_of(read_qrels, path)
     assert_error(error, path, 2, None, "longer than 16 bytes")
@@ -298,9 +298,18 @@ def test_run_wrong_column_count(tmp_path: Path, line: str) -> None:
     )
 
 
-def test_run_rank_must_be_an_integer(tmp_path: Path) -> None:
-    path = make_file(tmp_path, "301 Q0 FT1 1.5 2.0 bm25\n")
-    assert_error(error_of(read_run, path), path, 1, "rank", "'1.5' is not an integer")
+@pytest.mark.parametrize(
+    "rank", ["1.5", "first", "2147483648", "-2147483649", "99999999999999999999", "0x1"]
+)
+def test_a_run_rank_that_is_not_a_32_bit_integer_is_ignored(tmp_path: Path, rank: str) -> None:
+    """The rank is informational (trec_eval orders by score): not an error, read as None."""
+    path = make_file(tmp_path, f"301 Q0 FT1 {rank} 2.0 bm25\n301 Q0 FT2 -7 1.0 bm25\n")
+    assert [(line.rank, line.line) for line in read_run(path)] == [(None, 1), (-7, 2)]
+
+
+def test_32_bit_ranks_are_kept_as_written(tmp_path: Path) -> None:
+    path = make_file(tmp_path, "1 Q0 a 2147483647 1 r\n1 Q0 b -2147483648 2 r\n1 Q0 c +07 3 r\n")
+    assert [line.rank for line in read_run(path)] == [2**31 - 1, -(2**31), 7]
 
 
 @pytest.mark.parametrize("score", ["abc", "1,5", "1_000", "0x1p3", "--1"])
@@ -719,11 +728,11 @@ def _decode_line_by_line(data: bytes, path: str) -> Iterator[tuple[int, str]]:
     """The reference: lines read one at a time, as `readline` gives them."""
     stream = io.BytesIO(data)
     for number in itertools.count(1):
-        raw = stream.readline(trec.MAX_LINE_BYTES + 1)
+        raw = stream.readline(trec_lines.MAX_LINE_BYTES + 1)
         if not raw:
             return
-        if len(raw) > trec.MAX_LINE_BYTES:
-            problem = f"line longer than {trec.MAX_LINE_BYTES} bytes"
+        if len(raw) > trec_lines.MAX_LINE_BYTES:
+            problem = f"line longer than {trec_lines.MAX_LINE_BYTES} bytes"
             raise TrecFormatError(path, number, None, problem)
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
@@ -763,11 +772,59 @@ def test_block_decoding_yields_and_fails_exactly_like_reading_line_by_line(
     """Lines are decoded a block at a time; what a reader sees (lines, then the first error
     with its line and column) is the same as reading and decoding one line at a time."""
     data = b"".join(pieces)
-    saved = trec._BLOCK_BYTES, trec.MAX_LINE_BYTES
-    trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = block, longest
+    saved = trec_lines._BLOCK_BYTES, trec_lines.MAX_LINE_BYTES
+    trec_lines._BLOCK_BYTES, trec_lines.MAX_LINE_BYTES = block, longest
     try:
-        blocks = _outcome(trec._lines(io.BytesIO(data), "f.txt"))
+        blocks = _outcome(trec_lines.numbered_lines(io.BytesIO(data), "f.txt"))
         reference = _outcome(_decode_line_by_line(data, "f.txt"))
     finally:
-        trec._BLOCK_BYTES, trec.MAX_LINE_BYTES = saved
+        trec_lines._BLOCK_BYTES, trec_lines.MAX_LINE_BYTES = saved
     assert blocks == reference
+
+
+# Several tags ----------------------------------------------------------------------------
+
+_TAGGED_LINE = st.tuples(
+    st.sampled_from(["q1", "q2", "10"]),
+    st.sampled_from(["d1", "d2", "d3", "D1"]),
+    st.sampled_from(["1", "2", "x", "2147483648"]),
+    st.sampled_from(["1.5", "-0", "3", "2e1"]),
+    st.sampled_from(["a", "b", "run.c"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TAGGED_LINE, min_size=1, max_size=12))
+def test_splitting_tags_reads_each_tag_as_its_own_file_would_read(
+    rows: list[tuple[str, str, str, str, str]],
+) -> None:
+    """A file read with split_tags gives, for each tag, exactly the lines the file of that
+    tag's lines alone gives (the other lines blanked, so line numbers stay); its first error
+    is the first error of one of those files, at the same line."""
+    text = "".join(f"{q} Q0 {d} {r} {s} {t}\n" for q, d, r, s, t in rows)
+
+    def outcome(data: str, split: bool) -> tuple[list[tuple[object, ...]], tuple[int, str] | None]:
+        read: list[tuple[object, ...]] = []
+        try:
+            for line in read_run(io.BytesIO(data.encode()), name="f", split_tags=split):
+                read.append((line.tag, line.qid, line.docno, line.rank, line.score, line.line))
+        except TrecFormatError as error:
+            assert error.line is not None
+            return read, (error.line, error.problem.split(" (tag ")[0])
+        return read, None
+
+    split, error = outcome(text, True)
+    alone = {
+        tag: outcome(
+            "".join(line if line.split()[5] == tag else "\n" for line in text.splitlines(True)),
+            False,
+        )
+        for tag in {row[4] for row in rows}
+    }
+    if error is None:
+        for tag, (lines, alone_error) in alone.items():
+            assert alone_error is None
+            assert [line for line in split if line[0] == tag] == lines
+    else:
+        assert error in [alone_error for _, alone_error in alone.values()]
+        assert error[0] == min(e[0] for _, e in alone.values() if e is not None)

@@ -49,6 +49,23 @@ class RunFilter(django_filters.FilterSet):
         fields = ["name", "owner", "pending"]
 
 
+def _written(imported: list[services.RunImported]) -> dict[str, object]:
+    """The answer to a write: the first run stored, and every run (one per tag if split)."""
+    items = []
+    for item in imported:
+        item.run.refresh_from_db()
+        items.append(
+            {
+                "run": item.run,
+                "results": item.results,
+                "ignored_ranks": item.ignored_ranks,
+                "first_ignored_rank_line": item.first_ignored_rank_line,
+                "summary": str(item),
+            }
+        )
+    return {**items[0], "runs": items}
+
+
 RUN_REQUEST = {
     "multipart/form-data": RunUploadSerializer,
     "application/json": RunJsonSerializer,
@@ -66,7 +83,10 @@ class RunWriting(CollectionApiView):
             roles=self.roles_held, user=self.request.user, run_owner_id=run.owner_id
         )
 
-    def store(self, request: Request, *, run_name: str | None, replace: bool) -> tuple[Run, int]:
+    def store(
+        self, request: Request, *, run_name: str | None, replace: bool
+    ) -> list[services.RunImported]:
+        """Store the request's run (or runs, one per tag, with `split_tags`)."""
         limit = settings.NDCG_MAX_UPLOAD_MB * 1024 * 1024
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:  # refuse before reading the body
@@ -79,11 +99,16 @@ class RunWriting(CollectionApiView):
                 upload = upload_form.validated_data["file"]
                 if upload.size > limit:
                     raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
-                return services.run_import(
+                split_tags = upload_form.validated_data["split_tags"]
+                if split_tags and run_name is not None:
+                    problem = "A PUT names one run: POST the file to runs/ to split its tags."
+                    raise ValidationError({"split_tags": [problem]})
+                return services.run_files_import(
                     collection=self.collection,
-                    source=cast(BinaryIO, upload),
-                    name=upload.name,
+                    sources=[cast(BinaryIO, upload)],
+                    names=[upload.name],
                     run_name=run_name or upload_form.validated_data.get("name"),
+                    split_tags=split_tags,
                     owner=owner,
                     description=upload_form.validated_data["description"],
                     replace=replace,
@@ -94,7 +119,7 @@ class RunWriting(CollectionApiView):
             name = run_name or form.validated_data.get("name")
             if not name:
                 raise ValidationError({"name": ["A run name is required."]})
-            return services.run_store(
+            run, count = services.run_store(
                 collection=self.collection,
                 run_name=name,
                 results=form.grouped(),
@@ -103,6 +128,7 @@ class RunWriting(CollectionApiView):
                 replace=replace,
                 may_replace=self.may_change,
             )
+            return [services.RunImported(run, count, "results")]
         except TrecFormatError:
             raise
         except ValueError as error:  # a ranking the scorer cannot order
@@ -132,18 +158,16 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
     @extend_schema(
         summary="Submit a run (organisers and system owners): TREC file or JSON results",
         description="multipart/form-data with `file` (a TREC run: `qid Q0 docno rank score "
-        "tag`; named by `name` or the tag), or JSON `{name, description, results: [{qid, "
-        "docno, score?}]}` (without scores the given order per query is the ranking). The "
-        "caller becomes the run's owner. Scores are computed after the write commits.",
+        "tag`; named by `name` or the tag; with `split_tags=true` one run per tag, all listed "
+        "in `runs`), or JSON `{name, description, results: [{qid, docno, score?}]}` "
+        "(without scores the given order per query is the ranking). The caller becomes the "
+        "run's owner. Scores are computed after the write commits.",
         request=RUN_REQUEST,
         responses={201: RunWriteSerializer, **_errors(400, 401, 403, 404, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
-        run, count = self.store(request, run_name=None, replace=False)
-        run.refresh_from_db()
-        return Response(
-            RunWriteSerializer({"run": run, "results": count}).data, status=status.HTTP_201_CREATED
-        )
+        written = _written(self.store(request, run_name=None, replace=False))
+        return Response(RunWriteSerializer(written).data, status=status.HTTP_201_CREATED)
 
 
 class RunDetailApi(RunWriting):
@@ -178,10 +202,9 @@ class RunDetailApi(RunWriting):
         existing = self._run(name)
         if existing is not None:
             self._check_owner(existing)
-        run, count = self.store(request, run_name=name, replace=True)
-        run.refresh_from_db()
+        written = _written(self.store(request, run_name=name, replace=True))
         return Response(
-            RunWriteSerializer({"run": run, "results": count}).data,
+            RunWriteSerializer(written).data,
             status=status.HTTP_200_OK if existing else status.HTTP_201_CREATED,
         )
 

@@ -89,9 +89,19 @@ def scores_trec(*, run: Run, ks: list[int], per_query: bool) -> Iterator[str]:
     """trec_eval's layout ("%-22s\\t%s\\t%.4f"): per-query lines by qid, then the "all" lines."""
     means = {row.k: row for row in evaluation.stored_run_scores(runs=[run], ks=ks)}
     if per_query:
-        rows = evaluation.stored_query_scores(collection=run.collection, runs=[run], ks=ks)
-        for row in sorted(rows, key=lambda r: (r.qid, r.k)):
-            yield f"{'ndcg_cut_' + str(row.k):<22}\t{row.qid}\t{row.ndcg:.4f}\n"
+        collection = run.collection
+        values = {
+            (row.qid, row.k): row.ndcg
+            for row in evaluation.stored_query_scores(collection=collection, runs=[run], ks=ks)
+        }
+        qids = {qid for qid, _ in values}
+        if collection.missing_queries == "zero":
+            # trec_eval -c -q: a judged query the run did not answer has its 0 line too
+            qids.update(evaluation.evaluated_qids(collection=collection))
+        for qid in sorted(qids):
+            for k in ks:
+                value = values.get((qid, k), 0.0)
+                yield f"{'ndcg_cut_' + str(k):<22}\t{qid}\t{value:.4f}\n"
     for k in ks:
         if k in means:
             yield f"{'ndcg_cut_' + str(k):<22}\tall\t{means[k].ndcg:.4f}\n"

@@ -56,8 +56,10 @@ from annotations.services.pools import (
 )
 from annotations.services.run_details import run_describe
 from annotations.services.runs import (
+    RunImported,
     run_delete,
     run_export,
+    run_files_import,
     run_import,
     run_store,
     runs_import,
@@ -69,6 +71,7 @@ __all__ = [
     "DocumentFields",
     "ImportSummary",
     "QueryFields",
+    "RunImported",
     "account_create",
     "account_password_link",
     "account_password_link_send",
@@ -108,6 +111,7 @@ __all__ = [
     "run_delete",
     "run_describe",
     "run_export",
+    "run_files_import",
     "run_import",
     "run_store",
     "runs_import",

@@ -128,23 +128,26 @@ def collection_grades_set(
 
 
 def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
-    """Parse a scale such as '0-3', '0-4' or '0,1,2' into levels with default labels."""
+    """Parse a scale into levels with default labels: a range ``0-3``, ``0..3``, ``-2..3`` or
+    ``-2-3`` (both ends included), or a list ``0,1,2`` / ``-2,-1,0,1,2,3``."""
     text = spec.strip()
     values: Sequence[int]
     try:
         if "," in text:
             values = sorted({int(part) for part in text.split(",")})
-        elif "-" in text[1:]:
-            cut = text.index("-", 1)
-            low, high = int(text[:cut]), int(text[cut + 1 :])
+        else:
+            # the separator: "..", else the first "-" after the low end's own sign
+            cut, width = (text.index(".."), 2) if ".." in text else (text.index("-", 1), 1)
+            low, high = int(text[:cut]), int(text[cut + width :])
             if high < low:
                 raise ValueError
             values = range(low, high + 1)  # not a list yet: '0-99999999999' must not fill memory
-        else:
-            raise ValueError
     except ValueError:
         raise ValidationError(
-            {"grades": f"{spec!r} is not a grade scale; write it like '0-3' or '0,1,2'"}
+            {
+                "grades": f"{spec!r} is not a grade scale; write it like '0-3', '-2..3' or "
+                "'-2,-1,0,1,2,3'"
+            }
         ) from None
     if values[0] < GRADE_MIN or values[-1] > GRADE_MAX:
         raise ValidationError(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import sys
+from argparse import ArgumentParser
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -48,11 +52,55 @@ def run_reporting_errors(action: Callable[[], T]) -> T:
         raise CommandError(f"{error.filename}: {error.strerror} (nothing was imported)") from None
 
 
+def negative_values_accepted(parser: ArgumentParser) -> ArgumentParser:
+    """Let an option take a value that starts with a minus sign and a digit, as Python 3.13's
+    argparse does: `--grades -2,-1,0` and `--grades -2..3`, not only `--grades=-2..3`.
+
+    Before 3.13 argparse reads such a value as an unknown option unless it is one plain
+    negative number. The parser's commands define no option that looks like a number.
+    """
+    parser._negative_number_matcher = re.compile(r"-\.?\d")  # type: ignore[attr-defined]
+    return parser
+
+
 class CollectionCommand(BaseCommand):
     """A command whose first argument is a collection slug."""
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("slug", help="the collection's slug")
+
+
+# The exit status of a process the closing of its output pipe ends (128 + SIGPIPE), as
+# trec_eval's and every other Unix tool's in `... | head`.
+CLOSED_PIPE_STATUS = 141
+
+
+class PrintingCommand(CollectionCommand):
+    """A command whose output is data on stdout: a reader that stops early (`| head -1`)
+    ends it quietly, with no traceback, as it ends trec_eval."""
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        try:
+            result = super().execute(*args, **options)
+            self.stdout.flush()  # what is still buffered fails here, not at interpreter exit
+        except BrokenPipeError:
+            _stdout_discarded()
+        else:
+            return result
+        # Outside the except block, so the error and the frames it holds are gone: a half-read
+        # database cursor is closed now, not at interpreter exit after its connection.
+        raise SystemExit(CLOSED_PIPE_STATUS)
+
+
+def _stdout_discarded() -> None:
+    """Point stdout at /dev/null, so that Python's final flush finds no closed pipe."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a captured stream)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 class FileImportCommand(CollectionCommand):

@@ -5,12 +5,18 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from annotations import services
-from annotations.management.commands._base import run_reporting_errors
+from annotations.management.commands._base import (
+    negative_values_accepted,
+    run_reporting_errors,
+)
 from annotations.models import Collection
 
 
 class Command(BaseCommand):
     help = "Create a collection: python manage.py create_collection SLUG [--name ...]"
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> Any:
+        return negative_values_accepted(super().create_parser(prog_name, subcommand, **kwargs))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("slug")
@@ -18,7 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--description", default="")
         parser.add_argument("--gain", choices=["linear", "exponential"], default="linear")
         parser.add_argument("--cutoffs", default="5,10,20", help="comma-separated k values")
-        parser.add_argument("--grades", default="0-3", help="grade scale, e.g. 0-3 or 0,1,2")
+        parser.add_argument(
+            "--grades", default="0-3", help="grade scale: 0-3, -2..3 or -2,-1,0,1,2,3"
+        )
         parser.add_argument(
             "--missing", choices=["zero", "skip"], default="zero",
             help="a judged query a run did not answer counts 0 (zero, trec_eval -c) or is skipped",

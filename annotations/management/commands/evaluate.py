@@ -5,12 +5,12 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from annotations import selectors
-from annotations.management.commands._base import CollectionCommand, collection_get
+from annotations.management.commands._base import PrintingCommand, collection_get
 from annotations.models import Run
 from annotations.selectors import evaluation, exports
 
 
-class Command(CollectionCommand):
+class Command(PrintingCommand):
     help = (
         "Print stored nDCG@k scores (never recomputed). trec: trec_eval's layout for one run "
         "(-q adds per-query lines); json: full precision for every run, query and k; csv."

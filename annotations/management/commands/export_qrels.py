@@ -3,10 +3,10 @@
 from typing import Any
 
 from annotations import services
-from annotations.management.commands._base import CollectionCommand, collection_get
+from annotations.management.commands._base import PrintingCommand, collection_get
 
 
-class Command(CollectionCommand):
+class Command(PrintingCommand):
     help = "Export qrels (qid 0 docno grade), one line per judged pair, to stdout"
 
     def handle(self, *args: Any, **options: Any) -> None:

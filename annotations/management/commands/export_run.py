@@ -5,11 +5,11 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from annotations import services
-from annotations.management.commands._base import CollectionCommand, collection_get
+from annotations.management.commands._base import PrintingCommand, collection_get
 from annotations.models import Run
 
 
-class Command(CollectionCommand):
+class Command(PrintingCommand):
     help = "Export a run (qid Q0 docno rank score tag) to stdout"
 
     def add_arguments(self, parser: Any) -> None:

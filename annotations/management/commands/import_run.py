@@ -11,13 +11,12 @@ from annotations.management.commands._base import (
     collection_get,
     run_reporting_errors,
 )
-from annotations.models import Run
 
 
 class Command(CollectionCommand):
     help = (
         "Import TREC runs (qid Q0 docno rank score tag), each named by its tag; several files "
-        "are imported together, all or nothing"
+        "are imported together, all or nothing; --split-tags makes one run per tag"
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -29,11 +28,18 @@ class Command(CollectionCommand):
         parser.add_argument(
             "--replace", action="store_true", help="replace existing runs of those names"
         )
+        parser.add_argument(
+            "--split-tags",
+            action="store_true",
+            help="a file holding several tags becomes one run per tag, each named by its tag",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         files: list[str] = options["files"]
         if options["name"] and len(files) > 1:
             raise CommandError("--name names one run: give one file, or let the tags name them")
+        if options["name"] and options["split_tags"]:
+            raise CommandError("--name and --split-tags: with --split-tags each tag names its run")
         try:
             collection = collection_get(options["slug"])
         except CommandError as error:
@@ -44,25 +50,16 @@ class Command(CollectionCommand):
             if owner is None:
                 raise CommandError(f"--owner: no user named {options['owner']!r}")
 
-        def imported() -> list[tuple[Run, int]]:
-            if len(files) == 1:
-                return [
-                    services.run_import(
-                        collection=collection,
-                        source=files[0],
-                        run_name=options["name"],
-                        owner=owner,
-                        description=options["description"],
-                        replace=options["replace"],
-                    )
-                ]
-            return services.runs_import(
+        imported = run_reporting_errors(
+            lambda: services.run_files_import(
                 collection=collection,
                 sources=files,
+                run_name=options["name"],
+                split_tags=options["split_tags"],
                 owner=owner,
                 description=options["description"],
                 replace=options["replace"],
             )
-
-        for run, count in run_reporting_errors(imported):
-            self.stdout.write(f"run: {run.name}, {count} results")
+        )
+        for run in imported:
+            self.stdout.write(str(run))

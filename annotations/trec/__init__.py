@@ -1,0 +1,39 @@
+"""PURE: streaming, line-numbered readers and writers for TREC qrels, runs, topics and documents.
+
+One module per format (`qrels`, `runs`, `topics`, `documents`) over the shared line source
+(`lines`), field checks (`fields`) and error (`errors`); everything public is importable from
+here, as `from annotations.trec import read_run`.
+"""
+
+from annotations.trec.documents import DocumentRecord, read_documents
+from annotations.trec.errors import TrecFormatError
+from annotations.trec.fields import MAX_ID_LENGTH, RANK_RANGE, id_problem, text_problem
+from annotations.trec.lines import MAX_LINE_BYTES, Source, TextSink, display_name
+from annotations.trec.qrels import QrelLine, qrels_text, read_qrels, write_qrels
+from annotations.trec.runs import RunLine, RunRow, read_run, read_run_blocks, write_run
+from annotations.trec.topics import Topic, read_topics
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_LINE_BYTES",
+    "RANK_RANGE",
+    "DocumentRecord",
+    "QrelLine",
+    "RunLine",
+    "RunRow",
+    "Source",
+    "TextSink",
+    "Topic",
+    "TrecFormatError",
+    "display_name",
+    "id_problem",
+    "qrels_text",
+    "read_documents",
+    "read_qrels",
+    "read_run",
+    "read_run_blocks",
+    "read_topics",
+    "text_problem",
+    "write_qrels",
+    "write_run",
+]

@@ -1,0 +1,161 @@
+"""The `evaluate` command: trec_eval's `-c -q` layout from stored scores, and output pipes
+that close early (`| head -1`) ending it quietly, as they end trec_eval."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+from django.conf import settings
+from django.core.management import call_command
+
+from annotations.models import Collection
+from tests.factories import CollectionFactory
+
+WriteFile = Callable[[str, "str | bytes"], Path]
+
+# q3 is judged but the run does not answer it; q4 is answered but not judged.
+QRELS = "q1 0 d1 3\nq1 0 d2 1\nq1 0 d3 2\nq2 0 d4 2\nq2 0 d5 0\nq3 0 d6 1\n"
+RUN = "q1 Q0 d2 1 3.0 sys\nq1 Q0 d3 2 2.5 sys\nq1 Q0 d9 3 2.0 sys\nq2 Q0 d4 1 1.0 sys\n"
+RUN += "q4 Q0 d1 1 1.0 sys\n"
+KS = (2, 5)
+
+
+def evaluate(*args: str) -> str:
+    out = StringIO()
+    call_command("evaluate", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def trec_eval_lines() -> list[str]:
+    """What trec_eval 10 prints with `-c -q -m ndcg_cut.2,5` (pytrec_eval computes the
+    values; trec_eval prints every judged query, 0 for those the run did not answer)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for line in QRELS.splitlines():
+        qid, _, docno, grade = line.split()
+        qrels.setdefault(qid, {})[docno] = int(grade)
+    ranking: dict[str, dict[str, float]] = {}
+    for line in RUN.splitlines():
+        qid, _, docno, _, score, _ = line.split()
+        ranking.setdefault(qid, {})[docno] = float(score)
+    result = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.2,5"}).evaluate(ranking)
+    lines = []
+    for qid in sorted(qrels):
+        for k in KS:
+            value = result.get(qid, {}).get(f"ndcg_cut_{k}", 0.0)
+            lines.append(f"{'ndcg_cut_' + str(k):<22}\t{qid}\t{value:.4f}")
+    for k in KS:
+        values = [result.get(qid, {}).get(f"ndcg_cut_{k}", 0.0) for qid in qrels]
+        lines.append(f"{'ndcg_cut_' + str(k):<22}\tall\t{sum(values) / len(values):.4f}")
+    return lines
+
+
+def load(collection: Collection, write_file: WriteFile) -> None:
+    call_command("import_qrels", collection.slug, write_file("t.qrels", QRELS), stdout=StringIO())
+    call_command("import_run", collection.slug, write_file("t.run", RUN), stdout=StringIO())
+
+
+def test_per_query_lines_are_trec_eval_c_q_with_a_0_line_for_each_unanswered_query(
+    transactional_db: None, write_file: WriteFile
+) -> None:
+    load(CollectionFactory(slug="demo", cutoffs=list(KS)), write_file)
+    out = evaluate("demo", "--run", "sys", "-q").splitlines()
+    assert out == trec_eval_lines()
+    assert f"{'ndcg_cut_2':<22}\tq3\t0.0000" in out
+    assert not any("\tq4\t" in line for line in out)  # not judged: not evaluated
+
+
+def test_with_missing_queries_skipped_no_0_line_is_printed(
+    transactional_db: None, write_file: WriteFile
+) -> None:
+    load(CollectionFactory(slug="demo", cutoffs=list(KS), missing_queries="skip"), write_file)
+    out = evaluate("demo", "--run", "sys", "-q").splitlines()
+    assert [line.split("\t")[1] for line in out] == ["q1", "q1", "q2", "q2", "all", "all"]
+
+
+# --- closed pipes, with real processes ----------------------------------------------------
+
+
+def manage(database: Path, *args: str, **popen: object) -> subprocess.Popen[bytes]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"CELERY_BROKER_URL", "DJANGO_CACHE_URL"}
+    }
+    env["DATABASE_URL"] = f"sqlite:///{database}"
+    command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), *args]
+    return subprocess.Popen(command, env=env, **popen)  # type: ignore[call-overload, no-any-return]
+
+
+def manage_ok(database: Path, *args: str) -> None:
+    process = manage(database, *args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err.decode()
+
+
+@pytest.fixture(scope="module")
+def big_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database of its own, with enough queries that every command writes more than
+    a pipe holds (64 kB), so the reader always leaves before the writer is done."""
+    folder = tmp_path_factory.mktemp("pipes")
+    database = folder / "pipes.sqlite3"
+    # 100 queries (each recomputation is a commit) of 120 documents, at 40 cutoffs
+    pairs = [(f"q{q}", f"d{q}-{d}") for q in range(100) for d in range(120)]
+    (folder / "big.qrels").write_text("".join(f"{q} 0 {d} 1\n" for q, d in pairs))
+    (folder / "big.run").write_text("".join(f"{q} Q0 {d} 1 1.0 big\n" for q, d in pairs[120:]))
+    cutoffs = ",".join(str(k) for k in range(5, 205, 5))
+    manage_ok(database, "migrate", "-v0")
+    manage_ok(database, "create_collection", "demo", "--cutoffs", cutoffs)
+    manage_ok(database, "import_qrels", "demo", str(folder / "big.qrels"))
+    manage_ok(database, "import_run", "demo", str(folder / "big.run"))
+    return database
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("evaluate", "demo", "--run", "big", "-q"),
+        ("export_qrels", "demo"),
+        ("export_run", "demo", "big"),
+    ],
+)
+def test_a_reader_that_stops_after_one_line_ends_the_command_quietly(
+    big_database: Path, command: tuple[str, ...]
+) -> None:
+    writer = manage(big_database, *command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert writer.stdout is not None and writer.stderr is not None
+    first = writer.stdout.readline()  # as `| head -1` reads
+    writer.stdout.close()
+    err = writer.stderr.read().decode()
+    writer.wait(timeout=120)
+    assert first.strip()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert writer.returncode == 141  # 128 + SIGPIPE, as trec_eval's in `| head -1`
+
+
+def test_a_pipe_closed_before_any_output_ends_it_quietly_too(big_database: Path) -> None:
+    """The reader gone before the first write: the error comes at the first flush."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    writer = manage(big_database, "evaluate", "demo", "--run", "big", stdout=write_end,
+                    stderr=subprocess.PIPE)  # fmt: skip
+    os.close(write_end)
+    _, err = writer.communicate(timeout=120)
+    assert "Traceback" not in err.decode() and "BrokenPipeError" not in err.decode()
+    assert writer.returncode == 141
+
+
+def test_the_shell_pipeline_prints_the_first_line_only(big_database: Path) -> None:
+    manage_py = Path(settings.BASE_DIR) / "manage.py"
+    script = f"'{sys.executable}' '{manage_py}' evaluate demo --run big -q | head -1"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{big_database}"}
+    env.pop("CELERY_BROKER_URL", None)
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, timeout=120)
+    assert done.stdout.decode() == f"{'ndcg_cut_5':<22}\tq0\t0.0000\n"  # q0: not answered
+    assert done.stderr.decode() == ""
