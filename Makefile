@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve test check lint typecheck migrations-check install benchmark benchmark-reads clean
+.PHONY: demo serve test check lint typecheck migrations-check install benchmark benchmark-reads benchmark-cutoffs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,9 @@ benchmark: $(STAMP)
 
 benchmark-reads: $(STAMP)
 	$(BIN)/python benchmarks/bench_reads.py
+
+benchmark-cutoffs: $(STAMP)
+	$(BIN)/python benchmarks/bench_cutoffs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
