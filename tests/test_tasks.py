@@ -129,7 +129,7 @@ def shared_coordination(settings) -> Iterator[None]:  # type: ignore[no-untyped-
 def test_one_queued_recomputation_per_query_until_the_task_starts(
     shared_coordination: None,
 ) -> None:
-    from annotations import scores
+    from annotations.scores import scheduling as scores
 
     task = _Recorder()
     for _ in range(5):
@@ -144,7 +144,7 @@ def test_one_queued_recomputation_per_query_until_the_task_starts(
 def test_a_publish_that_fails_is_logged_not_raised_and_leaves_no_mark(
     shared_coordination: None,
 ) -> None:
-    from annotations import scores
+    from annotations.scores import scheduling as scores
 
     scores._publish(_Recorder(fail=True), 9, coalesce="recompute-query:9")
     task = _Recorder()
