@@ -26,79 +26,71 @@ from annotations.scores.computing import (
 )
 from annotations.scores.queries import scores_recompute_query
 
+# The per-query values of a QueryScore row, in this order.
+_VALUES = ("ndcg", "dcg", "judged", "ndcg_condensed")
+
+
+def _values(score: scoring.CutoffScores) -> tuple[float, float, float, float]:
+    return (score.ndcg, score.dcg, score.judged, score.ndcg_condensed)
+
 
 @dataclass
-class _Computed:
-    """Every stored score of a collection (or of some runs of it), computed from scratch."""
+class _Means:
+    """The run means of a rescoring, folded in query by query: the exact sums of every
+    (run, k), which is all a rescore holds beyond the query it is working on."""
 
-    ideal: dict[tuple[int, int], float] = field(default_factory=dict)
-    query_scores: dict[tuple[int, int, int], scoring.CutoffScores] = field(default_factory=dict)
+    collection: Collection
+    run_ids: list[int]
     runs: dict[tuple[int, int], RunAccumulator] = field(default_factory=dict)
-    versions: dict[int, int] = field(default_factory=dict)
+    evaluated: int = 0
+
+    def __post_init__(self) -> None:
+        for run_id in self.run_ids:
+            for k in self.collection.sorted_cutoffs:
+                self.runs[(run_id, k)] = RunAccumulator()
+
+    def add(self, scores: Mapping[tuple[int, int], scoring.CutoffScores]) -> None:
+        self.evaluated += 1
+        for key, score in scores.items():
+            accumulator = self.runs[key]
+            accumulator.add(triple(score))
+            accumulator.queries += 1
+
+    def finish(self, *, some_runs: bool) -> dict[tuple[int, int], RunAccumulator]:
+        if self.collection.missing_queries == "zero":
+            evaluated = self.evaluated
+            if some_runs:
+                # Some runs only: count the queries evaluated in the *stored* state (those
+                # with an IDCG), the count the other runs' means and later incremental
+                # updates use. A query whose first judgement is still pending joins the
+                # count when it is scored.
+                evaluated = (
+                    IdealScore.objects.filter(query__collection=self.collection)
+                    .values("query_id")
+                    .distinct()
+                    .count()
+                )
+            for accumulator in self.runs.values():
+                accumulator.queries = evaluated
+        return self.runs
 
 
-def _compute_all(collection: Collection, run_ids: list[int] | None = None) -> _Computed:
-    computed = _Computed()
-    computed.versions = dict(
-        Query.objects.filter(collection=collection).values_list("id", "judgements_version")
-    )
-    runs = (
-        run_ids
-        if run_ids is not None
-        else list(Run.objects.filter(collection=collection).values_list("id", flat=True))
-    )
-    ks = collection.sorted_cutoffs
-    for run_id in runs:
-        for k in ks:
-            computed.runs[(run_id, k)] = RunAccumulator()
-    evaluated = 0
+def _scored_queries(
+    collection: Collection, run_ids: list[int] | None = None
+) -> Iterator[tuple[int, dict[int, float], dict[tuple[int, int], scoring.CutoffScores]]]:
+    """(query id, IDCG per k, (run, k) -> scores) of every evaluated query, one at a time."""
     for query_id, grades in selectors.effective_grades_by_query(collection=collection):
         idcgs, scores = score_query(collection, query_id, grades, run_ids=run_ids)
-        if not idcgs:
-            continue
-        evaluated += 1
-        for k, ideal in idcgs.items():
-            computed.ideal[(query_id, k)] = ideal
-        for (run_id, k), score in scores.items():
-            computed.query_scores[(run_id, query_id, k)] = score
-            acc = computed.runs[(run_id, k)]
-            acc.add(triple(score))
-            acc.queries += 1
-    if collection.missing_queries == "zero":
-        if run_ids is not None:
-            # Some runs only: count the queries evaluated in the *stored* state (those with an
-            # IDCG), the count the other runs' means and later incremental updates use. A
-            # query whose first judgement is still pending joins the count when it is scored.
-            evaluated = (
-                IdealScore.objects.filter(query__collection=collection)
-                .values("query_id")
-                .distinct()
-                .count()
-            )
-        for acc in computed.runs.values():
-            acc.queries = evaluated
-    return computed
+        if idcgs:
+            yield query_id, idcgs, scores
 
 
-def _write_all(collection: Collection, computed: _Computed, run_ids: list[int] | None) -> None:
-    now = timezone.now()
-    bulk_insert(
-        QueryScore,
-        QUERY_SCORE_COLUMNS,
-        (
-            (run_id, query_id, k, s.ndcg, s.dcg, s.judged, s.ndcg_condensed)
-            for (run_id, query_id, k), s in computed.query_scores.items()
-        ),
-    )
-    bulk_insert(
-        RunScore,
-        RUN_SCORE_COLUMNS,
-        ((*acc.row(run_id, k), now) for (run_id, k), acc in computed.runs.items()),
-    )
-    runs = Run.objects.filter(collection=collection)
-    if run_ids is not None:
-        runs = runs.filter(id__in=run_ids)
-    runs.update(scored_at=now)
+def _run_ids(collection: Collection) -> list[int]:
+    return list(Run.objects.filter(collection=collection).values_list("id", flat=True))
+
+
+def _versions(collection: Collection) -> dict[int, int]:
+    return dict(Query.objects.filter(collection=collection).values_list("id", "judgements_version"))
 
 
 def scores_recompute_run(*, run_id: int) -> bool:
@@ -110,52 +102,86 @@ def scores_recompute_run(*, run_id: int) -> bool:
         if collection_id is None:
             return False
         collection = lock_collection(collection_id)
-        computed = _compute_all(collection, run_ids=[run_id])
         QueryScore.objects.filter(run_id=run_id).delete()
         RunScore.objects.filter(run_id=run_id).delete()
-        _write_all(collection, computed, [run_id])
+        means = _Means(collection, [run_id])
+        rows: list[tuple[object, ...]] = []
+        for query_id, _, scores in _scored_queries(collection, run_ids=[run_id]):
+            means.add(scores)
+            rows.extend((run_id, query_id, k, *_values(score)) for (_, k), score in scores.items())
+            if len(rows) >= ROWS_PER_WRITE:
+                bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
+                rows = []
+        bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
+        now = timezone.now()
+        bulk_insert(
+            RunScore,
+            RUN_SCORE_COLUMNS,
+            (
+                (*accumulator.row(*key), now)
+                for key, accumulator in means.finish(some_runs=True).items()
+            ),
+        )
+        Run.objects.filter(id=run_id).update(scored_at=now)
     return True
 
 
-def scores_rescore_collection(*, collection_id: int) -> None:
-    """Recompute every stored score of a collection from scratch.
+# Rows a run's rescoring buffers per write; ids per `IN (...)` (within SQLite's limits).
+ROWS_PER_WRITE = 50_000
+IDS_PER_STATEMENT = 500
 
-    Only rows whose values differ are written (updated in place, inserted or deleted): a
-    rescore that confirms the stored scores writes nothing, and one that changes them
-    leaves no dead rows behind for VACUUM, only in-place (HOT) updates that PostgreSQL
-    prunes by itself.
+
+def _stored_query(query_id: int) -> tuple[dict[int, float], dict[tuple[int, int], tuple]]:
+    """One query's stored IDCGs (k -> value) and scores ((run, k) -> values)."""
+    ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
+    stored = {
+        (run_id, k): tuple(values)
+        for run_id, k, *values in QueryScore.objects.filter(query_id=query_id).values_list(
+            "run_id", "k", *_VALUES
+        )
+    }
+    return ideal, stored
+
+
+def scores_rescore_collection(*, collection_id: int) -> None:
+    """Recompute every stored score of a collection from scratch, one query at a time.
+
+    Memory holds one query's scores (every run and k) and the exact sums of the run means,
+    never the collection's. Only rows whose values differ are written (updated in place,
+    inserted or deleted): a rescore that confirms the stored scores writes nothing, and one
+    that changes them leaves no dead rows behind for VACUUM, only in-place (HOT) updates
+    that PostgreSQL prunes by itself.
     """
     with transaction.atomic():
         collection = lock_collection(collection_id)
-        computed = _compute_all(collection)
+        versions = _versions(collection)  # read before the judgements: marked scored below
+        means = _Means(collection, _run_ids(collection))
+        seen: set[int] = set()
+        for query_id, idcgs, scores in _scored_queries(collection):
+            means.add(scores)
+            ideal, stored = _stored_query(query_id)
+            _sync_rows(
+                IdealScore,
+                key=("query_id", "k"),
+                columns=("idcg",),
+                stored={(query_id, k): (value,) for k, value in ideal.items()},
+                fresh={(query_id, k): (value,) for k, value in idcgs.items()},
+            )
+            _sync_rows(
+                QueryScore,
+                key=("query_id", "run_id", "k"),
+                columns=_VALUES,
+                stored={(query_id, *key): values for key, values in stored.items()},
+                fresh={(query_id, *key): _values(score) for key, score in scores.items()},
+            )
+            seen.add(query_id)
+        # Queries no longer evaluated (their judgements are gone) keep no scores.
+        unjudged = [query_id for query_id in versions if query_id not in seen]
+        for start in range(0, len(unjudged), IDS_PER_STATEMENT):
+            chunk = unjudged[start : start + IDS_PER_STATEMENT]
+            QueryScore.objects.filter(query_id__in=chunk).delete()
+            IdealScore.objects.filter(query_id__in=chunk).delete()
         now = timezone.now()
-        _sync_rows(
-            IdealScore,
-            key=("query_id", "k"),
-            columns=("idcg",),
-            stored={
-                (query_id, k): (idcg,)
-                for query_id, k, idcg in IdealScore.objects.filter(
-                    query__collection=collection
-                ).values_list("query_id", "k", "idcg")
-            },
-            fresh={key: (value,) for key, value in computed.ideal.items()},
-        )
-        _sync_rows(
-            QueryScore,
-            key=("query_id", "run_id", "k"),
-            columns=("ndcg", "dcg", "judged", "ndcg_condensed"),
-            stored={
-                (query_id, run_id, k): tuple(values)
-                for query_id, run_id, k, *values in QueryScore.objects.filter(
-                    query__collection=collection
-                ).values_list("query_id", "run_id", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
-            },
-            fresh={
-                (query_id, run_id, k): (s.ndcg, s.dcg, s.judged, s.ndcg_condensed)
-                for (run_id, query_id, k), s in computed.query_scores.items()
-            },
-        )
         # Every run mean is rewritten, changed or not: `updated` tells when it was computed.
         _sync_rows(
             RunScore,
@@ -167,7 +193,10 @@ def scores_rescore_collection(*, collection_id: int) -> None:
                     "run_id", "k"
                 )
             },
-            fresh={key: acc.row(*key)[2:] for key, acc in computed.runs.items()},
+            fresh={
+                key: accumulator.row(*key)[2:]
+                for key, accumulator in means.finish(some_runs=False).items()
+            },
             constants={"updated": now},
         )
         Run.objects.filter(collection=collection).update(scored_at=now)
@@ -175,7 +204,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
             Query,
             key=("id",),
             columns=("scored_version",),
-            rows=sorted(computed.versions.items()),
+            rows=sorted(versions.items()),
         )
 
 
@@ -201,46 +230,63 @@ def _sync_rows(
 
 
 def scores_verify(*, collection: Collection) -> list[str]:
-    """Every difference between the stored scores and a recomputation from scratch."""
+    """Every difference between the stored scores and a recomputation from scratch.
+
+    Computed one query at a time, like a rescore; only the differences are kept.
+    """
     with transaction.atomic():
         collection = lock_collection(collection.id)
-        computed = _compute_all(collection)
-        return list(_differences(collection, computed))
+        return _differences(collection)
 
 
-def _differences(collection: Collection, computed: _Computed) -> Iterator[str]:
+def _differences(collection: Collection) -> list[str]:
     qids = dict(Query.objects.filter(collection=collection).values_list("id", "qid"))
     names = dict(Run.objects.filter(collection=collection).values_list("id", "name"))
-    stored_ideal = {
-        (q, k): v
-        for q, k, v in IdealScore.objects.filter(query__collection=collection).values_list(
-            "query_id", "k", "idcg"
-        )
-    }
-    for key in sorted(set(stored_ideal) | set(computed.ideal)):
-        if stored_ideal.get(key) != computed.ideal.get(key):
-            yield (
-                f"idcg query={qids[key[0]]} k={key[1]}: stored {stored_ideal.get(key)!r}, "
-                f"recomputed {computed.ideal.get(key)!r}"
-            )
-    fields = ("ndcg", "dcg", "judged", "ndcg_condensed")
-    stored = {
-        (r, q, k): vals
-        for r, q, k, *vals in QueryScore.objects.filter(query__collection=collection).values_list(
-            "run_id", "query_id", "k", *fields
-        )
-    }
-    for score_key in sorted(set(stored) | set(computed.query_scores)):
-        fresh = computed.query_scores.get(score_key)
-        fresh_vals = None if fresh is None else [getattr(fresh, name) for name in fields]
-        if stored.get(score_key) != fresh_vals:
-            run_id, query_id, k = score_key
-            was = stored.get(score_key)
-            yield (
-                f"run={names[run_id]} query={qids[query_id]} k={k}: stored "
-                f"{dict(zip(fields, was, strict=True)) if was is not None else None}, "
-                f"recomputed {dict(zip(fields, fresh_vals, strict=True)) if fresh_vals else None}"
-            )
+    versions = _versions(collection)
+    means = _Means(collection, list(names))
+    ideal_differences: list[tuple[tuple[int, int], str]] = []
+    score_differences: list[tuple[tuple[int, int, int], str]] = []
+
+    def compare(
+        query_id: int,
+        idcgs: Mapping[int, float],
+        scores: Mapping[tuple[int, int], scoring.CutoffScores],
+    ) -> None:
+        ideal, stored = _stored_query(query_id)
+        for k in sorted(set(ideal) | set(idcgs)):
+            if ideal.get(k) != idcgs.get(k):
+                ideal_differences.append(
+                    (
+                        (query_id, k),
+                        f"idcg query={qids[query_id]} k={k}: stored {ideal.get(k)!r}, "
+                        f"recomputed {idcgs.get(k)!r}",
+                    )
+                )
+        for run_id, k in set(stored) | set(scores):
+            was = stored.get((run_id, k))
+            score = scores.get((run_id, k))
+            fresh = None if score is None else _values(score)
+            if was != fresh:
+                score_differences.append(
+                    (
+                        (run_id, query_id, k),
+                        f"run={names[run_id]} query={qids[query_id]} k={k}: stored "
+                        f"{dict(zip(_VALUES, was, strict=True)) if was is not None else None}, "
+                        "recomputed "
+                        f"{dict(zip(_VALUES, fresh, strict=True)) if fresh is not None else None}",
+                    )
+                )
+
+    seen: set[int] = set()
+    for query_id, idcgs, scores in _scored_queries(collection):
+        means.add(scores)
+        seen.add(query_id)
+        compare(query_id, idcgs, scores)
+    for query_id in qids:
+        if query_id not in seen:
+            compare(query_id, {}, {})
+    lines = [line for _, line in sorted(ideal_differences)]
+    lines += [line for _, line in sorted(score_differences)]
     run_fields = ("queries", "ndcg", "ndcg_condensed", "judged")
     stored_runs = {
         (r, k): vals
@@ -248,19 +294,19 @@ def _differences(collection: Collection, computed: _Computed) -> Iterator[str]:
             "run_id", "k", *run_fields
         )
     }
-    for run_key in sorted(set(stored_runs) | set(computed.runs)):
-        acc = computed.runs.get(run_key)
-        fresh_run = None if acc is None else list(acc.row(*run_key)[2:6])
+    computed = means.finish(some_runs=False)
+    for run_key in sorted(set(stored_runs) | set(computed)):
+        accumulator = computed.get(run_key)
+        fresh_run = None if accumulator is None else list(accumulator.row(*run_key)[2:6])
         if stored_runs.get(run_key) != fresh_run:
-            yield (
+            lines.append(
                 f"run={names[run_key[0]]} k={run_key[1]} means (queries, ndcg, ndcg', judged): "
                 f"stored {stored_runs.get(run_key)}, recomputed {fresh_run}"
             )
-    for query_id, version in Query.objects.filter(collection=collection).values_list(
-        "id", "judgements_version"
-    ):
-        if computed.versions.get(query_id) != version:
-            yield f"query={qids[query_id]}: judgements changed during verification"
+    for query_id, version in _versions(collection).items():
+        if versions.get(query_id) != version:
+            lines.append(f"query={qids[query_id]}: judgements changed during verification")
+    return lines
 
 
 def scores_sweep_stale(*, collection: Collection | None = None) -> int:
