@@ -157,24 +157,22 @@ def scores_rescore_collection(*, collection_id: int) -> None:
         versions = _versions(collection)  # read before the judgements: marked scored below
         means = _Means(collection, _run_ids(collection))
         seen: set[int] = set()
+        ideal_rows = _Writes(IdealScore, key=("query_id", "k"), columns=("idcg",))
+        score_rows = _Writes(QueryScore, key=("query_id", "run_id", "k"), columns=_VALUES)
         for query_id, idcgs, scores in _scored_queries(collection):
             means.add(scores)
             ideal, stored = _stored_query(query_id)
-            _sync_rows(
-                IdealScore,
-                key=("query_id", "k"),
-                columns=("idcg",),
+            ideal_rows.sync(
                 stored={(query_id, k): (value,) for k, value in ideal.items()},
                 fresh={(query_id, k): (value,) for k, value in idcgs.items()},
             )
-            _sync_rows(
-                QueryScore,
-                key=("query_id", "run_id", "k"),
-                columns=_VALUES,
+            score_rows.sync(
                 stored={(query_id, *key): values for key, values in stored.items()},
                 fresh={(query_id, *key): _values(score) for key, score in scores.items()},
             )
             seen.add(query_id)
+        ideal_rows.flush()
+        score_rows.flush()
         # Queries no longer evaluated (their judgements are gone) keep no scores.
         unjudged = [query_id for query_id in versions if query_id not in seen]
         for start in range(0, len(unjudged), IDS_PER_STATEMENT):
@@ -206,6 +204,41 @@ def scores_rescore_collection(*, collection_id: int) -> None:
             columns=("scored_version",),
             rows=sorted(versions.items()),
         )
+
+
+@dataclass
+class _Writes:
+    """The writes that make stored rows equal fresh ones, gathered over several queries and
+    sent a few tens of thousands of rows at a time."""
+
+    model: type[QueryScore | IdealScore]
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    updates: list[tuple[object, ...]] = field(default_factory=list)
+    inserts: list[tuple[object, ...]] = field(default_factory=list)
+    deletes: list[tuple[int, ...]] = field(default_factory=list)
+
+    def sync(
+        self,
+        *,
+        stored: Mapping[tuple[int, ...], tuple[object, ...]],
+        fresh: Mapping[tuple[int, ...], tuple[object, ...]],
+    ) -> None:
+        for key, values in fresh.items():
+            was = stored.get(key)
+            if was is None:
+                self.inserts.append((*key, *values))
+            elif was != values:
+                self.updates.append((*key, *values))
+        self.deletes.extend(key for key in stored if key not in fresh)
+        if len(self.updates) + len(self.inserts) + len(self.deletes) >= ROWS_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        bulk_update(self.model, key=self.key, columns=self.columns, rows=self.updates)
+        bulk_insert(self.model, (*self.key, *self.columns), self.inserts)
+        bulk_delete(self.model, key=self.key, keys=self.deletes)
+        self.updates, self.inserts, self.deletes = [], [], []
 
 
 def _sync_rows(
