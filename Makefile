@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve test check lint typecheck migrations-check install benchmark benchmark-reads benchmark-impact clean
+.PHONY: demo serve test check lint typecheck migrations-check install benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 $(SERVE_STAMP): pyproject.toml
@@ -63,6 +63,10 @@ benchmark-reads: $(STAMP)
 ## Judging orders (depth, query by query, random, impact): judgements to Kendall's tau 0.9 / 0.95
 benchmark-impact: $(STAMP)
 	$(BIN)/python benchmarks/bench_impact.py
+
+## Judgement -> scores and rescores at many runs x many cutoffs, against pytrec_eval
+benchmark-cutoffs: $(STAMP)
+	$(BIN)/python benchmarks/bench_cutoffs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
