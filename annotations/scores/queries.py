@@ -42,7 +42,8 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             # it run once the lock is held, so they see the work of a recomputation that
             # held it before.
             (
-                "SELECT c.id, c.gain, c.missing_queries, c.aggregation, c.cutoffs "
+                "SELECT c.id, c.gain, c.missing_queries, c.aggregation, c.cutoffs, "
+                "c.stale_judgements "
                 f"FROM {Collection._meta.db_table} c JOIN {query_table} q "
                 f"ON q.collection_id = c.id WHERE q.id = %s{lock}",
                 [query_id],
@@ -85,7 +86,11 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             version, scored = next(results)[0]
             if version == scored and not force:
                 return False
-            grades = selectors.effective_grades_from_rows(next(results), collection.aggregation)
+            grades = selectors.effective_grades_from_rows(
+                next(results),
+                collection.aggregation,
+                include_stale=collection.stale_judgements == "count",
+            )
             ranking_rows = next(results)
             depth = max(collection.sorted_cutoffs)
             rankings = (
@@ -110,7 +115,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
 
 def _collection_from_row(row: tuple[Any, ...]) -> Collection:
     """The scoring settings of a collection read by raw SQL (an instance not to be saved)."""
-    collection_id, gain, missing_queries, aggregation, cutoffs = row
+    collection_id, gain, missing_queries, aggregation, cutoffs, stale_judgements = row
     if isinstance(cutoffs, str | bytes):  # JSON as text (SQLite, or jsonb loaded as text)
         cutoffs = json.loads(cutoffs)
     return Collection(
@@ -119,6 +124,7 @@ def _collection_from_row(row: tuple[Any, ...]) -> Collection:
         missing_queries=missing_queries,
         aggregation=aggregation,
         cutoffs=cutoffs,
+        stale_judgements=stale_judgements,
     )
 
 
