@@ -50,7 +50,8 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
 def _translate(exc: Exception) -> tuple[Exception, dict[str, Any] | None]:
     if isinstance(exc, TrecFormatError):
         location = {"file": exc.path, "line": exc.line, "field": exc.field}
-        return ValidationError({"file": [str(exc)]}), location
+        # The command's words: `file:line: field: problem (nothing was imported)`.
+        return ValidationError({"file": [f"{exc} (nothing was imported)"]}), location
     if isinstance(exc, DjangoValidationError):
         detail = (
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

@@ -103,8 +103,8 @@ def test_list_parameters_at_the_edges_answer_200_not_a_database_error(
 
 
 def test_a_json_run_rank_beyond_32_bits_is_a_400_naming_the_field(organiser_api: Any) -> None:
-    body = {"name": "big", "results": [{"qid": "q1", "docno": "d1", "score": 1, "rank": 2**31}]}
-    response = organiser_api.post("/api/v1/collections/edges/runs/", body, format="json")
+    body = {"results": [{"qid": "q1", "docno": "d1", "score": 1, "rank": 2**31}]}
+    response = organiser_api.put("/api/v1/collections/edges/runs/big/results/", body, format="json")
     assert response.status_code == 400
     assert "results[0].rank" in response.json()["error"]["fields"]
 

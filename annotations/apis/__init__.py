@@ -3,8 +3,9 @@ services and selectors."""
 
 from annotations.apis.catalogue import DocumentListCreateApi, QueryListCreateApi
 from annotations.apis.collections import CollectionDetailApi, CollectionListCreateApi
+from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsImportApi
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
-from annotations.apis.runs import RunDetailApi, RunListCreateApi
+from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi
 from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
 
 __all__ = [
@@ -12,13 +13,17 @@ __all__ = [
     "CollectionListCreateApi",
     "CompareApi",
     "DocumentListCreateApi",
+    "DocumentsImportApi",
     "JudgementDetailApi",
     "JudgementListCreateApi",
     "LeaderboardApi",
     "QrelsApi",
+    "QrelsImportApi",
     "QueryListCreateApi",
     "RunDetailApi",
     "RunListCreateApi",
+    "RunResultsApi",
     "RunScoresApi",
+    "TopicsImportApi",
     "leaderboard_body",
 ]

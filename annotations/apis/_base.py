@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any, cast
 
 import django_filters
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework.exceptions import ValidationError
@@ -15,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations import selectors
+from annotations.api_errors import UploadTooLarge
 from annotations.models import Collection
 from annotations.permissions import (
     ASSESSOR,
@@ -36,8 +39,29 @@ def _errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 K_PARAMETER = OpenApiParameter(
-    "k", int, description="Cutoff; one of the collection's cutoffs (default 10 or the middle)."
+    "k",
+    {"type": "integer", "minimum": 1, "maximum": 1000},
+    description="The cutoff: one of the collection's `cutoffs` (any other value is a 400). "
+    "Default: 10 if it is one of them, else the middle cutoff.",
 )
+
+
+def _max_upload_bytes() -> int:
+    return int(settings.NDCG_MAX_UPLOAD_MB) * 1024 * 1024
+
+
+def refuse_large_body(request: Request) -> None:
+    """A 413 before the body is read when its declared length is over NDCG_MAX_UPLOAD_MB."""
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    if length.isdigit() and int(length) > _max_upload_bytes():
+        raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
+
+
+def checked_upload(upload: UploadedFile) -> UploadedFile:
+    """The uploaded file, or a 413 when it is over NDCG_MAX_UPLOAD_MB."""
+    if upload.size is not None and upload.size > _max_upload_bytes():
+        raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
+    return upload
 
 
 def _cutoff(collection: Collection, request: Request) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import BinaryIO, cast
 
 import django_filters
-from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -16,13 +15,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import services
-from annotations.api_errors import UploadTooLarge
 from annotations.apis._base import (
     RUN_WRITERS,
     CollectionApiView,
     _errors,
     _fake,
     _user,
+    checked_upload,
+    refuse_large_body,
 )
 from annotations.models import Run
 from annotations.parsers import SafeJSONParser
@@ -49,16 +49,11 @@ class RunFilter(django_filters.FilterSet):
         fields = ["name", "owner", "pending"]
 
 
-RUN_REQUEST = {
-    "multipart/form-data": RunUploadSerializer,
-    "application/json": RunJsonSerializer,
-}
-
-
 class RunWriting(CollectionApiView):
-    """Run creation and replacement from a multipart TREC file or JSON results."""
+    """Run creation and replacement: a TREC file (multipart) here, JSON results at
+    runs/{name}/results/ (one content type per operation, as generated clients need)."""
 
-    parser_classes = [SafeJSONParser, MultiPartParser]
+    parser_classes = [MultiPartParser]
 
     def may_change(self, run: Run) -> bool:
         """Whether the caller may replace or delete this run (decided on the locked row)."""
@@ -67,44 +62,39 @@ class RunWriting(CollectionApiView):
         )
 
     def store(self, request: Request, *, run_name: str | None, replace: bool) -> tuple[Run, int]:
-        limit = settings.NDCG_MAX_UPLOAD_MB * 1024 * 1024
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > limit:  # refuse before reading the body
-            raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
-        owner = _user(request)
+        refuse_large_body(request)
+        upload_form = RunUploadSerializer(data=request.data)
+        upload_form.is_valid(raise_exception=True)
+        upload = checked_upload(upload_form.validated_data["file"])
         try:
-            if (request.content_type or "").startswith("multipart/"):
-                upload_form = RunUploadSerializer(data=request.data)
-                upload_form.is_valid(raise_exception=True)
-                upload = upload_form.validated_data["file"]
-                if upload.size > limit:
-                    raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
-                return services.run_import(
-                    collection=self.collection,
-                    source=cast(BinaryIO, upload),
-                    name=upload.name,
-                    run_name=run_name or upload_form.validated_data.get("name"),
-                    owner=owner,
-                    description=upload_form.validated_data["description"],
-                    replace=replace,
-                    may_replace=self.may_change,
-                )
-            form = RunJsonSerializer(data=request.data)
-            form.is_valid(raise_exception=True)
-            name = run_name or form.validated_data.get("name")
-            if not name:
-                raise ValidationError({"name": ["A run name is required."]})
-            return services.run_store(
+            return services.run_import(
                 collection=self.collection,
-                run_name=name,
-                results=form.grouped(),
-                owner=owner,
-                description=form.validated_data["description"],
+                source=cast(BinaryIO, upload),
+                name=upload.name,
+                run_name=run_name or upload_form.validated_data.get("name"),
+                owner=_user(request),
+                description=upload_form.validated_data["description"],
                 replace=replace,
                 may_replace=self.may_change,
             )
         except TrecFormatError:
             raise
+        except ValueError as error:  # a ranking the scorer cannot order
+            raise ValidationError({"results": [str(error)]}) from None
+
+    def store_json(self, request: Request, *, run_name: str) -> tuple[Run, int]:
+        form = RunJsonSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            return services.run_store(
+                collection=self.collection,
+                run_name=run_name,
+                results=form.grouped(),
+                owner=_user(request),
+                description=form.validated_data["description"],
+                replace=True,
+                may_replace=self.may_change,
+            )
         except ValueError as error:  # a ranking the scorer cannot order
             raise ValidationError({"results": [str(error)]}) from None
 
@@ -129,12 +119,13 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
         return self.get_paginated_response(RunSerializer(page, many=True).data)
 
     @extend_schema(
-        summary="Submit a run (organisers and system owners): TREC file or JSON results",
-        description="multipart/form-data with `file` (a TREC run: `qid Q0 docno rank score "
-        "tag`; named by `name` or the tag), or JSON `{name, description, results: [{qid, "
-        "docno, score?}]}` (without scores the given order per query is the ranking). The "
-        "caller becomes the run's owner. Scores are computed after the write commits.",
-        request=RUN_REQUEST,
+        summary="Submit a run as a TREC file (organisers and system owners)",
+        description="`file`: a TREC run, `qid Q0 docno rank score tag`, named by `name` or "
+        "by its tag; a run of that name must not exist yet (replace it with PUT). All or "
+        "nothing: a bad line is a 400 naming file, line and field. JSON results go to PUT "
+        "runs/{name}/results/. The caller becomes the run's owner. Scores are computed after "
+        "the write commits.",
+        request={"multipart/form-data": RunUploadSerializer},
         responses={201: RunWriteSerializer, **_errors(400, 401, 403, 404, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -163,9 +154,9 @@ class RunDetailApi(RunWriting):
         return Response(RunSerializer(run).data)
 
     @extend_schema(
-        summary="Replace a run's results, or create it (its organisers or owner)",
-        description="Same bodies as POST .../runs/; the URL names the run.",
-        request=RUN_REQUEST,
+        summary="Replace a run from a TREC file, or create it (organisers, or its owner)",
+        description="The same body as POST runs/; the URL names the run (`name` is ignored).",
+        request={"multipart/form-data": RunUploadSerializer},
         responses={
             200: RunWriteSerializer,
             201: RunWriteSerializer,
@@ -194,3 +185,31 @@ class RunDetailApi(RunWriting):
         self._check_owner(run)
         services.run_delete(run=run, may_delete=self.may_change)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunResultsApi(RunWriting):
+    roles = {"PUT": RUN_WRITERS}
+    parser_classes = [SafeJSONParser]
+
+    @extend_schema(
+        summary="Replace a run's results from JSON, or create it (organisers, or its owner)",
+        description="`{description, results: [{qid, docno, score?, rank?}]}`; without scores "
+        "the given order per query is the ranking. The URL names the run; the caller becomes "
+        "the owner of a run this creates. Scores are computed after the write commits.",
+        request=RunJsonSerializer,
+        responses={
+            200: RunWriteSerializer,
+            201: RunWriteSerializer,
+            **_errors(400, 401, 403, 404),
+        },
+    )
+    def put(self, request: Request, slug: str, name: str) -> Response:
+        existing = Run.objects.filter(collection=self.collection, name=name).first()
+        if existing is not None and not self.may_change(existing):
+            raise PermissionDenied("System owners may change only their own runs.")
+        run, count = self.store_json(request, run_name=name)
+        run.refresh_from_db()
+        return Response(
+            RunWriteSerializer({"run": run, "results": count}).data,
+            status=status.HTTP_200_OK if existing else status.HTTP_201_CREATED,
+        )
