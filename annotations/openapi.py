@@ -9,9 +9,11 @@ from drf_spectacular.openapi import AutoSchema
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
-# Answers any operation can give, whatever its own errors: throttling (every API view is
-# throttled), and a server failure, which still answers in the one error shape.
+# Answers any operation can give, whatever its own errors: an Accept header it cannot
+# satisfy, throttling (every API view is throttled), and a server failure, which still
+# answers in the one error shape.
 _ALWAYS = {
+    406: "The Accept header admits no JSON.",
     429: "Too many requests: throttled, retry after the `Retry-After` header's seconds.",
     500: "The server failed; the error is logged (the body keeps the one error shape).",
 }

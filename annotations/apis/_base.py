@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import MethodNotAllowed, ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -73,6 +73,14 @@ def _cutoff(collection: Collection, request: Request) -> int:
 
 class ApiView(APIView):
     """Base of every API view (errors get one body through settings' EXCEPTION_HANDLER)."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # A method the resource lacks is a 405 (with Allow) for every caller: before the
+        # caller's authentication and role are asked about, which it does not depend on.
+        method = (request.method or "").lower()
+        if method not in self.http_method_names or not hasattr(self, method):
+            raise MethodNotAllowed(request.method or "")
+        super().initial(request, *args, **kwargs)
 
 
 class CollectionApiView(ApiView):
