@@ -9,6 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
@@ -118,6 +119,7 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path_info.startswith("/api/")
 
 
+@csrf_exempt  # any method gets the JSON 404, never the CSRF failure page
 def api_path_not_found(request: HttpRequest) -> HttpResponse:
     """Every path under /api/ that no route takes (any method)."""
     return error_response(404, "not_found", "No such API path.")

@@ -9,10 +9,13 @@ from drf_spectacular.openapi import AutoSchema
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
-# Answers any operation can give, whatever its own errors: an Accept header it cannot
+# Answers any operation can give, whatever its own errors: a path or query string refused
+# at the door, an Accept header it cannot
 # satisfy, throttling (every API view is throttled), and a server failure, which still
 # answers in the one error shape.
 _ALWAYS = {
+    400: "The request is invalid: a NUL character in its path or query string, or a "
+    "parameter out of range; `fields` names each parameter at fault.",
     406: "The Accept header admits no JSON.",
     429: "Too many requests: throttled, retry after the `Retry-After` header's seconds.",
     500: "The server failed; the error is logged (the body keeps the one error shape).",

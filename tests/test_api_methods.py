@@ -54,7 +54,8 @@ def test_a_method_no_operation_documents_is_a_json_405_with_allow(organiser: Any
 
 
 def test_unknown_paths_and_the_schemas_own_errors_are_json(db: None) -> None:
-    client = APIClient()
+    client = APIClient(enforce_csrf_checks=True)  # as a real client: no CSRF failure page
+    client.cookies["sessionid"] = "stale"
     for method in (*METHODS, "FOO"):
         assert (
             _error(client.generic(method.upper(), "/api/v2/nothing/"), 404)["code"] == "not_found"
