@@ -10,9 +10,8 @@ from drf_spectacular.openapi import AutoSchema
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 # Answers any operation can give, whatever its own errors: a path or query string refused
-# at the door, an Accept header it cannot
-# satisfy, throttling (every API view is throttled), and a server failure, which still
-# answers in the one error shape.
+# at the door, an Accept header it cannot satisfy, throttling (every API view is throttled),
+# and a server failure, which still answers in the one error shape.
 _ALWAYS = {
     400: "The request is invalid: a NUL character in its path or query string, or a "
     "parameter out of range; `fields` names each parameter at fault.",

@@ -295,7 +295,13 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "PATH_CONVERTER_OVERRIDES": {
         "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
-        "id": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
+        "id": {
+            "type": "string",
+            "minLength": 1,
+            "pattern": "^[^/]+$",
+            "description": "An id as one path segment: `/` written `~2F`, `~` written `~7E`, "
+            "an id `.` or `..` with `~2E` for each dot; then percent-encoded as usual.",
+        },
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

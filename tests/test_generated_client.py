@@ -16,6 +16,7 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from annotations.converters import id_to_segment
 from annotations.models import Collection, Judgement, Membership
 from tests.factories import UserFactory
 
@@ -129,13 +130,15 @@ def test_the_readme_walkthrough_with_the_generated_client(
         models.RunResult(qid="q2", docno="d4"),
     ]
     body = models.RunJson(results=results, description="hand-made")
+    # An id in a path is one segment: "/" is written "~2F" (the README's rule).
+    segment = id_to_segment("manual/v1")
     written = _ok(
         _op("collections_runs_results_update").sync_detailed(
-            "walk", "manual", client=sys_, body=body
+            "walk", segment, client=sys_, body=body
         ),
         201,
     )
-    assert written.results == 3
+    assert (written.run.name, written.results) == ("manual/v1", 3)
 
     # Judgements: the assessor's own, and an organiser's qrels file under the assessor's name.
     judgement = models.JudgementInput(qid="q1", docno="d1", grade=2)
@@ -157,7 +160,7 @@ def test_the_readme_walkthrough_with_the_generated_client(
         _op("collections_leaderboard_retrieve").sync_detailed("walk", client=sys_, k=2), 200
     )
     assert board.k == 2 and not board.pending
-    assert {row.name for row in board.runs} == {"bm25", "manual"}
+    assert {row.name for row in board.runs} == {"bm25", "manual/v1"}
     scores = _ok(
         _op("collections_runs_scores_retrieve").sync_detailed("walk", "bm25", client=sys_, k=2), 200
     )
@@ -165,7 +168,7 @@ def test_the_readme_walkthrough_with_the_generated_client(
     assert by_query == {"q1": 1.0, "q2": 1.0}
     compared = _ok(
         _op("collections_compare_retrieve").sync_detailed(
-            "walk", client=sys_, a="bm25", b="manual", k=2
+            "walk", client=sys_, a="bm25", b="manual/v1", k=2
         ),
         200,
     )
