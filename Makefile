@@ -3,29 +3,35 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-serve
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve test check lint typecheck migrations-check install fuzz benchmark benchmark-reads clean
+.PHONY: demo serve test check lint typecheck migrations-check install fuzz benchmark benchmark-reads benchmark-impact clean
 
-$(STAMP): pyproject.toml
+# What serving needs (make demo, make serve); the test toolchain comes on top (make test).
+$(SERVE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(SERVE_STAMP)
+
+$(STAMP): $(SERVE_STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-## Set up, load the demo collection and serve on http://$(HOST):$(PORT)
-demo: $(STAMP)
+## Set up, load the demo collection and serve on http://$(HOST):$(PORT) (accounts printed last)
+demo: $(SERVE_STAMP)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py load_demo
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	$(BIN)/python manage.py serve_demo $(HOST):$(PORT)
 
 ## Production serving: migrate, collect static files, gunicorn with $(WEB_CONCURRENCY) workers
 WEB_CONCURRENCY ?= 4
-serve: $(STAMP)
+serve: $(SERVE_STAMP)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
 	HOST=$(HOST) PORT=$(PORT) WEB_CONCURRENCY=$(WEB_CONCURRENCY) \
@@ -59,6 +65,10 @@ benchmark: $(STAMP)
 
 benchmark-reads: $(STAMP)
 	$(BIN)/python benchmarks/bench_reads.py
+
+## Judging orders (depth, query by query, random, impact): judgements to Kendall's tau 0.9 / 0.95
+benchmark-impact: $(STAMP)
+	$(BIN)/python benchmarks/bench_impact.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
@@ -137,3 +138,26 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if _is_api(request):
         return error_response(500, "server_error", "The server failed; the error is logged.")
     return defaults.server_error(request)
+
+
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: dict[str, Any]
+) -> HttpResponse:
+    """django-axes' answer to a locked-out login: the error shape under /api/, else the page."""
+    from axes.helpers import get_cool_off, get_failure_limit
+
+    cool_off = get_cool_off(request)
+    minutes = max(1, round(cool_off.total_seconds() / 60)) if cool_off else None
+    wait = f"{minutes} minute{'s' if minutes != 1 else ''}" if minutes else "a while"
+    if _is_api(request):
+        response: HttpResponse = error_response(
+            429,
+            "locked_out",
+            f"Too many failed logins for this account or address; try again in {wait}.",
+        )
+    else:
+        context = {"failure_limit": get_failure_limit(request, credentials), "cooloff_time": wait}
+        response = render(request, "registration/locked_out.html", context, status=429)
+    if cool_off:
+        response["Retry-After"] = str(int(cool_off.total_seconds()))
+    return response

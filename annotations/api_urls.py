@@ -8,6 +8,7 @@ from annotations import apis
 app_name = "api"
 
 urlpatterns = [
+    path("token/", apis.TokenApi.as_view(), name="token"),
     path("collections/", apis.CollectionListCreateApi.as_view(), name="collections"),
     path("collections/<slug:slug>/", apis.CollectionDetailApi.as_view(), name="collection"),
     path("collections/<slug:slug>/queries/", apis.QueryListCreateApi.as_view(), name="queries"),
@@ -55,5 +56,28 @@ urlpatterns = [
         "collections/<slug:slug>/imports/qrels/",
         apis.QrelsImportApi.as_view(),
         name="import-qrels",
+    ),
+    path("collections/<slug:slug>/sensitivity/", apis.SensitivityApi.as_view(), name="sensitivity"),
+    path("collections/<slug:slug>/versions/", apis.QrelsVersionListApi.as_view(), name="versions"),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/qrels/",
+        apis.QrelsVersionQrelsApi.as_view(),
+        name="version-qrels",
+    ),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/leaderboard/",
+        apis.QrelsVersionLeaderboardApi.as_view(),
+        name="version-leaderboard",
+    ),
+    path(
+        "collections/<slug:slug>/versions-diff/",
+        apis.QrelsVersionsDiffApi.as_view(),
+        name="versions-diff",
+    ),
+    path("collections/<slug:slug>/as-of/qrels/", apis.QrelsAsOfApi.as_view(), name="as-of-qrels"),
+    path(
+        "collections/<slug:slug>/as-of/leaderboard/",
+        apis.LeaderboardAsOfApi.as_view(),
+        name="as-of-leaderboard",
     ),
 ]

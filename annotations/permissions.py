@@ -9,6 +9,7 @@ from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
+from annotations.access import collection_access, roles_of
 from annotations.models import Collection, Membership
 
 if TYPE_CHECKING:
@@ -22,13 +23,7 @@ ANY_ROLE = frozenset({ORGANISER, ASSESSOR, OWNER})
 
 def collection_roles(*, user: Any, collection: Collection) -> frozenset[str]:
     """The caller's roles in a collection; staff hold every role, anonymous users none."""
-    if user is None or not user.is_authenticated:
-        return frozenset()
-    if user.is_staff:
-        return ANY_ROLE
-    return frozenset(
-        Membership.objects.filter(collection=collection, user=user).values_list("role", flat=True)
-    )
+    return roles_of(user=user, collection=collection)
 
 
 def may_create_collections(user: Any) -> bool:
@@ -49,7 +44,9 @@ class CollectionRole(BasePermission):
     The view declares ``roles``: HTTP method -> roles allowed (any one suffices), and
     ``public_read`` when a collection with ``public_leaderboard`` may be read by anyone.
     Anonymous callers get 401, members without a suitable role 403, and users with no role
-    at all 404, so the API never confirms that a private collection exists.
+    at all 404, so the API never confirms that a private collection exists. A view that
+    reveals systems or scores names the `Access` property it needs in ``sees``; a member
+    blinded to it (an assessor, by default) gets 404 on reads, as on the pages.
     """
 
     def has_permission(self, request: Request, view: APIView) -> bool:
@@ -62,9 +59,11 @@ class CollectionRole(BasePermission):
             and request.method in SAFE_METHODS
         )
         if public and collection is not None:
+            held = collection_roles(user=request.user, collection=collection)
             view.collection = collection  # type: ignore[attr-defined]
-            view.roles_held = collection_roles(  # type: ignore[attr-defined]
-                user=request.user, collection=collection
+            view.roles_held = held  # type: ignore[attr-defined]
+            view.access = collection_access(  # type: ignore[attr-defined]
+                user=request.user, collection=collection, roles=held
             )
             return True
         if not request.user or not request.user.is_authenticated:
@@ -76,6 +75,11 @@ class CollectionRole(BasePermission):
             raise Http404("No such collection")
         view.collection = collection  # type: ignore[attr-defined]
         view.roles_held = roles  # type: ignore[attr-defined]
+        access = collection_access(user=request.user, collection=collection, roles=roles)
+        view.access = access  # type: ignore[attr-defined]
+        sees: str | None = getattr(view, "sees", None)
+        if sees is not None and request.method in SAFE_METHODS and not getattr(access, sees):
+            raise Http404("Not found.")
         allowed: frozenset[str] = getattr(view, "roles", {}).get(request.method or "", frozenset())
         if request.method == "HEAD":
             allowed = getattr(view, "roles", {}).get("GET", frozenset())

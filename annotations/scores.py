@@ -706,16 +706,32 @@ def coalesce_release(key: str) -> None:
 
 
 def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int]) -> None:
-    """Run scheduled recomputations in this process; a failure leaves them marked stale."""
-    try:
-        for collection_id in sorted(collection_ids):
-            scores_rescore_collection(collection_id=collection_id)
-        covered = set(
-            Run.objects.filter(collection_id__in=collection_ids).values_list("id", flat=True)
-        )
-        for run_id in sorted(run_ids - covered):
-            scores_recompute_run(run_id=run_id)
-        for query_id in sorted(query_ids):
-            scores_recompute_query(query_id=query_id)
-    except Exception:  # the stale marks stay; the sweep and `rescore --stale` heal them
-        logger.exception("score recomputation failed; the affected scores stay marked pending")
+    """Run scheduled recomputations in this process, each on its own and retried once.
+
+    A failure (a run deleted under a rescore, say) leaves that one marked stale and the
+    others go on; the retry sees the state the failure raced with. What still fails stays
+    pending for the reads that heal it (`annotations.services.healing`).
+    """
+    covered = set(Run.objects.filter(collection_id__in=collection_ids).values_list("id", flat=True))
+    jobs: list[tuple[str, Any]] = [
+        *(("collection", collection_id) for collection_id in sorted(collection_ids)),
+        *(("run", run_id) for run_id in sorted(run_ids - covered)),
+        *(("query", query_id) for query_id in sorted(query_ids)),
+    ]
+    recompute = {
+        "collection": lambda object_id: scores_rescore_collection(collection_id=object_id),
+        "run": lambda object_id: scores_recompute_run(run_id=object_id),
+        "query": lambda object_id: scores_recompute_query(query_id=object_id),
+    }
+    for kind, object_id in jobs:
+        for attempt in (1, 2):
+            try:
+                recompute[kind](object_id)
+                break
+            except Exception:
+                if attempt == 2:
+                    logger.exception(
+                        "score recomputation of %s %s failed; its scores stay marked pending",
+                        kind,
+                        object_id,
+                    )

@@ -46,6 +46,7 @@ from annotations.selectors.leaderboards import (
 )
 from annotations.selectors.scores_state import ScoresState, scores_state
 from annotations.selectors.stored_scores import evaluated_queries
+from annotations.services.healing import scores_heal_pending
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +77,8 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
     stored snapshot, marked stale, instead of computing the same thing again.
     """
     state = scores_state(collection=collection)
+    if scores_heal_pending(collection=collection, state=state):
+        state = scores_state(collection=collection)
     snapshot = LeaderboardSnapshot.objects.filter(collection=collection, k=k).first()
     if snapshot is None or not _readable(snapshot):
         return leaderboard_refresh(collection=collection, k=k)

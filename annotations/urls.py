@@ -3,23 +3,99 @@
 from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
-from annotations.views import collections, judging, scores
+from annotations.views import (
+    collection_settings,
+    collections,
+    exports,
+    judging,
+    members,
+    runs,
+    scores,
+    versions,
+)
 
 urlpatterns = [
     path("", collections.home, name="home"),
+    path("create-collection/", collection_settings.collection_create, name="collection-create"),
     path("collections/<slug:slug>/", collections.collection_detail, name="collection-detail"),
+    path(
+        "collections/<slug:slug>/settings/",
+        collection_settings.collection_edit,
+        name="collection-edit",
+    ),
     path("collections/<slug:slug>/leaderboard/", scores.leaderboard, name="leaderboard"),
     path(
         "collections/<slug:slug>/leaderboard/state/",
         scores.leaderboard_state,
         name="leaderboard-state",
     ),
+    path("collections/<slug:slug>/runs/", runs.runs, name="collection-runs"),
     path("collections/<slug:slug>/runs/<id:name>/", scores.run_detail, name="run-detail"),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/download/",
+        runs.run_download,
+        name="collection-run-download",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/describe/",
+        runs.run_edit,
+        name="collection-run-edit",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/replace/",
+        runs.run_replace,
+        name="collection-run-replace",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/delete/",
+        runs.run_delete,
+        name="collection-run-delete",
+    ),
     path("collections/<slug:slug>/queries/<id:qid>/", scores.query_detail, name="query-detail"),
     path(
         "collections/<slug:slug>/queries/<id:qid>/to-pool/",
         scores.query_to_pool,
         name="query-to-pool",
+    ),
+    path("collections/<slug:slug>/members/", members.members, name="collection-members"),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/role/",
+        members.member_role,
+        name="collection-member-role",
+    ),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/remove/",
+        members.member_remove,
+        name="collection-member-remove",
+    ),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/link/",
+        members.member_link,
+        name="collection-member-link",
+    ),
+    path("collections/<slug:slug>/exports/", exports.exports_page, name="collection-exports"),
+    path(
+        "collections/<slug:slug>/exports/qrels/",
+        exports.qrels_download,
+        name="collection-export-qrels",
+    ),
+    path(
+        "collections/<slug:slug>/exports/assessor-qrels/",
+        exports.assessor_qrels_download,
+        name="collection-export-assessor",
+    ),
+    path(
+        "collections/<slug:slug>/exports/history/",
+        exports.history_download,
+        name="collection-export-history",
+    ),
+    path(
+        "collections/<slug:slug>/exports/run/", exports.run_download, name="collection-export-run"
+    ),
+    path(
+        "collections/<slug:slug>/exports/scores/",
+        exports.scores_download,
+        name="collection-export-scores",
     ),
     path("judging/", judging.queue, name="judging-queue"),
     path(
@@ -54,5 +130,16 @@ urlpatterns = [
         "collections/<slug:slug>/disagreements/",
         judging.disagreements,
         name="judging-disagreements",
+    ),
+    path("collections/<slug:slug>/versions/", versions.versions, name="qrels-versions"),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/",
+        versions.version_detail,
+        name="qrels-version",
+    ),
+    path(
+        "collections/<slug:slug>/versions/<slug:name>/qrels/",
+        versions.version_qrels,
+        name="qrels-version-download",
     ),
 ]

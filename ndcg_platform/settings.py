@@ -147,6 +147,17 @@ STATICFILES_DIRS: list[Path] = []
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# Mail (SMTP) only with DJANGO_EMAIL_HOST set: then set-password links of new accounts are
+# also mailed; without it they are only shown to the organiser who created the account.
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "")
+NDCG_SEND_MAIL = bool(EMAIL_HOST)
+if EMAIL_HOST:
+    EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 587, minimum=1)
+    EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", True)
+    DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "webmaster@localhost")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -192,7 +203,7 @@ AXES_FAILURE_LIMIT = env_int("NDCG_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = env_int("NDCG_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "annotations.api_errors.lockout_response"
 AXES_IPWARE_PROXY_COUNT = env_int("NDCG_PROXY_COUNT", 0)
 
 # Uploads (run files through the API) are streamed to disk above this size and refused above
@@ -221,6 +232,12 @@ NDCG_LEADERBOARD_STALE_SECONDS = env_int("NDCG_LEADERBOARD_STALE_SECONDS", 30, m
 # Inline: a stored leaderboard younger than this is served (marked stale) rather than
 # computed again, bounding the work a stream of judgements causes for watching pages.
 NDCG_LEADERBOARD_MIN_INTERVAL_MS = env_int("NDCG_LEADERBOARD_MIN_INTERVAL_MS", 1000)
+# `load_demo` writes the demo accounts here and `serve_demo` prints them.
+NDCG_DEMO_ACCOUNTS_FILE = os.environ.get("NDCG_DEMO_ACCOUNTS_FILE") or str(
+    BASE_DIR / "demo-accounts.txt"
+)
+# Inline mode: a read that sees the same pending scores for this long sweeps the collection.
+NDCG_INLINE_HEAL_SECONDS = env_int("NDCG_INLINE_HEAL_SECONDS", 10)
 
 # "default" (throttling) is per process; "coordination" marks tasks as queued across
 # processes (one leaderboard refresh per collection at a time): the broker's Redis when there

@@ -132,27 +132,29 @@ def test_non_members_get_404_so_private_collections_stay_hidden(world: World) ->
 
 
 @pytest.mark.parametrize(
-    ("path", "allowed"),
+    ("path", "allowed", "hidden"),
     [
-        (f"{DEMO}/", set(ROLES)),
-        (f"{DEMO}/queries/", set(ROLES)),
-        (f"{DEMO}/documents/", set(ROLES)),
-        (f"{DEMO}/runs/", set(ROLES)),
-        (f"{DEMO}/runs/base/", set(ROLES)),
-        (f"{DEMO}/runs/base/scores/", set(ROLES)),
-        (f"{DEMO}/leaderboard/", set(ROLES)),
-        (f"{DEMO}/compare/?a=base&b=rival", set(ROLES)),
-        (f"{DEMO}/judgements/", {"organiser", "assessor"}),
-        (f"{DEMO}/qrels/", {"organiser"}),
+        (f"{DEMO}/", set(ROLES), set()),
+        (f"{DEMO}/queries/", set(ROLES), set()),
+        (f"{DEMO}/documents/", set(ROLES), set()),
+        # Assessors are blinded to systems and scores: 404, as if the endpoint did not exist.
+        (f"{DEMO}/runs/", {"organiser", "owner"}, {"assessor"}),
+        (f"{DEMO}/runs/base/", {"organiser", "owner"}, {"assessor"}),
+        (f"{DEMO}/runs/base/scores/", {"organiser", "owner"}, {"assessor"}),
+        (f"{DEMO}/leaderboard/", {"organiser", "owner"}, {"assessor"}),
+        # The owner owns base, not rival: a comparison needs both runs' scores.
+        (f"{DEMO}/compare/?a=base&b=rival", {"organiser"}, {"assessor", "owner"}),
+        (f"{DEMO}/judgements/", {"organiser", "assessor"}, set()),
+        (f"{DEMO}/qrels/", {"organiser"}, set()),
     ],
 )
-def test_reads_by_role(world: World, path: str, allowed: set[str]) -> None:
+def test_reads_by_role(world: World, path: str, allowed: set[str], hidden: set[str]) -> None:
     for role in ROLES:
         response = world.client(role).get(path)
         if role in allowed:
             assert response.status_code == 200, (role, response.content)
         else:
-            _error(response, 403)
+            _error(response, 404 if role in hidden else 403)
     assert world.client("staff").get(path).status_code == 200  # staff organise everything
 
 
@@ -344,7 +346,7 @@ def test_json_run_without_scores_keeps_the_given_order(
 
 
 def test_run_list_filters_by_owner(world: World) -> None:
-    body = world.client("assessor").get(f"{DEMO}/runs/?owner=owner2").json()
+    body = world.client("owner").get(f"{DEMO}/runs/?owner=owner2").json()
     assert [run["name"] for run in body["results"]] == ["rival"]
 
 
@@ -571,7 +573,7 @@ def test_a_cutoff_outside_the_collections_is_a_400(world: World, k: str) -> None
 
 
 def test_run_scores_give_full_precision_per_query_values(world: World) -> None:
-    body = world.client("assessor").get(f"{DEMO}/runs/base/scores/?k=2").json()
+    body = world.client("owner").get(f"{DEMO}/runs/base/scores/?k=2").json()
     stored = dict(
         QueryScore.objects.filter(run__name="base", k=2).values_list("query__qid", "ndcg")
     )
@@ -580,15 +582,15 @@ def test_run_scores_give_full_precision_per_query_values(world: World) -> None:
 
 
 def test_compare_reports_differences_p_value_and_wins(world: World) -> None:
-    body = world.client("owner").get(f"{DEMO}/compare/?a=rival&b=base&k=2").json()
+    body = world.client("organiser").get(f"{DEMO}/compare/?a=rival&b=base&k=2").json()
     assert body["queries"] == 2 and body["wins"] + body["ties"] + body["losses"] == 2
     assert 0.0 < body["p_value"] <= 1.0
     assert [row["difference"] for row in body["per_query"]] == [
         row["a"] - row["b"] for row in body["per_query"]
     ]
-    error = _error(world.client("owner").get(f"{DEMO}/compare/?a=rival"), 400)
+    error = _error(world.client("organiser").get(f"{DEMO}/compare/?a=rival"), 400)
     assert set(error["fields"]) == {"b"}
-    error = _error(world.client("owner").get(f"{DEMO}/compare/?a=rival&b=ghost"), 400)
+    error = _error(world.client("organiser").get(f"{DEMO}/compare/?a=rival&b=ghost"), 400)
     assert "ghost" in error["fields"]["b"][0]
 
 

@@ -859,8 +859,25 @@ def passwords(out: str) -> dict[str, str]:
     return dict(PASSWORD_LINE.findall(out))
 
 
-def test_load_demo_creates_the_demo_collection_and_two_accounts(transactional_db: None) -> None:
+@pytest.fixture(autouse=True)
+def _demo_accounts_file(settings: Any, tmp_path: Path) -> Path:
+    settings.NDCG_DEMO_ACCOUNTS_FILE = str(tmp_path / "demo-accounts.txt")
+    return tmp_path / "demo-accounts.txt"
+
+
+def test_load_demo_creates_the_demo_collection_and_two_accounts(
+    transactional_db: None, _demo_accounts_file: Path
+) -> None:
     out = run("load_demo")
+    assert passwords(_demo_accounts_file.read_text()) == passwords(out)
+    assert _demo_accounts_file.stat().st_mode & 0o077 == 0  # readable by its owner only
+    assessor = get_user_model().objects.get(username="assessor")
+    waiting = selectors.judging.assignments_of(user=assessor)
+    assert len(waiting) == 1
+    assignment, progress = waiting[0]
+    assert assignment.pool.name == "demo"
+    assert 0 < progress.total <= 10 and progress.done == 0  # a small assignment, untouched
+    assert f"{progress.total} pairs waiting" in out
     demo = Collection.objects.get(slug="demo")
     assert set(passwords(out)) == {"organiser", "assessor"}
     assert demo.queries.count() >= 3
@@ -930,3 +947,47 @@ def test_import_run_name_is_refused_with_several_files(
         "import_run", "demo", first, second, "--name", "x"
     )
     assert not Run.objects.exists()
+
+
+def test_serve_demo_prints_the_address_it_listens_on_and_the_accounts_after_the_banner(
+    tmp_path: Path,
+) -> None:
+    """`make demo`'s last step, as a real process: any port (0: the system picks one)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    root = Path(__file__).resolve().parent.parent
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
+        "NDCG_DEMO_ACCOUNTS_FILE": str(tmp_path / "accounts.txt"),
+        "DJANGO_RUNSERVER_HIDE_WARNING": "true",
+        "PYTHONUNBUFFERED": "1",
+    }
+    manage = [sys.executable, str(root / "manage.py")]
+    for command in (["migrate", "--no-input", "-v0"], ["load_demo"]):
+        subprocess.run([*manage, *command], env=env, check=True, capture_output=True)
+    server = subprocess.Popen(
+        [*manage, "serve_demo", "127.0.0.1:0", "--noreload", "--skip-checks"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 60
+        assert server.stdout is not None
+        while time.monotonic() < deadline and not any("also in" in line for line in lines):
+            lines.append(server.stdout.readline())
+        output = "".join(lines)
+        banner = output.index("Starting development server")
+        address = re.search(r"The demo is at (http://127\.0\.0\.1:(\d+)/)", output)
+        assert address is not None and int(address.group(2)) > 0, output
+        assert output.index("The demo is at") > banner  # after the banner, not above it
+        assert set(passwords(output[banner:])) == {"organiser", "assessor"}
+        with urllib.request.urlopen(address.group(1) + "accounts/login/", timeout=10) as page:
+            assert page.status == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from annotations import services
+from annotations import scores, services
 from annotations.models import (
     Assignment,
     AssignmentItem,
@@ -270,3 +270,25 @@ def test_disagreement_list_filters_by_spread(trial: Collection) -> None:
     every = olga.get("/collections/trial/disagreements/?min=1").content.decode()
     assert 'data-pair="q1/d1"' in every
     assert 'data-pair="q1/d2"' in every
+
+
+def test_agreement_page_shows_how_the_ranking_depends_on_who_judged(trial: Collection) -> None:
+    q1 = trial.queries.get(qid="q1")
+    for docno, alice, bob in [("d1", 3, 0), ("d2", 0, 3), ("d3", 1, 1)]:
+        document = trial.documents.get(docno=docno)
+        for name, grade in (("alice", alice), ("bob", bob)):
+            services.judgement_record(
+                query=q1, document=document, assessor=user(name), grade=grade, source="form"
+            )
+    scores.scores_sweep_stale(collection=trial)  # this test's writes commit nothing
+    k = trial.sorted_cutoffs[0]
+    response = as_user("olga").get(f"/collections/trial/agreement/?k={k}")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'id="sensitivity-assessors"' in page and 'id="sensitivity-swings"' in page
+    assert '<th scope="row">alice</th>' in page and '<th scope="row">bob</th>' in page
+    assert "alice and bob" in page
+    for run in trial.runs.values_list("name", flat=True):
+        assert f'<th scope="row">{run}</th>' in page
+    # assessors do not see it (the page is the organisers')
+    assert as_user("alice").get("/collections/trial/agreement/").status_code in (403, 404)

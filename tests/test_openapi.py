@@ -125,9 +125,10 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         upload = {"file": SimpleUploadedFile("sys.run", trec)}
         call(owner, "put", f"{DEMO}/runs/sys/", 200, data=upload, format="multipart")
         call(owner, "post", f"{DEMO}/runs/", 415, data=json_run, format="json")
-        call(assessor, "get", f"{DEMO}/runs/?owner=sys", 200)
-        call(assessor, "get", f"{DEMO}/runs/sys/", 200)
-        call(assessor, "get", f"{DEMO}/runs/ghost/", 404)
+        call(owner, "get", f"{DEMO}/runs/?owner=sys", 200)
+        call(owner, "get", f"{DEMO}/runs/sys/", 200)
+        call(owner, "get", f"{DEMO}/runs/ghost/", 404)
+        call(assessor, "get", f"{DEMO}/runs/?owner=sys", 404)  # assessors are blinded
         call(owner, "delete", f"{DEMO}/runs/new/", 204)
         call(owner, "delete", f"{DEMO}/runs/org/", 403)
 
@@ -189,8 +190,34 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(None, "get", f"{DEMO}/leaderboard/", 401)
     call(owner, "get", f"{DEMO}/runs/sys/scores/?k=10", 200)
     call(owner, "get", f"{DEMO}/runs/ghost/scores/", 404)
-    call(owner, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 200)
+    call(organiser, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 200)
+    call(owner, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 404)  # not the owner of org
     call(owner, "get", f"{DEMO}/compare/?a=sys", 400)
+    call(organiser, "get", f"{DEMO}/sensitivity/?k=2", 200)
+    tag = {"name": "round-1", "note": "first"}
+    call(organiser, "post", f"{DEMO}/versions/", 201, data=tag, format="json")
+    call(organiser, "post", f"{DEMO}/versions/", 400, data=tag, format="json")
+    call(assessor, "post", f"{DEMO}/versions/", 403, data=tag, format="json")
+    call(organiser, "get", f"{DEMO}/versions/", 200)
+    call(organiser, "get", f"{DEMO}/versions/round-1/qrels/", 200)
+    call(organiser, "get", f"{DEMO}/versions/ghost/qrels/", 404)
+    call(organiser, "get", f"{DEMO}/versions/round-1/leaderboard/?k=2", 200)
+    call(organiser, "get", f"{DEMO}/versions/round-1/leaderboard/?k=3", 400)
+    call(organiser, "get", f"{DEMO}/versions-diff/?a=round-1&b=round-1&k=2", 200)
+    call(organiser, "get", f"{DEMO}/versions-diff/?a=round-1", 400)
+    call(organiser, "get", f"{DEMO}/as-of/qrels/?at=2100-01-01T00:00:00Z", 200)
+    call(organiser, "get", f"{DEMO}/as-of/qrels/?at=yesterday", 400)
+    call(organiser, "get", f"{DEMO}/as-of/leaderboard/?at=2100-01-01T00:00:00Z&k=2", 200)
+    call(assessor, "get", f"{DEMO}/as-of/leaderboard/?at=2100-01-01T00:00:00Z", 403)
+    call(assessor, "get", f"{DEMO}/sensitivity/", 403)
+    UserFactory(username="scripter", password="right-password-1")
+    credentials = {"username": "scripter", "password": "right-password-1"}
+    call(None, "post", "/api/v1/token/", 200, data=credentials, format="json")
+    wrong = {**credentials, "password": "wrong"}
+    call(None, "post", "/api/v1/token/", 401, data=wrong, format="json")
+    call(None, "post", "/api/v1/token/", 400, data={}, format="json")
+    call(stranger, "delete", "/api/v1/token/", 204)
+    call(None, "delete", "/api/v1/token/", 401)
     settings.NDCG_MAX_UPLOAD_MB = 1
     big = {"file": SimpleUploadedFile("big.run", trec * 80_000)}
     call(owner, "post", f"{DEMO}/runs/", 413, data=big, format="multipart")

@@ -92,3 +92,53 @@ def test_production_serves_the_api_as_json_only_unless_asked() -> None:
         assert result.returncode == 0, result.stderr
         assert ("BrowsableAPIRenderer" in result.stdout) is browsable
         assert result.stdout.strip().endswith("True")  # CONN_HEALTH_CHECKS
+
+
+def _token(client: Client, username: str, password: str) -> Any:
+    return client.post(
+        "/api/v1/token/",
+        {"username": username, "password": password},
+        content_type="application/json",
+    )
+
+
+def test_the_token_endpoint_gives_the_callers_token_and_it_authenticates(db: None) -> None:
+    UserFactory(username="scripter", password="right-password-1")
+    first = _token(Client(), "scripter", "right-password-1")
+    assert first.status_code == 200, first.content
+    key = first.json()["token"]
+    assert _token(Client(), "scripter", "right-password-1").json()["token"] == key  # the same
+    listed = Client().get("/api/v1/collections/", HTTP_AUTHORIZATION=f"Token {key}")
+    assert listed.status_code == 200
+    revoked = Client().delete("/api/v1/token/", HTTP_AUTHORIZATION=f"Token {key}")
+    assert revoked.status_code == 204
+    again = Client().get("/api/v1/collections/", HTTP_AUTHORIZATION=f"Token {key}")
+    assert again.status_code == 401
+
+
+def test_wrong_passwords_at_the_token_endpoint_lock_out_like_the_login_page(
+    db: None, settings: Any
+) -> None:
+    settings.AXES_FAILURE_LIMIT = 3
+    UserFactory(username="target", password="right-password-1")
+    client = Client(REMOTE_ADDR="10.0.1.1")
+    for _ in range(2):
+        wrong = _token(client, "target", "wrong")
+        assert wrong.status_code == 401
+        assert wrong.json()["error"]["code"] == "authentication_failed"
+    locked = _token(client, "target", "wrong")
+    assert locked.status_code == 429
+    body = locked.json()["error"]
+    assert body["status"] == 429 and body["code"] == "locked_out"
+    assert "Too many failed logins" in body["detail"] and int(locked["Retry-After"]) > 0
+    # the right password, from another address: refused while the account is locked
+    refused = _token(Client(REMOTE_ADDR="10.0.1.2"), "target", "right-password-1")
+    assert refused.status_code == 429
+    # and the login page counts the same attempts
+    assert _login(Client(REMOTE_ADDR="10.0.1.3"), "target", "right-password-1").status_code == 429
+
+
+def test_a_token_request_without_credentials_is_a_400_naming_the_fields(db: None) -> None:
+    response = Client().post("/api/v1/token/", {}, content_type="application/json")
+    assert response.status_code == 400
+    assert set(response.json()["error"]["fields"]) == {"username", "password"}

@@ -8,11 +8,11 @@ from tests.factories import MembershipFactory, UserFactory
 
 
 @pytest.mark.browser
-def test_member_logs_in_and_sees_the_worked_example_scores(
+def test_a_system_owner_logs_in_and_sees_the_worked_example_scores(
     worked_example: Collection, page, login
 ) -> None:  # type: ignore[no-untyped-def]
     user = UserFactory(username="bob")
-    MembershipFactory(collection=worked_example, user=user, role=Membership.ASSESSOR)
+    MembershipFactory(collection=worked_example, user=user, role=Membership.OWNER)
     login("bob")
     page.click("text=demo")
     page.click("nav.cutoffs >> text=6")

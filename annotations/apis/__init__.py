@@ -7,6 +7,16 @@ from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsI
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
 from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi
 from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
+from annotations.apis.sensitivity import SensitivityApi
+from annotations.apis.tokens import TokenApi
+from annotations.apis.versions import (
+    LeaderboardAsOfApi,
+    QrelsAsOfApi,
+    QrelsVersionLeaderboardApi,
+    QrelsVersionListApi,
+    QrelsVersionQrelsApi,
+    QrelsVersionsDiffApi,
+)
 
 __all__ = [
     "CollectionDetailApi",
@@ -17,13 +27,21 @@ __all__ = [
     "JudgementDetailApi",
     "JudgementListCreateApi",
     "LeaderboardApi",
+    "LeaderboardAsOfApi",
     "QrelsApi",
+    "QrelsAsOfApi",
     "QrelsImportApi",
+    "QrelsVersionLeaderboardApi",
+    "QrelsVersionListApi",
+    "QrelsVersionQrelsApi",
+    "QrelsVersionsDiffApi",
     "QueryListCreateApi",
     "RunDetailApi",
     "RunListCreateApi",
     "RunResultsApi",
     "RunScoresApi",
+    "SensitivityApi",
+    "TokenApi",
     "TopicsImportApi",
     "leaderboard_body",
 ]

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations import selectors
+from annotations.access import Access
 from annotations.api_errors import UploadTooLarge
 from annotations.models import Collection
 from annotations.permissions import (
@@ -89,8 +90,10 @@ class CollectionApiView(ApiView):
     permission_classes = [CollectionRole]
     roles: dict[str, frozenset[str]] = {}
     public_read = False
+    sees: str | None = None  # the Access property a read needs (blinded members get 404)
     collection: Collection
     roles_held: frozenset[str]
+    access: Access
 
 
 class CollectionListApiView(GenericAPIView, CollectionApiView):  # type: ignore[type-arg]

@@ -101,6 +101,7 @@ class RunWriting(CollectionApiView):
 
 class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
     roles = {"GET": ANY_ROLE, "POST": RUN_WRITERS}
+    sees = "runs"
     serializer_class = RunSerializer
     filterset_class = RunFilter
     filter_backends = [django_filters.rest_framework.DjangoFilterBackend]
@@ -138,6 +139,7 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
 
 class RunDetailApi(RunWriting):
     roles = {"GET": ANY_ROLE, "PUT": RUN_WRITERS, "DELETE": RUN_WRITERS}
+    sees = "runs"
 
     def _run(self, name: str) -> Run | None:
         return Run.objects.filter(collection=self.collection, name=name).first()

@@ -75,6 +75,7 @@ def leaderboard_body(board: leaderboards.Leaderboard) -> dict[str, Any]:
 class LeaderboardApi(CollectionApiView):
     roles = {"GET": ANY_ROLE}
     public_read = True
+    sees = "leaderboard"
 
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, tiers, judged@k, bounds",
@@ -99,6 +100,7 @@ class LeaderboardApi(CollectionApiView):
 class RunScoresApi(CollectionApiView):
     roles = {"GET": ANY_ROLE}
     public_read = True
+    sees = "any_run_scores"
 
     @extend_schema(
         summary="A run's per-query scores at k (full float precision)",
@@ -108,7 +110,7 @@ class RunScoresApi(CollectionApiView):
     def get(self, request: Request, slug: str, name: str) -> Response:
         k = _cutoff(self.collection, request)
         run = Run.objects.filter(collection=self.collection, name=name).first()
-        if run is None:
+        if run is None or not self.access.run_scores(run):
             raise NotFound("No such run.")
         scores = stored_scores.run_scores(run=run, k=k)
         body = {
@@ -128,6 +130,7 @@ class RunScoresApi(CollectionApiView):
 class CompareApi(CollectionApiView):
     roles = {"GET": ANY_ROLE}
     public_read = True
+    sees = "any_run_scores"
 
     @extend_schema(
         summary="Compare two runs at k: per-query differences, p-value, wins/ties/losses",
@@ -159,6 +162,9 @@ class CompareApi(CollectionApiView):
                 runs[key] = run
         if problems:
             raise ValidationError(problems)
+        hidden = [run.name for run in runs.values() if not self.access.run_scores(run)]
+        if hidden:  # a system owner compares only runs whose scores they may read
+            raise NotFound(f"No such run: {hidden[0]!r}.")
         comparison = comparisons.runs_compare(a=runs["a"], b=runs["b"], k=k)
         body = {
             "collection": self.collection.slug,

@@ -18,6 +18,7 @@ from annotations.models.judgements import (
     Adjudication,
     Judgement,
     JudgementHistory,
+    QrelsVersion,
 )
 from annotations.models.pools import (
     Assignment,
@@ -59,6 +60,7 @@ __all__ = [
     "Membership",
     "Pool",
     "PoolEntry",
+    "QrelsVersion",
     "Query",
     "QueryBound",
     "QueryScore",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 
 if TYPE_CHECKING:
@@ -60,6 +60,11 @@ class Collection(models.Model):
     public_leaderboard = models.BooleanField(
         default=False, help_text="Anyone, logged in or not, may read the leaderboard."
     )
+    assessors_see_leaderboard = models.BooleanField(
+        default=False,
+        help_text="Assessors may read the leaderboard; otherwise they are blinded to systems "
+        "and scores (TREC practice).",
+    )
     members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="collections", blank=True
     )
@@ -83,6 +88,20 @@ class Collection(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def save(self, *args: Any, default_scale: bool = True, **kwargs: Any) -> None:
+        """Save; a collection saved for the first time gets the default 0-3 grade scale in the
+        same transaction, unless the caller stores its own scale there (`default_scale=False`,
+        as the service and the admin do), so no path creates a collection without one."""
+        if not self._state.adding or not default_scale:
+            super().save(*args, **kwargs)
+            return
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            GradeLevel.objects.bulk_create(
+                GradeLevel(collection=self, value=value, label=label, definition=definition)
+                for value, label, definition in DEFAULT_GRADES
+            )
 
     def clean(self) -> None:
         cutoffs = self.cutoffs

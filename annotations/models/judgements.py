@@ -110,3 +110,41 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id}: {self.grade} (adjudicated)"
+
+
+class QrelsVersion(models.Model):
+    """A named mark in a collection's judgement history: the qrels as they stood then.
+
+    Nothing is copied: the version's effective qrels are the judgement history up to
+    `history_id` replayed (see `annotations.selectors.versions`), combined with the rule the
+    collection had when it was tagged, so they can be exported and scored at any later date.
+    """
+
+    collection = models.ForeignKey(
+        "annotations.Collection", on_delete=models.CASCADE, related_name="qrels_versions"
+    )
+    name = models.SlugField(max_length=100, help_text="Letters, digits, - and _")
+    note = models.TextField(blank=True)
+    history_id = models.BigIntegerField(
+        help_text="The last judgement history row included (0: none)"
+    )
+    aggregation = models.CharField(max_length=10, help_text="The rule when tagged")
+    gain = models.CharField(max_length=12, help_text="The gain when tagged")
+    missing_queries = models.CharField(max_length=8, help_text="The rule when tagged")
+    created = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="qrels_versions",
+    )
+
+    class Meta:
+        ordering = ["collection_id", "created", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "name"], name="qrels_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection_id}@{self.name}"

@@ -28,7 +28,8 @@ class CollectionSerializer(serializers.ModelSerializer):
         model = Collection
         fields = [
             "slug", "name", "description", "gain", "cutoffs", "missing_queries",
-            "aggregation", "public_leaderboard", "grades", "roles", "created", "updated",
+            "aggregation", "public_leaderboard", "assessors_see_leaderboard", "grades", "roles",
+            "created", "updated",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -46,6 +47,9 @@ class CollectionCreateSerializer(serializers.Serializer):
     missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, default="zero")
     aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, default="median")
     public_leaderboard = serializers.BooleanField(default=False)
+    assessors_see_leaderboard = serializers.BooleanField(
+        default=False, help_text="Assessors may read the leaderboard (blinded otherwise)."
+    )
     grades = GradeLevelSerializer(
         many=True, required=False, help_text="The grade scale; 0-3 with labels when absent."
     )
@@ -59,3 +63,4 @@ class CollectionUpdateSerializer(serializers.Serializer):
     missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, required=False)
     aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, required=False)
     public_leaderboard = serializers.BooleanField(required=False)
+    assessors_see_leaderboard = serializers.BooleanField(required=False)

@@ -11,7 +11,11 @@ from django.db import transaction
 
 from annotations import trec
 from annotations.models import Collection, Membership
-from annotations.services.collections import collection_create
+from annotations.services.collections import (
+    collection_create,
+    collection_grades_set,
+    collection_update,
+)
 from annotations.services.imports import (
     LOOKUP_CHUNK,
     ImportSummary,
@@ -99,6 +103,7 @@ def collection_create_with_organiser(
     missing_queries: str = "zero",
     aggregation: str = "median",
     public_leaderboard: bool = False,
+    assessors_see_leaderboard: bool = False,
 ) -> Collection:
     """Create a collection and make its creator an organiser of it, in one transaction."""
     with transaction.atomic():
@@ -111,6 +116,7 @@ def collection_create_with_organiser(
             grades=grades,
             missing_queries=missing_queries,
             aggregation=aggregation,
+            assessors_see_leaderboard=assessors_see_leaderboard,
         )
         if public_leaderboard:
             collection_publish(collection=collection, public=True)
@@ -126,4 +132,24 @@ def collection_publish(*, collection: Collection, public: bool) -> Collection:
     if collection.public_leaderboard != public:
         collection.public_leaderboard = public
         collection.save(update_fields=["public_leaderboard", "updated"])
+    return collection
+
+
+def collection_settings_save(
+    *,
+    collection: Collection,
+    grades: Sequence[tuple[int, str, str]] | None = None,
+    public_leaderboard: bool | None = None,
+    **changes: object,
+) -> Collection:
+    """Change settings, grade scale and publication together: all of it or none of it."""
+    with transaction.atomic():
+        if changes:
+            collection_update(collection=collection, **changes)
+        if grades is not None:
+            current = [(g.value, g.label, g.definition) for g in collection.grades.all()]
+            if sorted(grades) != current:
+                collection_grades_set(collection=collection, grades=grades)
+        if public_leaderboard is not None:
+            collection_publish(collection=collection, public=public_leaderboard)
     return collection

@@ -6,12 +6,14 @@ from collections.abc import Sequence
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
 
 from annotations.models import (
     DEFAULT_GRADES,
+    Adjudication,
     Collection,
     GradeLevel,
+    Judgement,
     Query,
     Run,
 )
@@ -33,6 +35,7 @@ def collection_create(
     grades: Sequence[tuple[int, str, str]] | None = None,
     missing_queries: str = "zero",
     aggregation: str = "median",
+    assessors_see_leaderboard: bool = False,
 ) -> Collection:
     """Create a collection with its grade scale (default 0-3 with labels and definitions)."""
     collection = Collection(
@@ -43,20 +46,84 @@ def collection_create(
         cutoffs=list(cutoffs) if cutoffs is not None else [5, 10, 20],
         missing_queries=missing_queries,
         aggregation=aggregation,
+        assessors_see_leaderboard=assessors_see_leaderboard,
     )
     collection.full_clean()
-    levels = list(grades) if grades is not None else list(DEFAULT_GRADES)
-    values = [value for value, _, _ in levels]
-    if not levels or len(set(values)) != len(values):
-        raise ValidationError({"grades": "The grade scale needs distinct levels."})
+    levels = _levels_checked(collection, list(grades) if grades is not None else DEFAULT_GRADES)
     with transaction.atomic():
-        collection.save()
-        for value, label, definition in levels:
-            level = GradeLevel(
-                collection=collection, value=value, label=label, definition=definition
-            )
+        collection.save(default_scale=False)
+        GradeLevel.objects.bulk_create(levels)
+    return collection
+
+
+def _levels_checked(
+    collection: Collection, grades: Sequence[tuple[int, str, str]]
+) -> list[GradeLevel]:
+    """The scale as unsaved levels, each checked (range, label), with distinct values."""
+    values = [value for value, _, _ in grades]
+    if not grades:
+        raise ValidationError({"grades": "The grade scale needs at least one level."})
+    repeated = sorted({value for value in values if values.count(value) > 1})
+    if repeated:
+        listed = ", ".join(map(str, repeated))
+        raise ValidationError({"grades": f"Each grade appears once; {listed} appears twice."})
+    levels = []
+    for value, label, definition in grades:
+        level = GradeLevel(collection=collection, value=value, label=label, definition=definition)
+        try:
             level.full_clean(exclude=["collection"])
-            level.save()
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items()
+            )
+            raise ValidationError({"grades": f"grade {value}: {problems}"}) from None
+        levels.append(level)
+    return levels
+
+
+def grades_in_use(*, collection: Collection) -> dict[int, int]:
+    """Grade -> how many judgements and adjudications of the collection hold it."""
+    used: dict[int, int] = {}
+    for model in (Judgement, Adjudication):
+        rows = (
+            model.objects.filter(query__collection=collection)
+            .values("grade")
+            .annotate(n=Count("id"))
+            .values_list("grade", "n")
+        )
+        for grade, count in rows:
+            used[grade] = used.get(grade, 0) + count
+    return used
+
+
+def grade_scale_problems(*, collection: Collection, values: Sequence[int]) -> list[str]:
+    """Why a collection's scale cannot become `values`: grades still held by judgements."""
+    kept = set(values)
+    return [
+        f"Grade {grade} is held by {count} judgement{'s' if count != 1 else ''}; "
+        "change them before removing it from the scale."
+        for grade, count in sorted(grades_in_use(collection=collection).items())
+        if grade not in kept
+    ]
+
+
+def collection_grades_set(
+    *, collection: Collection, grades: Sequence[tuple[int, str, str]]
+) -> Collection:
+    """Replace a collection's grade scale (levels, labels, definitions).
+
+    A grade some judgement holds cannot be removed. The collection's `updated` moves, so
+    stored leaderboards and top-grade bounds (which read the highest grade) are computed again.
+    """
+    levels = _levels_checked(collection, grades)
+    problems = grade_scale_problems(collection=collection, values=[lv.value for lv in levels])
+    if problems:
+        raise ValidationError({"grades": problems})
+    with transaction.atomic():
+        Collection.objects.select_for_update().filter(id=collection.id).first()
+        GradeLevel.objects.filter(collection=collection).delete()
+        GradeLevel.objects.bulk_create(levels)
+        collection.save(update_fields=["updated"])
     return collection
 
 
@@ -94,7 +161,7 @@ SCORING_FIELDS = ("gain", "cutoffs", "missing_queries", "aggregation")
 
 def collection_update(*, collection: Collection, **changes: object) -> Collection:
     """Change a collection's settings; scoring settings mark every score pending and rescore."""
-    unknown = set(changes) - {"name", "description", *SCORING_FIELDS}
+    unknown = set(changes) - {"name", "description", "assessors_see_leaderboard", *SCORING_FIELDS}
     if unknown:
         raise ValidationError({field: "This setting cannot be changed." for field in unknown})
     rescore = any(

@@ -24,7 +24,9 @@ from annotations.forms import (
 )
 from annotations.highlighting import highlight, query_terms
 from annotations.models import Assignment, AssignmentItem, Collection, Document, Pool, Query
+from annotations.selectors import cutoff_from
 from annotations.selectors import judging as selectors
+from annotations.selectors.sensitivity import assessor_sensitivity
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -275,9 +277,12 @@ def pool_extend(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
 @login_required
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     collection = _organised(request, slug)
+    k = cutoff_from(collection, request.GET.get("k"))
     context = {
         "collection": collection,
         "summary": selectors.agreement_summary(collection=collection),
+        "k": k,
+        "sensitivity": assessor_sensitivity(collection=collection, k=k),
     }
     return render(request, "annotations/judging/agreement.html", context)
 

@@ -15,9 +15,10 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_POST
 
 from annotations import selectors, services, snapshots
+from annotations.access import Access, collection_access
 from annotations.models import Collection, Query, Run
-from annotations.permissions import ORGANISER, collection_roles
 from annotations.selectors import judging, query_scores, scores_state, stored_scores
+from annotations.services.healing import scores_heal_pending
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -30,16 +31,14 @@ class _Denied(Exception):
     """Anonymous visitor on a page that needs a login."""
 
 
-def _collection(
-    request: HttpRequest, slug: str, *, public: bool
-) -> tuple[Collection, frozenset[str]]:
-    """The collection and the caller's roles; 404 for non-members unless the page is public."""
+def _collection(request: HttpRequest, slug: str, *, sees: str) -> tuple[Collection, Access]:
+    """The collection and what the caller sees of it; 404 unless the caller may see the page
+    (`sees` names the `Access` property it needs), a login first for anonymous visitors."""
     collection = Collection.objects.filter(slug=slug).first()
-    roles = (
-        collection_roles(user=request.user, collection=collection) if collection else frozenset()
-    )
-    if collection is not None and (roles or (public and collection.public_leaderboard)):
-        return collection, roles
+    if collection is not None:
+        access = collection_access(user=request.user, collection=collection)
+        if getattr(access, sees):
+            return collection, access
     if not request.user.is_authenticated:
         raise _Denied
     raise Http404("No such collection")
@@ -60,7 +59,7 @@ def _guarded(view):  # type: ignore[no-untyped-def]
 @_guarded
 def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard at k; it refreshes its table by itself when scores change."""
-    collection, roles = _collection(request, slug, public=True)
+    collection, access = _collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     board = snapshots.leaderboard_read(collection=collection, k=k)
     context = {
@@ -68,7 +67,8 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "k": k,
         "board": board,
         "state": board.state,
-        "is_member": bool(roles),
+        "is_member": access.member,
+        "access": access,
         "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),
     }
     return render(request, "annotations/scores/leaderboard.html", context)
@@ -77,8 +77,10 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
 @_guarded
 def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     """A small JSON document the open leaderboard polls: reload the table when `stamp` moves."""
-    collection, _ = _collection(request, slug, public=True)
+    collection, _ = _collection(request, slug, sees="leaderboard")
     state = scores_state.scores_state(collection=collection)
+    if scores_heal_pending(collection=collection, state=state):
+        state = scores_state.scores_state(collection=collection)
     return JsonResponse(
         {
             "stamp": state.stamp,
@@ -93,9 +95,9 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
 @_guarded
 def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     """A run's per-query nDCG@k and judged@k as a chart and a sortable table."""
-    collection, roles = _collection(request, slug, public=True)
+    collection, access = _collection(request, slug, sees="any_run_scores")
     run = Run.objects.filter(collection=collection, name=name).select_related("owner").first()
-    if run is None:
+    if run is None or not access.run_scores(run):
         raise Http404("No such run")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     # Read only when the page's cached body (keyed by the scores stamp) is missing.
@@ -121,7 +123,8 @@ def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         "k": k,
         "scores": run_values,  # templates call callables: read only if rendered
         "chart": chart,
-        "is_member": bool(roles),
+        "is_member": access.member,
+        "access": access,
         "stamp": scores_state.scores_state(collection=collection).stamp,
     }
     return render(request, "annotations/scores/run.html", context)
@@ -130,7 +133,7 @@ def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 @_guarded
 def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     """Every run's nDCG@k for one query, its judged documents, two runs side by side."""
-    collection, roles = _collection(request, slug, public=False)
+    collection, access = _collection(request, slug, sees="queries")
     query = Query.objects.filter(collection=collection, qid=qid).first()
     if query is None:
         raise Http404("No such query")
@@ -160,13 +163,13 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         "rows": rows,
         "run_names": list(runs),
         # Grades reveal the qrels: organisers see them, other members see judged/unjudged.
-        "show_grades": ORGANISER in roles,
+        "show_grades": access.organiser,
         "judged": SimpleLazyObject(lambda: query_scores.query_judged(query=query)),
         "stamp": scores_state.scores_state(collection=collection).stamp,
         "unjudged_top": (
-            len(query_scores.query_unjudged_top(query=query, k=k)) if ORGANISER in roles else None
+            len(query_scores.query_unjudged_top(query=query, k=k)) if access.organiser else None
         ),
-        "pools": list(judging.pools_of(collection=collection)) if ORGANISER in roles else [],
+        "pools": list(judging.pools_of(collection=collection)) if access.organiser else [],
     }
     return render(request, "annotations/scores/query.html", context)
 
@@ -175,8 +178,8 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
 @_guarded
 def query_to_pool(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     """Organisers send the query's unjudged documents of the runs' top k to a pool."""
-    collection, roles = _collection(request, slug, public=False)
-    if ORGANISER not in roles:
+    collection, access = _collection(request, slug, sees="member")
+    if not access.organiser:
         raise PermissionDenied("Only the collection's organisers may do this.")
     query = Query.objects.filter(collection=collection, qid=qid).first()
     if query is None:

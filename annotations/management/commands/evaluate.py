@@ -1,7 +1,5 @@
 """Print the stored scores of a collection's runs: trec_eval layout, JSON or CSV."""
 
-import csv
-import json
 from typing import Any
 
 from django.core.management.base import CommandError
@@ -9,7 +7,7 @@ from django.core.management.base import CommandError
 from annotations import selectors
 from annotations.management.commands._base import CollectionCommand, collection_get
 from annotations.models import Run
-from annotations.selectors import evaluation
+from annotations.selectors import evaluation, exports
 
 
 class Command(CollectionCommand):
@@ -54,79 +52,14 @@ class Command(CollectionCommand):
             self._csv(collection, runs, ks)
 
     def _trec(self, run: Run, ks: list[int], *, per_query: bool) -> None:
-        # trec_eval prints "%-22s\t%s\t%.4f": per-query lines by qid, then the "all" line.
-        means = {row.k: row for row in evaluation.stored_run_scores(runs=[run], ks=ks)}
-        if run.scored_at is None and not means:
+        if run.scored_at is None and not evaluation.stored_run_scores(runs=[run], ks=ks):
             raise CommandError(f"run {run.name!r} has not been scored yet (pending)")
-        if per_query:
-            rows = evaluation.stored_query_scores(collection=run.collection, runs=[run], ks=ks)
-            for row in sorted(rows, key=lambda r: (r.qid, r.k)):
-                self.stdout.write(f"{'ndcg_cut_' + str(row.k):<22}\t{row.qid}\t{row.ndcg:.4f}")
-        for k in ks:
-            if k in means:
-                self.stdout.write(f"{'ndcg_cut_' + str(k):<22}\tall\t{means[k].ndcg:.4f}")
+        for line in exports.scores_trec(run=run, ks=ks, per_query=per_query):
+            self.stdout.write(line, ending="")
 
     def _json(self, collection: Any, runs: list[Run], ks: list[int], pending: int) -> None:
-        per_query = evaluation.stored_query_scores(collection=collection, runs=runs, ks=ks)
-        means = evaluation.stored_run_scores(runs=runs, ks=ks)
-        document: dict[str, Any] = {
-            "collection": collection.slug,
-            "gain": collection.gain,
-            "cutoffs": ks,
-            "pending": pending,
-            "evaluated_queries": evaluation.evaluated_qids(collection=collection),
-            "idcg": evaluation.stored_ideal_scores(collection=collection, ks=ks),
-            "runs": {},
-        }
-        for run in runs:
-            document["runs"][run.name] = {
-                "scored_at": run.scored_at and run.scored_at.isoformat(),
-                "all": {},
-                "queries": {},
-            }
-        for mean in means:
-            document["runs"][mean.run]["all"][str(mean.k)] = {
-                "ndcg": mean.ndcg,
-                "ndcg_condensed": mean.ndcg_condensed,
-                "judged": mean.judged,
-                "queries": mean.queries,
-            }
-        for row in per_query:
-            document["runs"][row.run]["queries"].setdefault(row.qid, {})[str(row.k)] = {
-                "ndcg": row.ndcg,
-                "dcg": row.dcg,
-                "judged": row.judged,
-                "ndcg_condensed": row.ndcg_condensed,
-            }
-        # json writes floats with repr: every digit of the stored double survives
-        self.stdout.write(json.dumps(document, indent=2))
+        self.stdout.write(exports.scores_json(collection=collection, runs=runs, ks=ks))
 
     def _csv(self, collection: Any, runs: list[Run], ks: list[int]) -> None:
-        writer = csv.writer(self.stdout, lineterminator="\n")
-        writer.writerow(["run", "qid", "k", "ndcg", "dcg", "judged", "ndcg_condensed", "queries"])
-        for row in evaluation.stored_query_scores(collection=collection, runs=runs, ks=ks):
-            writer.writerow(
-                [
-                    row.run,
-                    row.qid,
-                    row.k,
-                    repr(row.ndcg),
-                    repr(row.dcg),
-                    repr(row.judged),
-                    repr(row.ndcg_condensed),
-                    "",
-                ]
-            )
-        for mean in evaluation.stored_run_scores(runs=runs, ks=ks):
-            writer.writerow(
-                [
-                    mean.run,
-                    "all",
-                    mean.k,
-                    repr(mean.ndcg),
-                    "",
-                    repr(mean.judged),
-                    repr(mean.ndcg_condensed),
-                    mean.queries,
-                ]
-            )
+        for piece in exports.scores_csv(collection=collection, runs=runs, ks=ks):
+            self.stdout.write(piece, ending="")

@@ -1,18 +1,27 @@
-"""Load the demo collection (the worked example of ndcg.md and two more queries) and accounts."""
+"""Load the demo collection (the worked example of ndcg.md and two more queries), accounts,
+and a small assignment waiting for the demo assessor."""
 
 import secrets
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from annotations import services
-from annotations.models import Collection, Membership
+from annotations.models import Collection, Membership, Pool
+from annotations.selectors import judging
 
 DATA = Path(__file__).resolve().parents[2] / "demo_data"
 RUNS = ["run_example.txt", "run_bm25.txt", "run_random.txt"]
+POOL = "demo"
+
+
+def accounts_file() -> Path:
+    """Where the demo's accounts are written (NDCG_DEMO_ACCOUNTS_FILE; not in git)."""
+    return Path(settings.NDCG_DEMO_ACCOUNTS_FILE)
 
 
 class Command(BaseCommand):
@@ -49,10 +58,34 @@ class Command(BaseCommand):
                 Membership.objects.get_or_create(
                     collection=collection, user=accounts[username][0], role=role
                 )
+            waiting = self._assignment(
+                collection, accounts["organiser"][0], accounts["assessor"][0]
+            )
+        lines = [
+            f"  {username:<10} password: {password}" for username, (_, password) in accounts.items()
+        ]
+        path = accounts_file()
+        path.write_text("\n".join(["demo accounts (log in at /accounts/login/)", *lines, ""]))
+        path.chmod(0o600)
         self.stdout.write(f"demo collection loaded (judgements: {summary})")
-        for username, (_, password) in accounts.items():
-            self.stdout.write(f"  {username:<10} password: {password}")
-        self.stdout.write("log in at http://127.0.0.1:8000/ (admin at /admin/ for the organiser)")
+        self.stdout.write(f"  pool {POOL!r}: {waiting} pairs waiting in the assessor's queue")
+        for line in lines:
+            self.stdout.write(line)
+        self.stdout.write(f"accounts written to {path}")
+
+    def _assignment(self, collection: Collection, organiser: Any, assessor: Any) -> int:
+        """Pool the runs' unjudged top 10 once and hand it to the assessor; pairs waiting."""
+        pool = Pool.objects.filter(collection=collection, name=POOL).first()
+        if pool is None:
+            pool, _ = services.pool_build(
+                collection=collection, name=POOL, depth=10, created_by=organiser
+            )
+            services.assignment_create(pool=pool, assessors=[assessor], created_by=organiser)
+        return sum(
+            progress.total - progress.done
+            for assignment, progress in judging.assignments_of(user=assessor)
+            if assignment.pool_id == pool.id
+        )
 
     def _account(self, username: str, *, staff: bool) -> tuple[Any, str]:
         """Create or reset a demo account with a fresh random password."""

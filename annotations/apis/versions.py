@@ -1,0 +1,270 @@
+"""Qrels versions (organisers): tag, list, export and score as of a version or a time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotations.apis._base import (
+    K_PARAMETER,
+    STAFF_ROLES,
+    CollectionApiView,
+    _cutoff,
+    _errors,
+    _user,
+)
+from annotations.models import Collection, QrelsVersion
+from annotations.selectors.versions import (
+    Mark,
+    leaderboard_as_of,
+    qrels_text_as_of,
+    versions_diff,
+)
+from annotations.services.versions import qrels_version_tag
+
+
+class QrelsVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+
+    class Meta:
+        model = QrelsVersion
+        fields = [
+            "name", "note", "created", "created_by", "history_id", "aggregation", "gain",
+            "missing_queries",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class QrelsVersionCreateSerializer(serializers.Serializer):
+    name = serializers.SlugField(max_length=100)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+
+
+class RunAsOfSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    rank = serializers.IntegerField()
+    ndcg = serializers.FloatField()
+    judged = serializers.FloatField()
+    queries = serializers.IntegerField()
+
+
+class LeaderboardAsOfSerializer(serializers.Serializer):
+    collection = serializers.CharField()
+    mark = serializers.CharField(help_text="The version's name, or the time")
+    k = serializers.IntegerField()
+    pairs = serializers.IntegerField(help_text="Judged pairs in these qrels")
+    queries = serializers.IntegerField(help_text="Judged queries")
+    runs = RunAsOfSerializer(many=True)
+
+
+class PairChangeSerializer(serializers.Serializer):
+    qid = serializers.CharField()
+    docno = serializers.CharField()
+    before = serializers.IntegerField(allow_null=True)
+    after = serializers.IntegerField(allow_null=True)
+
+
+class RunChangeSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    before = serializers.FloatField()
+    after = serializers.FloatField()
+    change = serializers.FloatField()
+    rank_before = serializers.IntegerField()
+    rank_after = serializers.IntegerField()
+
+
+class VersionsDiffSerializer(serializers.Serializer):
+    collection = serializers.CharField()
+    a = serializers.CharField()
+    b = serializers.CharField()
+    k = serializers.IntegerField()
+    added = PairChangeSerializer(many=True)
+    changed = PairChangeSerializer(many=True)
+    removed = PairChangeSerializer(many=True)
+    runs = RunChangeSerializer(many=True)
+    tau = serializers.FloatField(allow_null=True)
+    tau_ap = serializers.FloatField(allow_null=True)
+
+
+AT_PARAMETER = OpenApiParameter(
+    "at", OpenApiTypes.DATETIME, required=True, description="ISO 8601 time, e.g. 2026-12-01T10:00Z"
+)
+
+
+def _version(collection: Collection, name: str) -> QrelsVersion:
+    version = QrelsVersion.objects.filter(collection=collection, name=name).first()
+    if version is None:
+        raise NotFound("No such qrels version.")
+    return version
+
+
+def _at(request: Request, collection: Collection, field: str = "at") -> Mark:
+    raw = request.query_params.get(field, "")
+    try:
+        moment: datetime | None = parse_datetime(raw)
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise ValidationError({field: ["Give a time in ISO 8601, e.g. 2026-12-01T10:00:00Z."]})
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, timezone.get_default_timezone())
+    try:  # in UTC: PostgreSQL refuses UTC offsets of 16 hours and more, ISO 8601 does not
+        moment = moment.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError({field: ["The time is out of range."]}) from None
+    return Mark.of_time(collection, moment)
+
+
+def _qrels_response(collection: Collection, mark: Mark, name: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(
+        (piece.encode() for piece in qrels_text_as_of(collection=collection, mark=mark)),
+        content_type="text/plain; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'inline; filename="{collection.slug}-{name}.qrels"'
+    return response
+
+
+def _board(collection: Collection, mark: Mark, k: int) -> dict[str, Any]:
+    board = leaderboard_as_of(collection=collection, mark=mark, k=k)
+    return LeaderboardAsOfSerializer(
+        {
+            "collection": collection.slug,
+            "mark": board.label,
+            "k": board.k,
+            "pairs": board.pairs,
+            "queries": board.queries,
+            "runs": board.rows,
+        }
+    ).data
+
+
+QRELS_TEXT = {
+    (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="`qid 0 docno grade`"),
+}
+
+
+class QrelsVersionListApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES, "POST": STAFF_ROLES}
+
+    @extend_schema(
+        summary="Qrels versions of the collection, oldest first",
+        responses={200: QrelsVersionSerializer(many=True), **_errors(401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        versions = QrelsVersion.objects.filter(collection=self.collection).select_related(
+            "created_by"
+        )
+        return Response(QrelsVersionSerializer(versions, many=True).data)
+
+    @extend_schema(
+        summary="Tag the qrels as they stand now (cheap: a mark in the history)",
+        request=QrelsVersionCreateSerializer,
+        responses={201: QrelsVersionSerializer, **_errors(400, 401, 403, 404, 415)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        given = QrelsVersionCreateSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        version = qrels_version_tag(
+            collection=self.collection, created_by=_user(request), **given.validated_data
+        )
+        return Response(QrelsVersionSerializer(version).data, status=status.HTTP_201_CREATED)
+
+
+class QrelsVersionQrelsApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="A version's effective qrels, as exported when it was tagged",
+        responses={**QRELS_TEXT, **_errors(401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, name: str) -> StreamingHttpResponse:
+        version = _version(self.collection, name)
+        return _qrels_response(self.collection, Mark.of_version(version), version.name)
+
+
+class QrelsVersionLeaderboardApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="Every run's mean nDCG@k under a version's qrels",
+        parameters=[K_PARAMETER],
+        responses={200: LeaderboardAsOfSerializer, **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, name: str) -> Response:
+        k = _cutoff(self.collection, request)
+        mark = Mark.of_version(_version(self.collection, name))
+        return Response(_board(self.collection, mark, k))
+
+
+class QrelsAsOfApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="The effective qrels as they stood at a past time",
+        parameters=[AT_PARAMETER],
+        responses={**QRELS_TEXT, **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        mark = _at(request, self.collection)
+        return _qrels_response(self.collection, mark, "as-of")
+
+
+class LeaderboardAsOfApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="Every run's mean nDCG@k under the qrels of a past time",
+        parameters=[AT_PARAMETER, K_PARAMETER],
+        responses={200: LeaderboardAsOfSerializer, **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        mark = _at(request, self.collection)
+        k = _cutoff(self.collection, request)
+        return Response(_board(self.collection, mark, k))
+
+
+class QrelsVersionsDiffApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="What changed from version a to version b: pairs, run scores, ranks, tau",
+        parameters=[
+            OpenApiParameter("a", str, required=True, description="The earlier version"),
+            OpenApiParameter("b", str, required=True, description="The later version"),
+            K_PARAMETER,
+        ],
+        responses={200: VersionsDiffSerializer, **_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        names = {field: request.query_params.get(field, "") for field in ("a", "b")}
+        missing = {field: ["Name a version."] for field, value in names.items() if not value}
+        if missing:
+            raise ValidationError(missing)
+        k = _cutoff(self.collection, request)
+        first, second = (Mark.of_version(_version(self.collection, n)) for n in names.values())
+        diff = versions_diff(collection=self.collection, first=first, second=second, k=k)
+        body = {
+            "collection": self.collection.slug,
+            "a": diff.first,
+            "b": diff.second,
+            "k": diff.k,
+            "added": diff.added,
+            "changed": diff.changed,
+            "removed": diff.removed,
+            "runs": [{**vars(row), "change": row.change} for row in diff.runs],
+            "tau": diff.tau,
+            "tau_ap": diff.tau_ap,
+        }
+        return Response(VersionsDiffSerializer(body).data)

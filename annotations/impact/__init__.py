@@ -1,0 +1,32 @@
+"""Impact-ordered judging: which unjudged (query, document) could change the leaderboard most.
+
+The model is written down in ``annotations.impact.model``; ``pool`` holds the array form of
+the runs' top k, ``prior`` the grade prior estimated from the judged documents.
+"""
+
+from annotations.impact.model import (
+    TIE,
+    ImpactResult,
+    PairStates,
+    estimated_idcg,
+    impact_compute,
+    impact_scores,
+    pair_weights,
+)
+from annotations.impact.pool import UNJUDGED, QueryTop
+from annotations.impact.prior import SMOOTHING, GradePrior, grade_prior
+
+__all__ = [
+    "SMOOTHING",
+    "TIE",
+    "UNJUDGED",
+    "GradePrior",
+    "ImpactResult",
+    "PairStates",
+    "QueryTop",
+    "estimated_idcg",
+    "grade_prior",
+    "impact_compute",
+    "impact_scores",
+    "pair_weights",
+]

@@ -1,0 +1,148 @@
+"""Downloads as streamed text: runs and qrels (TREC), judgement history (CSV), stored scores
+in trec_eval's layout, CSV and JSON (what `evaluate` prints)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+from annotations import trec
+from annotations.models import Collection, Judgement, JudgementHistory, Run
+from annotations.selectors import evaluation, pending_count, run_rows
+
+CHUNK_LINES = 4096
+SCORE_COLUMNS = ["run", "qid", "k", "ndcg", "dcg", "judged", "ndcg_condensed", "queries"]
+HISTORY_COLUMNS = [
+    "qid", "docno", "assessor", "old_grade", "new_grade", "source", "changed_by", "changed_at",
+    "note",
+]  # fmt: skip
+_HISTORY_FIELDS = (
+    "query__qid", "document__docno", "assessor__username", "old_grade", "new_grade", "source",
+    "changed_by__username", "changed_at", "note",
+)  # fmt: skip
+
+
+def _chunks(rows: Iterable[Any], write: Any) -> Iterator[str]:
+    """`write(rows, sink)` applied to CHUNK_LINES rows at a time, each piece as text."""
+    iterator = iter(rows)
+    while batch := list(islice(iterator, CHUNK_LINES)):
+        sink = io.StringIO()
+        write(batch, sink)
+        yield sink.getvalue()
+
+
+def run_text(*, run: Run) -> Iterator[str]:
+    """The run as a TREC run file (`export_run`), a piece at a time."""
+    return _chunks(run_rows(run=run), trec.write_run)
+
+
+def assessor_qrels_text(*, collection: Collection, assessor_id: int) -> Iterator[str]:
+    """One assessor's own grades as TREC qrels, by qid then docno (not the effective grades)."""
+    rows = (
+        Judgement.objects.filter(query__collection=collection, assessor_id=assessor_id)
+        .order_by("query__qid", "document__docno")
+        .values_list("query__qid", "document__docno", "grade")
+        .iterator(chunk_size=20000)
+    )
+    return trec.qrels_text(rows)
+
+
+def _csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for count, row in enumerate(rows, start=1):
+        writer.writerow(row)
+        if count % CHUNK_LINES == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def history_csv(*, collection: Collection) -> Iterator[str]:
+    """Every judgement change of the collection as CSV, oldest first."""
+    rows = (
+        JudgementHistory.objects.filter(query__collection=collection)
+        .order_by("changed_at", "id")
+        .values_list(*_HISTORY_FIELDS)
+        .iterator(chunk_size=20000)
+    )
+    return _csv_lines(
+        HISTORY_COLUMNS,
+        (
+            (qid, docno, who, _blank(old), _blank(new), source, by or "", at.isoformat(), note)
+            for qid, docno, who, old, new, source, by, at, note in rows
+        ),
+    )
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
+
+
+def scores_trec(*, run: Run, ks: list[int], per_query: bool) -> Iterator[str]:
+    """trec_eval's layout ("%-22s\\t%s\\t%.4f"): per-query lines by qid, then the "all" lines."""
+    means = {row.k: row for row in evaluation.stored_run_scores(runs=[run], ks=ks)}
+    if per_query:
+        rows = evaluation.stored_query_scores(collection=run.collection, runs=[run], ks=ks)
+        for row in sorted(rows, key=lambda r: (r.qid, r.k)):
+            yield f"{'ndcg_cut_' + str(row.k):<22}\t{row.qid}\t{row.ndcg:.4f}\n"
+    for k in ks:
+        if k in means:
+            yield f"{'ndcg_cut_' + str(k):<22}\tall\t{means[k].ndcg:.4f}\n"
+
+
+def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Iterator[str]:
+    """Per-query and mean scores at full precision (repr), one row each."""
+    per_query = (
+        [row.run, row.qid, row.k, repr(row.ndcg), repr(row.dcg), repr(row.judged),
+         repr(row.ndcg_condensed), ""]
+        for row in evaluation.stored_query_scores(collection=collection, runs=runs, ks=ks)
+    )  # fmt: skip
+    means = (
+        [mean.run, "all", mean.k, repr(mean.ndcg), "", repr(mean.judged),
+         repr(mean.ndcg_condensed), mean.queries]
+        for mean in evaluation.stored_run_scores(runs=runs, ks=ks)
+    )  # fmt: skip
+    return _csv_lines(SCORE_COLUMNS, (*per_query, *means))
+
+
+def scores_json(*, collection: Collection, runs: list[Run], ks: list[int]) -> str:
+    """Every run, query and k at full precision, the means, judged@k, IDCGs, pending count."""
+    document: dict[str, Any] = {
+        "collection": collection.slug,
+        "gain": collection.gain,
+        "cutoffs": ks,
+        "pending": pending_count(collection=collection),
+        "evaluated_queries": evaluation.evaluated_qids(collection=collection),
+        "idcg": evaluation.stored_ideal_scores(collection=collection, ks=ks),
+        "runs": {
+            run.name: {
+                "scored_at": run.scored_at and run.scored_at.isoformat(),
+                "all": {},
+                "queries": {},
+            }
+            for run in runs
+        },
+    }
+    for mean in evaluation.stored_run_scores(runs=runs, ks=ks):
+        document["runs"][mean.run]["all"][str(mean.k)] = {
+            "ndcg": mean.ndcg,
+            "ndcg_condensed": mean.ndcg_condensed,
+            "judged": mean.judged,
+            "queries": mean.queries,
+        }
+    for row in evaluation.stored_query_scores(collection=collection, runs=runs, ks=ks):
+        document["runs"][row.run]["queries"].setdefault(row.qid, {})[str(row.k)] = {
+            "ndcg": row.ndcg,
+            "dcg": row.dcg,
+            "judged": row.judged,
+            "ndcg_condensed": row.ndcg_condensed,
+        }
+    # json writes floats with repr: every digit of the stored double survives
+    return json.dumps(document, indent=2)

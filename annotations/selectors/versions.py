@@ -1,0 +1,287 @@
+"""Qrels versions read back: the effective qrels of a version or of a past time, replayed
+from the judgement history, and scored; and the difference between two versions.
+
+Replaying: for each (query, document) the latest history row of each assessor up to the
+mark gives that assessor's grade (a deleted judgement has none), the latest adjudication
+row its adjudicated grade; the pair's effective grade is the adjudication if the pair still
+has a grade, else the assessors' grades combined by the rule the collection had when the
+version was tagged. Rows of documents or queries deleted since are gone with them.
+Scoring uses the runs as they are now (a version fixes the qrels, not the systems), with
+the version's gain and missing-query rule and the same scoring code as the stored scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.cache import cache
+from django.db.models import Max
+
+from annotations import rank_correlation, scoring, selectors, trec
+from annotations.exact import mean_of
+from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
+
+ADJUDICATION = "adjudication"
+HISTORY_FIELDS = (
+    "query_id", "query__qid", "document_id", "document__docno", "assessor_id", "source",
+    "new_grade",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where to stop replaying: a version, or a moment."""
+
+    history_id: int | None = None
+    at: datetime | None = None
+    aggregation: str = "median"
+    gain: str = "linear"
+    missing_queries: str = "zero"
+    label: str = ""
+
+    @classmethod
+    def of_version(cls, version: QrelsVersion) -> Mark:
+        return cls(
+            history_id=version.history_id,
+            aggregation=version.aggregation,
+            gain=version.gain,
+            missing_queries=version.missing_queries,
+            label=version.name,
+        )
+
+    @classmethod
+    def of_time(cls, collection: Collection, at: datetime) -> Mark:
+        return cls(
+            at=at,
+            aggregation=collection.aggregation,
+            gain=collection.gain,
+            missing_queries=collection.missing_queries,
+            label=at.isoformat(),
+        )
+
+    @property
+    def key(self) -> str:
+        return f"{self.history_id}:{self.at.isoformat() if self.at else ''}:{self.aggregation}"
+
+
+def qrels_as_of(*, collection: Collection, mark: Mark) -> Iterator[tuple[int, str, int, str, int]]:
+    """(query id, qid, document id, docno, effective grade) of every pair judged at the
+    mark, ordered by qid then docno (the order of the current qrels export)."""
+    rows = JudgementHistory.objects.filter(query__collection=collection)
+    if mark.history_id is not None:
+        rows = rows.filter(id__lte=mark.history_id)
+    if mark.at is not None:
+        rows = rows.filter(changed_at__lte=mark.at)
+    stream = (
+        rows.order_by("query__qid", "document__docno", "id")
+        .values_list(*HISTORY_FIELDS)
+        .iterator(chunk_size=20000)
+    )
+    pair: tuple[int, str, int, str] | None = None
+    grades: dict[int, int | None] = {}
+    adjudicated: int | None = None
+    for query_id, qid, document_id, docno, assessor_id, source, new_grade in stream:
+        if pair is None or (pair[0], pair[2]) != (query_id, document_id):
+            if pair is not None:
+                yield from _effective(pair, grades, adjudicated, mark.aggregation)
+            pair, grades, adjudicated = (query_id, qid, document_id, docno), {}, None
+        if source == ADJUDICATION:
+            adjudicated = new_grade
+        else:
+            grades[assessor_id] = new_grade
+    if pair is not None:
+        yield from _effective(pair, grades, adjudicated, mark.aggregation)
+
+
+def _effective(
+    pair: tuple[int, str, int, str],
+    grades: dict[int, int | None],
+    adjudicated: int | None,
+    rule: str,
+) -> Iterator[tuple[int, str, int, str, int]]:
+    held = [grade for grade in grades.values() if grade is not None]
+    if not held:
+        return  # every judgement of the pair was deleted by then
+    grade = adjudicated if adjudicated is not None else scoring.effective_grade(held, rule)
+    yield (*pair, grade)
+
+
+def qrels_text_as_of(*, collection: Collection, mark: Mark) -> Iterator[str]:
+    """The version's qrels as TREC text, byte for byte what the export wrote then."""
+    return trec.qrels_text(
+        (qid, docno, grade)
+        for _, qid, _, docno, grade in qrels_as_of(collection=collection, mark=mark)
+    )
+
+
+def latest_history_id(*, collection: Collection) -> int:
+    found = JudgementHistory.objects.filter(query__collection=collection).aggregate(last=Max("id"))[
+        "last"
+    ]
+    return int(found or 0)
+
+
+@dataclass(frozen=True)
+class RunAsOf:
+    run: str
+    rank: int
+    ndcg: float
+    judged: float
+    queries: int
+    per_query: dict[str, float]  # qid -> nDCG@k (the queries that count)
+
+
+@dataclass(frozen=True)
+class LeaderboardAsOf:
+    label: str
+    k: int
+    pairs: int
+    queries: int
+    rows: list[RunAsOf]  # best first
+
+    @property
+    def ranking(self) -> list[str]:
+        return [row.run for row in self.rows]
+
+
+def leaderboard_as_of(*, collection: Collection, mark: Mark, k: int) -> LeaderboardAsOf:
+    """Every run's mean nDCG@k and judged@k under the qrels at the mark (cached: a version
+    never changes; the key holds the runs' last change too)."""
+    runs = list(
+        Run.objects.filter(collection=collection)
+        .order_by("name")
+        .values_list("id", "name", "updated")
+    )
+    stamp = ",".join(f"{run_id}:{updated.timestamp()}" for run_id, _, updated in runs)
+    key = f"as-of:{collection.id}:{k}:{mark.key}:{mark.gain}:{mark.missing_queries}:{hash(stamp)}"
+    found = cache.get(key)
+    if found is None:
+        found = _leaderboard(collection, mark, k, [(run_id, name) for run_id, name, _ in runs])
+        cache.set(key, found, timeout=3600)
+    return found
+
+
+def _leaderboard(
+    collection: Collection, mark: Mark, k: int, runs: list[tuple[int, str]]
+) -> LeaderboardAsOf:
+    by_query: dict[int, tuple[str, dict[int, int]]] = {}
+    pairs = 0
+    for query_id, qid, document_id, _, grade in qrels_as_of(collection=collection, mark=mark):
+        by_query.setdefault(query_id, (qid, {}))[1][document_id] = grade
+        pairs += 1
+    run_ids = [run_id for run_id, _ in runs]
+    ndcg: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
+    judged: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
+    for query_id, (qid, grades) in sorted(by_query.items(), key=lambda item: item[1][0]):
+        idcgs = scoring.idcgs_for(grades.values(), [k], mark.gain)
+        rankings = selectors.query_rankings(query_id=query_id, depth=k, run_ids=run_ids)
+        for run_id in run_ids:
+            ranking = rankings.get(run_id)
+            if ranking is None:
+                if mark.missing_queries == "zero":
+                    ndcg[run_id][qid], judged[run_id][qid] = 0.0, 0.0
+                continue
+            values = scoring.query_scores(ranking, grades, [k], mark.gain, idcgs)[k]
+            ndcg[run_id][qid], judged[run_id][qid] = values.ndcg, values.judged
+    means = {name: mean_of(list(ndcg[run_id].values())) for run_id, name in runs}
+    order = rank_correlation.ranking(means)
+    ids = {name: run_id for run_id, name in runs}
+    rows = [
+        RunAsOf(
+            run=name,
+            rank=position,
+            ndcg=means[name],
+            judged=mean_of(list(judged[ids[name]].values())),
+            queries=len(ndcg[ids[name]]),
+            per_query=ndcg[ids[name]],
+        )
+        for position, name in enumerate(order, start=1)
+    ]
+    return LeaderboardAsOf(label=mark.label, k=k, pairs=pairs, queries=len(by_query), rows=rows)
+
+
+def _grades(collection: Collection, mark: Mark) -> dict[tuple[str, str], int]:
+    return {
+        (qid, docno): g for _, qid, _, docno, g in qrels_as_of(collection=collection, mark=mark)
+    }
+
+
+@dataclass(frozen=True)
+class PairChange:
+    qid: str
+    docno: str
+    before: int | None  # None: not judged in the first version
+    after: int | None  # None: not judged in the second
+
+
+@dataclass(frozen=True)
+class RunChange:
+    run: str
+    before: float
+    after: float
+    rank_before: int
+    rank_after: int
+
+    @property
+    def change(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class VersionsDiff:
+    first: str
+    second: str
+    k: int
+    added: list[PairChange]
+    changed: list[PairChange]
+    removed: list[PairChange]
+    runs: list[RunChange]  # by the second version's rank
+    tau: float | None  # Kendall's tau-b between the two rankings' scores
+    tau_ap: float | None  # the second ranking against the first as truth
+
+
+def versions_diff(
+    *, collection: Collection, first: Mark, second: Mark, k: int, limit: int = 1000
+) -> VersionsDiff:
+    """What changed between two marks: pairs (up to `limit` listed of each kind), each run's
+    score and rank, and how alike the two rankings are."""
+    before = {
+        (qid, docno): g for _, qid, _, docno, g in qrels_as_of(collection=collection, mark=first)
+    }
+    after = {
+        (qid, docno): g for _, qid, _, docno, g in qrels_as_of(collection=collection, mark=second)
+    }
+    added = [PairChange(*pair, None, after[pair]) for pair in sorted(after.keys() - before.keys())]
+    removed = [
+        PairChange(*pair, before[pair], None) for pair in sorted(before.keys() - after.keys())
+    ]
+    changed = [
+        PairChange(*pair, before[pair], after[pair])
+        for pair in sorted(before.keys() & after.keys())
+        if before[pair] != after[pair]
+    ]
+    board_a = leaderboard_as_of(collection=collection, mark=first, k=k)
+    board_b = leaderboard_as_of(collection=collection, mark=second, k=k)
+    rows_a = {row.run: row for row in board_a.rows}
+    runs = [
+        RunChange(row.run, rows_a[row.run].ndcg, row.ndcg, rows_a[row.run].rank, row.rank)
+        for row in board_b.rows
+    ]
+    names = sorted(rows_a)
+    tau = rank_correlation.kendall_tau_b(
+        [rows_a[n].ndcg for n in names],
+        [next(r.ndcg for r in board_b.rows if r.run == n) for n in names],
+    )
+    return VersionsDiff(
+        first=first.label,
+        second=second.label,
+        k=k,
+        added=added[:limit],
+        changed=changed[:limit],
+        removed=removed[:limit],
+        runs=runs,
+        tau=tau,
+        tau_ap=rank_correlation.tau_ap(board_a.ranking, board_b.ranking),
+    )

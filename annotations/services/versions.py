@@ -1,0 +1,60 @@
+"""Qrels versions: tag the judgements as they stand, cheaply (a mark, not a copy)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
+
+from annotations.models import Collection, JudgementHistory, QrelsVersion
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+def qrels_version_tag(
+    *, collection: Collection, name: str, note: str = "", created_by: User | None = None
+) -> QrelsVersion:
+    """Mark the collection's qrels as they stand now under `name`.
+
+    The mark is the last judgement history row of the collection. Every row at or below it
+    must be committed, and every later one above it: on PostgreSQL the history table is
+    locked in SHARE mode for the instant of tagging (writers that are inserting finish
+    first, new ones wait); on SQLite the version row is written first, which takes the
+    database's single write lock for the same effect.
+    """
+    version = QrelsVersion(
+        collection=collection,
+        name=name,
+        note=note,
+        history_id=0,
+        aggregation=collection.aggregation,
+        gain=collection.gain,
+        missing_queries=collection.missing_queries,
+        created_by=created_by,
+    )
+    version.full_clean(validate_constraints=False)
+    if QrelsVersion.objects.filter(collection=collection, name=name).exists():
+        raise ValidationError({"name": "A version of this name exists already."})
+    try:
+        return _tag(version)
+    except IntegrityError:  # tagged under the same name meanwhile
+        raise ValidationError({"name": "A version of this name exists already."}) from None
+
+
+def _tag(version: QrelsVersion) -> QrelsVersion:
+    collection = version.collection
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {JudgementHistory._meta.db_table} IN SHARE MODE")
+        else:
+            version.save()
+        last = JudgementHistory.objects.filter(query__collection=collection).aggregate(
+            last=Max("id")
+        )["last"]
+        version.history_id = last or 0
+        version.save()
+    return version

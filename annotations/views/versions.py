@@ -1,0 +1,97 @@
+"""Qrels versions (organisers): tag, list, download, the leaderboard as of a version, diffs."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+
+from annotations.forms.versions import QrelsVersionForm
+from annotations.models import Collection, QrelsVersion
+from annotations.selectors import cutoff_from
+from annotations.selectors.versions import (
+    Mark,
+    leaderboard_as_of,
+    qrels_text_as_of,
+    versions_diff,
+)
+from annotations.services.versions import qrels_version_tag
+from annotations.views.judging import _organised
+
+
+def _version(collection: Collection, name: str) -> QrelsVersion:
+    version = QrelsVersion.objects.filter(collection=collection, name=name).first()
+    if version is None:
+        raise Http404("No such qrels version")
+    return version
+
+
+@login_required
+def versions(request: HttpRequest, slug: str) -> HttpResponse:
+    """The collection's qrels versions, the form that tags one, and the diff of two."""
+    collection = _organised(request, slug)
+    form = QrelsVersionForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = qrels_version_tag(
+                collection=collection,
+                name=form.cleaned_data["name"],
+                note=form.cleaned_data["note"],
+                created_by=request.user,  # type: ignore[arg-type]
+            )
+        except ValidationError as error:
+            for field, problems in error.message_dict.items():
+                for problem in problems:
+                    form.add_error(field if field in form.fields else None, problem)
+        else:
+            messages.success(request, f"Tagged the qrels as {version.name!r}.")
+            return redirect("qrels-versions", slug=collection.slug)
+    tagged = list(QrelsVersion.objects.filter(collection=collection).select_related("created_by"))
+    k = cutoff_from(collection, request.GET.get("k"))
+    diff = None
+    names = {version.name: version for version in tagged}
+    first, second = request.GET.get("a"), request.GET.get("b")
+    if first in names and second in names:
+        diff = versions_diff(
+            collection=collection,
+            first=Mark.of_version(names[first]),
+            second=Mark.of_version(names[second]),
+            k=k,
+            limit=200,
+        )
+    context = {
+        "collection": collection,
+        "versions": tagged,
+        "form": form,
+        "k": k,
+        "diff": diff,
+        "a": first or (tagged[-2].name if len(tagged) > 1 else ""),
+        "b": second or (tagged[-1].name if tagged else ""),
+    }
+    return render(request, "annotations/versions/list.html", context)
+
+
+@login_required
+def version_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """The leaderboard at k under the version's qrels."""
+    collection = _organised(request, slug)
+    version = _version(collection, name)
+    k = cutoff_from(collection, request.GET.get("k"))
+    board = leaderboard_as_of(collection=collection, mark=Mark.of_version(version), k=k)
+    context = {"collection": collection, "version": version, "k": k, "board": board}
+    return render(request, "annotations/versions/detail.html", context)
+
+
+@login_required
+def version_qrels(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
+    collection = _organised(request, slug)
+    version = _version(collection, name)
+    lines = qrels_text_as_of(collection=collection, mark=Mark.of_version(version))
+    response = StreamingHttpResponse(
+        (piece.encode() for piece in lines), content_type="text/plain; charset=utf-8"
+    )
+    filename = f"{collection.slug}-{version.name}.qrels"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
