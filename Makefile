@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve test check lint typecheck migrations-check install benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
+.PHONY: demo serve test check lint typecheck migrations-check install fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 $(SERVE_STAMP): pyproject.toml
@@ -40,6 +40,12 @@ serve: $(SERVE_STAMP)
 ## Set up and run the whole test suite (DATABASE_URL selects PostgreSQL; default SQLite)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## A longer schemathesis run over every API operation, as organiser, assessor, owner and anonymous
+FUZZ_EXAMPLES ?= 300
+fuzz: $(STAMP)
+	NDCG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) NDCG_FUZZ_ROLES=organiser,assessor,owner,anonymous \
+		$(BIN)/python -m pytest tests/test_api_fuzz.py -n 2 -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

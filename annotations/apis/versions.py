@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -120,6 +120,10 @@ def _at(request: Request, collection: Collection, field: str = "at") -> Mark:
         raise ValidationError({field: ["Give a time in ISO 8601, e.g. 2026-12-01T10:00:00Z."]})
     if timezone.is_naive(moment):
         moment = timezone.make_aware(moment, timezone.get_default_timezone())
+    try:  # in UTC: PostgreSQL refuses UTC offsets of 16 hours and more, ISO 8601 does not
+        moment = moment.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError({field: ["The time is out of range."]}) from None
     return Mark.of_time(collection, moment)
 
 
