@@ -133,3 +133,25 @@ def test_stale_pairs_go_to_a_pool_from_the_page_and_the_command(
     assert "1 stale pairs added" in out.getvalue()
     query_page = client.get(f"/collections/{campaign.slug}/queries/q1/").content.decode()
     assert 'class="badge stale"' in query_page
+
+
+def test_the_api_shows_and_filters_stale_judgements(
+    transactional_db: None, write_file: Callable[..., Path]
+) -> None:
+    from rest_framework.test import APIClient
+
+    campaign = _campaign(write_file)
+    _change_d1(campaign, write_file)
+    olga = UserFactory(username="olga-api-stale")
+    Membership.objects.create(collection=campaign, user=olga, role=Membership.ORGANISER)
+    client = APIClient()
+    client.force_authenticate(olga)
+    base = f"/api/v1/collections/{campaign.slug}"
+    stale = client.get(f"{base}/judgements/?stale=true").json()["results"]
+    assert [(row["docno"], row["stale"]) for row in stale] == [("d1", True)]
+    fresh = client.get(f"{base}/judgements/?stale=false").json()["results"]
+    assert sorted(row["docno"] for row in fresh) == ["d2", "d3"]
+    changed = client.patch(f"{base}/", {"stale_judgements": "exclude"}, format="json")
+    assert changed.status_code == 200 and changed.json()["stale_judgements"] == "exclude"
+    export = b"".join(client.get(f"{base}/qrels/").streaming_content).decode()
+    assert "d1" not in export

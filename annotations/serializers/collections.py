@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from annotations.models import AGGREGATION_CHOICES, GAIN_CHOICES, MISSING_CHOICES, Collection
+from annotations.models import (
+    AGGREGATION_CHOICES,
+    GAIN_CHOICES,
+    MISSING_CHOICES,
+    STALE_CHOICES,
+    Collection,
+)
 from annotations.serializers.fields import CutoffsField
 
 # The values a grade scale may hold (the scale itself is per collection).
@@ -28,8 +34,8 @@ class CollectionSerializer(serializers.ModelSerializer):
         model = Collection
         fields = [
             "slug", "name", "description", "gain", "cutoffs", "missing_queries",
-            "aggregation", "public_leaderboard", "assessors_see_leaderboard", "grades", "roles",
-            "created", "updated",
+            "aggregation", "stale_judgements", "public_leaderboard", "assessors_see_leaderboard",
+            "grades", "roles", "created", "updated",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -46,6 +52,11 @@ class CollectionCreateSerializer(serializers.Serializer):
     cutoffs = CutoffsField(required=False, default=[5, 10, 20])
     missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, default="zero")
     aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, default="median")
+    stale_judgements = serializers.ChoiceField(
+        choices=STALE_CHOICES,
+        default="count",
+        help_text="Whether judgements given before their document's text changed count.",
+    )
     public_leaderboard = serializers.BooleanField(default=False)
     assessors_see_leaderboard = serializers.BooleanField(
         default=False, help_text="Assessors may read the leaderboard (blinded otherwise)."
@@ -62,5 +73,6 @@ class CollectionUpdateSerializer(serializers.Serializer):
     cutoffs = CutoffsField(required=False)
     missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, required=False)
     aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, required=False)
+    stale_judgements = serializers.ChoiceField(choices=STALE_CHOICES, required=False)
     public_leaderboard = serializers.BooleanField(required=False)
     assessors_see_leaderboard = serializers.BooleanField(required=False)

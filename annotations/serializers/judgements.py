@@ -20,9 +20,18 @@ class JudgementSerializer(serializers.ModelSerializer):
         "broker that could not be reached: the sweep recomputes them).",
     )
 
+    stale = serializers.BooleanField(
+        read_only=True,
+        help_text="Given before the document's text last changed (see the collection's "
+        "`stale_judgements` for whether it counts); a new grade clears it.",
+    )
+
     class Meta:
         model = Judgement
-        fields = ["qid", "docno", "assessor", "grade", "note", "created", "updated", "pending"]
+        fields = [
+            "qid", "docno", "assessor", "grade", "note", "stale", "created", "updated",
+            "pending",
+        ]  # fmt: skip
 
 
 class JudgementInputSerializer(serializers.Serializer):
