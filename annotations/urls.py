@@ -3,7 +3,7 @@
 from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
-from annotations.views import collections, judging, scores, versions
+from annotations.views import collections, imports, judging, scores, versions
 
 urlpatterns = [
     path("", collections.home, name="home"),
@@ -20,6 +20,17 @@ urlpatterns = [
         "collections/<slug:slug>/queries/<id:qid>/to-pool/",
         scores.query_to_pool,
         name="query-to-pool",
+    ),
+    path("collections/<slug:slug>/import/", imports.imports, name="collection-imports"),
+    path(
+        "collections/<slug:slug>/import/jobs/",
+        imports.import_jobs_state,
+        name="collection-import-jobs",
+    ),
+    path(
+        "collections/<slug:slug>/import/<slug:kind>/",
+        imports.import_upload,
+        name="collection-import-upload",
     ),
     path("judging/", judging.queue, name="judging-queue"),
     path(

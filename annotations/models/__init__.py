@@ -14,6 +14,7 @@ from annotations.models.collections import (
     Query,
     default_cutoffs,
 )
+from annotations.models.jobs import ImportJob
 from annotations.models.judgements import (
     Adjudication,
     Judgement,
@@ -54,6 +55,7 @@ __all__ = [
     "Document",
     "GradeLevel",
     "IdealScore",
+    "ImportJob",
     "Judgement",
     "JudgementHistory",
     "LeaderboardSnapshot",
