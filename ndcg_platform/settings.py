@@ -122,7 +122,13 @@ except Exception as exc:  # dj_database_url raises several types for malformed U
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several writers (server, import commands) share the file: wait instead of failing.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    # Write-ahead logging: pages (the import page polling its jobs) read while a long import
+    # writes, instead of waiting for its commit.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, for the test database: a Celery worker process in the tests must
     # see the same data.

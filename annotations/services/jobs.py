@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 from django.conf import settings
 from django.core.cache import caches
 from django.core.exceptions import ValidationError
+from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 WORKER_STOPPED = "the worker stopped; nothing was imported"
 NOT_STARTED = "the server stopped before the import started; nothing was imported"
 NOT_QUEUED = "the job could not be queued (the broker is unreachable); nothing was imported"
-PROGRESS_SECONDS = 1.0  # how often a running job writes its progress and heartbeat
+PROGRESS_SECONDS = 0.5  # how often a running job writes its progress and heartbeat
 
 
 # --- progress ---------------------------------------------------------------------------
@@ -124,8 +124,8 @@ def _upload_store(upload: UploadedFile, path: Path) -> None:
     """Move (a large upload, already on disk) or copy (a small one, in memory) to `path`."""
     temporary = getattr(upload, "temporary_file_path", None)
     if temporary is not None:
+        file_move_safe(temporary(), str(path))  # a rename within one file system
         upload.close()
-        shutil.move(temporary(), path)
         return
     with open(path, "wb") as out:
         for chunk in upload.chunks():
@@ -133,9 +133,9 @@ def _upload_store(upload: UploadedFile, path: Path) -> None:
 
 
 def _upload_delete(job: ImportJob) -> None:
+    """Delete a finished job's stored upload (its row already says it is gone)."""
     if job.upload_path:
         Path(job.upload_path).unlink(missing_ok=True)
-        ImportJob.objects.filter(id=job.id).update(upload_path="")
         job.upload_path = ""
 
 
@@ -271,6 +271,7 @@ def _run_claimed(job: ImportJob) -> str:
             writer.stop()
             done = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING).update(
                 state=ImportJob.DONE,
+                upload_path="",  # deleted as the job ends
                 summary=summary,
                 bytes_done=job.size,
                 lines_done=reader.lines_done,
@@ -308,6 +309,7 @@ def _finish_failed(
 ) -> str:
     fields: dict[str, object] = {
         "state": ImportJob.FAILED,
+        "upload_path": "",
         "error": error,
         "finished": timezone.now(),
     }
@@ -341,10 +343,10 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
                 continue
             failed = ImportJob.objects.filter(
                 id=job.id, state=ImportJob.RUNNING, heartbeat__lt=limit
-            ).update(state=ImportJob.FAILED, error=WORKER_STOPPED, finished=now)
+            ).update(state=ImportJob.FAILED, error=WORKER_STOPPED, finished=now, upload_path="")
         else:
             failed = ImportJob.objects.filter(id=job.id, state=ImportJob.QUEUED).update(
-                state=ImportJob.FAILED, error=NOT_STARTED, finished=now
+                state=ImportJob.FAILED, error=NOT_STARTED, finished=now, upload_path=""
             )
         if failed:
             _upload_delete(job)
