@@ -14,12 +14,14 @@ from django.utils.html import escape
 
 from annotations.models import Collection, Document, ImportJob, Judgement, Query, Run
 from annotations.services.jobs import (
+    NOT_QUEUED,
     NOT_STARTED,
     WORKER_STOPPED,
     CountingReader,
     import_job_create,
     import_jobs_sweep,
 )
+from tests.conftest import celery_broker
 
 pytestmark = pytest.mark.django_db
 
@@ -57,6 +59,9 @@ def test_the_import_page_is_for_organisers_only(trial: Collection, upload_dir: P
     assert _client("alice").get(url).status_code == 403
     page = _client("olga").get(url)
     assert page.status_code == 200
+    overview = reverse("collection-detail", args=["trial"])
+    assert f'href="{url}"' in _client("olga").get(overview).content.decode()
+    assert f'href="{url}"' not in _client("alice").get(overview).content.decode()
     for form in ("import-topics", "import-documents", "import-qrels", "import-runs"):
         assert f'id="{form}"' in page.content.decode()
     assert 'name="run-file" multiple' in page.content.decode()
@@ -198,6 +203,30 @@ def test_too_large_files_and_uploads_are_refused_at_the_door(
     assert not ImportJob.objects.exists() and not Run.objects.filter(name="big").exists()
 
 
+def test_too_many_files_in_one_upload_are_refused_with_a_message(
+    trial: Collection, olga: Client, settings
+) -> None:  # type: ignore[no-untyped-def]
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 2
+    files = [SimpleUploadedFile(f"r{i}.txt", f"q1 Q0 d1 1 2.0 r{i}\n".encode()) for i in range(3)]
+    response = olga.post(
+        reverse("collection-import-upload", args=["trial", "run"]), {"run-file": files}
+    )
+    assert response.status_code == 400
+    assert "more than the 2 files one upload may hold" in response.content.decode()
+    assert not ImportJob.objects.exists() and not Run.objects.filter(name="r0").exists()
+
+
+def test_an_upload_without_the_csrf_token_is_refused(trial: Collection) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.get(username="olga"))
+    response = client.post(
+        reverse("collection-import-upload", args=["trial", "topics"]),
+        {"topics-file": SimpleUploadedFile("t.tsv", b"q9\tnine\n")},
+    )
+    assert response.status_code == 403
+    assert not ImportJob.objects.exists() and not Query.objects.filter(qid="q9").exists()
+
+
 def test_an_unknown_kind_is_404(trial: Collection, olga: Client) -> None:
     url = reverse("collection-import-upload", args=["trial", "pools"])
     assert olga.post(url).status_code == 404
@@ -259,6 +288,19 @@ def test_a_queued_job_left_by_a_stopped_server_is_failed_without_a_broker(
     job.refresh_from_db()
     assert (job.state, job.error) == ("failed", NOT_STARTED)
     assert not Query.objects.filter(qid="q5").exists()
+
+
+def test_with_the_broker_down_the_job_fails_at_once_and_nothing_is_imported(
+    trial: Collection, olga: Client, settings, django_capture_on_commit_callbacks, upload_dir
+) -> None:  # type: ignore[no-untyped-def]
+    down = "redis://127.0.0.1:1/0"  # nothing listens there
+    settings.CELERY_BROKER_URL = down
+    with celery_broker(down), django_capture_on_commit_callbacks(execute=True):
+        upload(olga, "topics", ("t.tsv", b"q9\tnine\n"))
+    job = ImportJob.objects.get()
+    assert (job.state, job.error) == ("failed", NOT_QUEUED)
+    assert not Query.objects.filter(qid="q9").exists()
+    assert list(upload_dir.iterdir()) == []
 
 
 def test_counting_reader_counts_bytes_and_lines_once() -> None:

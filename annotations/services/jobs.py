@@ -193,6 +193,7 @@ def _publish(job_id: int) -> None:
         job = ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).first()
         if job is not None:
             _finish_failed(job, NOT_QUEUED, only_if=ImportJob.QUEUED)
+            _upload_delete(job)
 
 
 class _Abandoned(Exception):

@@ -5,6 +5,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from annotations import selectors
+from annotations.selectors.judging import user_is_organiser
 
 
 @login_required
@@ -26,5 +27,6 @@ def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "pending": selectors.pending_count(collection=collection),
         "grades": collection.grades.all(),
         "counts": selectors.collection_counts(collection=collection),
+        "organiser": user_is_organiser(user=request.user, collection=collection),
     }
     return render(request, "annotations/collection_detail.html", context)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import TooManyFilesSent
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -68,6 +69,15 @@ def import_upload(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
             "several parts."
         )
         return _page(request, collection, status=413, refused=refused)
+    try:
+        request.FILES  # noqa: B018  (parsed here, so too many files get the page's message)
+    except TooManyFilesSent:
+        refused = (
+            f"The upload holds more than the {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files one "
+            "upload may hold (NDCG_IMPORT_MAX_FILES); nothing was imported. Upload the files "
+            "in several parts."
+        )
+        return _page(request, collection, status=400, refused=refused)
     return _import_upload(request, collection, kind)
 
 
