@@ -41,11 +41,11 @@ def test_an_import_whose_job_was_failed_meanwhile_rolls_back(
     worker.join(timeout=120)
     job.refresh_from_db()
     if connection.vendor == "postgresql":
-        assert failed == 1
+        assert failed == 1  # the import does not lock the job's row until it finishes
+    if failed:
         assert (job.state, job.error) == ("failed", WORKER_STOPPED)
         assert not Judgement.objects.exists()  # the import saw the failure and rolled back
     else:  # SQLite has one writer at a time: the update waited for the import's commit
-        assert failed == 0
         assert job.state == "done"
         assert Judgement.objects.count() == 150_000
     assert not list(Path(settings.NDCG_UPLOAD_DIR).iterdir())
