@@ -15,6 +15,7 @@ from annotations.models.collections import (
     Query,
     default_cutoffs,
 )
+from annotations.models.jobs import ImportJob
 from annotations.models.judgements import (
     Adjudication,
     Judgement,
@@ -56,6 +57,7 @@ __all__ = [
     "Document",
     "GradeLevel",
     "IdealScore",
+    "ImportJob",
     "Judgement",
     "JudgementHistory",
     "LeaderboardSnapshot",
