@@ -6,6 +6,7 @@ import annotations.converters  # noqa: F401  (registers the <id:...> path conver
 from annotations.views import (
     collection_settings,
     collections,
+    compare,
     exports,
     judging,
     members,
@@ -29,6 +30,7 @@ urlpatterns = [
         scores.leaderboard_state,
         name="leaderboard-state",
     ),
+    path("collections/<slug:slug>/compare/", compare.compare, name="compare"),
     path("collections/<slug:slug>/runs/", runs.runs, name="collection-runs"),
     path("collections/<slug:slug>/runs/<id:name>/", scores.run_detail, name="run-detail"),
     path(

@@ -33,6 +33,8 @@ PRIVATE: dict[str, tuple[int, ...]] = {
     f"{C}/runs/mine/":                  (302, 404, 404, 404, 200, 200, 200),
     f"{C}/runs/theirs/":                (302, 404, 404, 404, 404, 200, 200),
     f"{C}/queries/q1/":                 (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/compare/":                    (302, 404, 404, 404, 200, 200, 200),
+    f"{C}/compare/?a=mine&b=theirs":    (302, 404, 404, 404, 404, 200, 200),
     f"{C}/pools/":                      (302, 404, 403, 403, 403, 200, 200),
     f"{C}/agreement/":                  (302, 404, 403, 403, 403, 200, 200),
     f"{C}/disagreements/":              (302, 404, 403, 403, 403, 200, 200),
@@ -73,6 +75,8 @@ PUBLIC: dict[str, tuple[int, ...]] = {
     f"{C}/leaderboard/state/":          (200, 200, 200, 200, 200, 200, 200),
     f"{C}/runs/mine/":                  (200, 200, 200, 200, 200, 200, 200),
     f"{C}/runs/theirs/":                (200, 200, 200, 200, 200, 200, 200),
+    f"{C}/compare/":                    (200, 200, 200, 200, 200, 200, 200),
+    f"{C}/compare/?a=mine&b=theirs":    (200, 200, 200, 200, 200, 200, 200),
     f"{API}/leaderboard/":              (200, 200, 200, 200, 200, 200, 200),
     f"{API}/runs/mine/scores/":         (200, 200, 200, 200, 200, 200, 200),
     f"{API}/runs/theirs/scores/":       (200, 200, 200, 200, 200, 200, 200),
@@ -161,10 +165,10 @@ def test_a_leaderboard_links_only_the_run_pages_its_reader_may_open(walk: Collec
 
 MENUS = {
     "organiser": [
-        "Overview", "Leaderboard", "Runs", "Judging", "Agreement", "Versions", "Members", "Export",
-        "Settings", "API docs",
+        "Overview", "Leaderboard", "Runs", "Compare", "Judging", "Agreement", "Versions",
+        "Members", "Export", "Settings", "API docs",
     ],
-    "owner": ["Overview", "Leaderboard", "Runs", "API docs"],
+    "owner": ["Overview", "Leaderboard", "Runs", "Compare", "API docs"],
     "assessor": ["Overview", "My judging", "API docs"],
     "assessor_open": ["Overview", "Leaderboard", "My judging", "API docs"],
 }  # fmt: skip
