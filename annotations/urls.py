@@ -10,6 +10,7 @@ from annotations.views import (
     exports,
     judging,
     members,
+    queries,
     runs,
     scores,
     versions,
@@ -53,7 +54,13 @@ urlpatterns = [
         runs.run_delete,
         name="collection-run-delete",
     ),
+    path("collections/<slug:slug>/queries/", queries.queries, name="queries"),
     path("collections/<slug:slug>/queries/<id:qid>/", scores.query_detail, name="query-detail"),
+    path(
+        "collections/<slug:slug>/documents/<id:docno>/",
+        queries.document_detail,
+        name="document-detail",
+    ),
     path(
         "collections/<slug:slug>/queries/<id:qid>/to-pool/",
         scores.query_to_pool,

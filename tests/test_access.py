@@ -33,6 +33,8 @@ PRIVATE: dict[str, tuple[int, ...]] = {
     f"{C}/runs/mine/":                  (302, 404, 404, 404, 200, 200, 200),
     f"{C}/runs/theirs/":                (302, 404, 404, 404, 404, 200, 200),
     f"{C}/queries/q1/":                 (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/queries/":                    (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/documents/d1/":               (302, 404, 404, 404, 404, 200, 200),
     f"{C}/compare/":                    (302, 404, 404, 404, 200, 200, 200),
     f"{C}/compare/?a=mine&b=theirs":    (302, 404, 404, 404, 404, 200, 200),
     f"{C}/pools/":                      (302, 404, 403, 403, 403, 200, 200),
@@ -165,7 +167,8 @@ def test_a_leaderboard_links_only_the_run_pages_its_reader_may_open(walk: Collec
 
 MENUS = {
     "organiser": [
-        "Overview", "Leaderboard", "Runs", "Compare", "Judging", "Agreement", "Versions",
+        "Overview", "Leaderboard", "Runs", "Compare", "Queries", "Judging", "Agreement",
+        "Versions",
         "Members", "Export", "Settings", "API docs",
     ],
     "owner": ["Overview", "Leaderboard", "Runs", "Compare", "API docs"],
