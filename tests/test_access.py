@@ -47,6 +47,8 @@ PRIVATE: dict[str, tuple[int, ...]] = {
     f"{C}/runs/mine/delete/":           (302, 404, 404, 404, 200, 200, 200),
     f"{C}/runs/theirs/replace/":        (302, 404, 404, 404, 404, 200, 200),
     f"{C}/members/":                    (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/dashboard/":                  (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/dashboard/state/":            (302, 404, 403, 403, 403, 200, 200),
     f"{C}/settings/":                   (302, 404, 403, 403, 403, 200, 200),
     f"{C}/exports/":                    (302, 404, 403, 403, 403, 200, 200),
     f"{C}/exports/qrels/":              (302, 404, 403, 403, 403, 200, 200),
@@ -167,8 +169,8 @@ def test_a_leaderboard_links_only_the_run_pages_its_reader_may_open(walk: Collec
 
 MENUS = {
     "organiser": [
-        "Overview", "Leaderboard", "Runs", "Compare", "Queries", "Judging", "Agreement",
-        "Versions",
+        "Overview", "Dashboard", "Leaderboard", "Runs", "Compare", "Queries", "Judging",
+        "Agreement", "Versions",
         "Members", "Export", "Settings", "API docs",
     ],
     "owner": ["Overview", "Leaderboard", "Runs", "Compare", "API docs"],
