@@ -125,14 +125,24 @@ def test_grading_the_last_pair_leads_to_the_finished_assignment(assigned: Assign
     assert "4 / 4 (100%)" in response.content.decode()
 
 
-def test_skip_with_a_note_counts_as_done_and_is_passed_over(assigned: Assignment) -> None:
+def test_skip_with_a_note_is_passed_over_but_not_counted_as_done(assigned: Assignment) -> None:
     client = as_user("alice")
     response = client.post(grade_url(assigned, 1), {"action": "skip", "note": "foreign language"})
     assert response["Location"] == grade_url(assigned, 2)
     item = assigned.items.get(position=1)
     assert (item.skipped, item.note) == (True, "foreign language")
     assert not Judgement.objects.exists()
-    assert "1 / 4 (25%)" in client.get("/judging/").content.decode()
+    queue = client.get("/judging/").content.decode()
+    assert "0 / 4 (0%)" in queue and "1 skipped · 3 left" in queue
+
+
+def test_an_assignment_of_skips_only_is_not_done(assigned: Assignment) -> None:
+    client = as_user("alice")
+    for position in (1, 2, 3, 4):
+        client.post(grade_url(assigned, position), {"action": "skip"})
+    queue = client.get("/judging/").content.decode()
+    assert "0 / 4 (0%)" in queue and "4 skipped · 0 left" in queue
+    assert "4 skipped · <a" in queue and "Done ·" not in queue
 
 
 def test_skipping_a_graded_pair_withdraws_the_grade_with_history(assigned: Assignment) -> None:

@@ -82,7 +82,7 @@ def items_annotated(*, assignment: Assignment) -> QuerySet[AssignmentItem]:
 
 @dataclass(frozen=True)
 class Progress:
-    """Judged, skipped and total pairs of one assignment."""
+    """Judged, skipped and total pairs of one assignment; a skipped pair is not done."""
 
     judged: int
     skipped: int
@@ -90,7 +90,13 @@ class Progress:
 
     @property
     def done(self) -> int:
-        return self.judged + self.skipped
+        """The pairs graded (a skip is the assessor's doubt, not a judgement)."""
+        return self.judged
+
+    @property
+    def left(self) -> int:
+        """Neither graded nor skipped: what *Continue* opens next."""
+        return self.total - self.judged - self.skipped
 
     @property
     def percent(self) -> int:
