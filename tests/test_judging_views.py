@@ -282,6 +282,23 @@ def test_disagreement_list_filters_by_spread(trial: Collection) -> None:
     assert 'data-pair="q1/d2"' in every
 
 
+def test_the_adjudication_form_starts_at_the_effective_grade_with_text_and_notes(
+    trial: Collection,
+) -> None:
+    q1, d2 = trial.queries.get(qid="q1"), trial.documents.get(docno="d2")
+    for name, grade, note in (("alice", 0, "about heat, not power"), ("bob", 3, "")):
+        services.judgement_record(
+            query=q1, document=d2, assessor=user(name), grade=grade, source="form", note=note
+        )
+    page = as_user("olga").get("/collections/trial/disagreements/").content.decode()
+    row = page[page.index('data-pair="q1/d2"') :]
+    row = row[: row.index("</tr>")]
+    assert "Heat storage keeps solar plants running at night." in row  # the document text
+    assert "alice:</span> about heat, not power" in row  # the assessor's note
+    # median of 0 and 3 (lower median on a tie) is 0: the form starts there
+    assert '<option value="0" selected>' in row and row.count(" selected>") == 1
+
+
 def test_agreement_page_shows_how_the_ranking_depends_on_who_judged(trial: Collection) -> None:
     q1 = trial.queries.get(qid="q1")
     for docno, alice, bob in [("d1", 3, 0), ("d2", 0, 3), ("d3", 1, 1)]:
