@@ -6,10 +6,13 @@ import annotations.converters  # noqa: F401  (registers the <id:...> path conver
 from annotations.views import (
     collection_settings,
     collections,
+    compare,
+    dashboards,
     exports,
     imports,
     judging,
     members,
+    queries,
     runs,
     scores,
     stale,
@@ -31,6 +34,17 @@ urlpatterns = [
         scores.leaderboard_state,
         name="leaderboard-state",
     ),
+    path(
+        "collections/<slug:slug>/dashboard/",
+        dashboards.dashboard,
+        name="collection-dashboard",
+    ),
+    path(
+        "collections/<slug:slug>/dashboard/state/",
+        dashboards.dashboard_state,
+        name="collection-dashboard-state",
+    ),
+    path("collections/<slug:slug>/compare/", compare.compare, name="compare"),
     path("collections/<slug:slug>/runs/", runs.runs, name="collection-runs"),
     path("collections/<slug:slug>/runs/<id:name>/", scores.run_detail, name="run-detail"),
     path(
@@ -53,7 +67,13 @@ urlpatterns = [
         runs.run_delete,
         name="collection-run-delete",
     ),
+    path("collections/<slug:slug>/queries/", queries.queries, name="queries"),
     path("collections/<slug:slug>/queries/<id:qid>/", scores.query_detail, name="query-detail"),
+    path(
+        "collections/<slug:slug>/documents/<id:docno>/",
+        queries.document_detail,
+        name="document-detail",
+    ),
     path(
         "collections/<slug:slug>/queries/<id:qid>/to-pool/",
         scores.query_to_pool,

@@ -113,10 +113,11 @@ def browser():  # type: ignore[no-untyped-def]
         instance.close()
 
 
-@pytest.fixture
-def page(browser, live_server):  # type: ignore[no-untyped-def]
-    """A fresh browser page; `page.base_url` is the live server's address."""
-    context = browser.new_context(base_url=live_server.url)
+@contextmanager
+def browser_page(browser, live_server, **options: Any):  # type: ignore[no-untyped-def]
+    """A fresh browser page (`options` go to the new context, e.g. `viewport`) that fails on
+    any Content-Security-Policy violation; `page.base_url` is the live server's address."""
+    context = browser.new_context(base_url=live_server.url, **options)
     context.set_default_timeout(10_000)
     tab = context.new_page()
     tab.base_url = live_server.url
@@ -132,6 +133,13 @@ def page(browser, live_server):  # type: ignore[no-untyped-def]
     yield tab
     context.close()
     assert not violations, violations
+
+
+@pytest.fixture
+def page(browser, live_server):  # type: ignore[no-untyped-def]
+    """A fresh browser page; `page.base_url` is the live server's address."""
+    with browser_page(browser, live_server) as tab:
+        yield tab
 
 
 @pytest.fixture

@@ -45,7 +45,9 @@ def test_a_server_error_under_api_answers_the_json_error_shape(settings: Any) ->
         "status": 500, "code": "server_error",
         "detail": "The server failed; the error is logged.", "fields": {},
     }  # fmt: skip
-    assert client.get("/page/boom/")["Content-Type"].startswith("text/html")
+    page = client.get("/page/boom/")  # the site's 500 page, even with none of its URLs
+    assert page["Content-Type"].startswith("text/html")
+    assert "Something went wrong on the server" in page.content.decode()
 
 
 @pytest.mark.parametrize(

@@ -140,3 +140,29 @@ def test_done_when_two_assessors_overlap_and_the_organiser_adjudicates(
         JudgementHistory.objects.filter(document__docno="d1").values_list("source", flat=True)
     )
     assert sorted(sources) == ["adjudication", "form", "form"]
+
+
+def test_space_and_page_down_scroll_a_long_document_from_the_page(
+    trial: Collection, page, login
+) -> None:  # type: ignore[no-untyped-def]
+    from annotations.models import Document
+
+    Document.objects.filter(collection=trial, docno="d1").update(
+        text="\n".join(f"Line {n} about solar storage." for n in range(400))
+    )
+    q1 = trial.queries.get(qid="q1")
+    pool, _ = services.pool_build(collection=trial, name="long", depth=1, queries=[q1])
+    [(assignment, _)] = services.assignment_create(pool=pool, assessors=[user("alice")])
+    login("alice")
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    text = page.locator("#document-text")
+    assert text.evaluate("e => e.scrollTop") == 0
+    page.keyboard.press("Space")
+    first = text.evaluate("e => e.scrollTop")
+    assert first > 0
+    page.keyboard.press("PageDown")
+    assert text.evaluate("e => e.scrollTop") > first
+    page.keyboard.press("PageUp")
+    assert text.evaluate("e => e.scrollTop") == first
+    assert page.evaluate("window.scrollY") == 0  # the page itself stayed put
+    assert "/pairs/1/" in page.url and not Judgement.objects.exists()  # nothing graded

@@ -125,14 +125,24 @@ def test_grading_the_last_pair_leads_to_the_finished_assignment(assigned: Assign
     assert "4 / 4 (100%)" in response.content.decode()
 
 
-def test_skip_with_a_note_counts_as_done_and_is_passed_over(assigned: Assignment) -> None:
+def test_skip_with_a_note_is_passed_over_but_not_counted_as_done(assigned: Assignment) -> None:
     client = as_user("alice")
     response = client.post(grade_url(assigned, 1), {"action": "skip", "note": "foreign language"})
     assert response["Location"] == grade_url(assigned, 2)
     item = assigned.items.get(position=1)
     assert (item.skipped, item.note) == (True, "foreign language")
     assert not Judgement.objects.exists()
-    assert "1 / 4 (25%)" in client.get("/judging/").content.decode()
+    queue = client.get("/judging/").content.decode()
+    assert "0 / 4 (0%)" in queue and "1 skipped · 3 left" in queue
+
+
+def test_an_assignment_of_skips_only_is_not_done(assigned: Assignment) -> None:
+    client = as_user("alice")
+    for position in (1, 2, 3, 4):
+        client.post(grade_url(assigned, position), {"action": "skip"})
+    queue = client.get("/judging/").content.decode()
+    assert "0 / 4 (0%)" in queue and "4 skipped · 0 left" in queue
+    assert "4 skipped · <a" in queue and "Done ·" not in queue
 
 
 def test_skipping_a_graded_pair_withdraws_the_grade_with_history(assigned: Assignment) -> None:
@@ -270,6 +280,23 @@ def test_disagreement_list_filters_by_spread(trial: Collection) -> None:
     every = olga.get("/collections/trial/disagreements/?min=1").content.decode()
     assert 'data-pair="q1/d1"' in every
     assert 'data-pair="q1/d2"' in every
+
+
+def test_the_adjudication_form_starts_at_the_effective_grade_with_text_and_notes(
+    trial: Collection,
+) -> None:
+    q1, d2 = trial.queries.get(qid="q1"), trial.documents.get(docno="d2")
+    for name, grade, note in (("alice", 0, "about heat, not power"), ("bob", 3, "")):
+        services.judgement_record(
+            query=q1, document=d2, assessor=user(name), grade=grade, source="form", note=note
+        )
+    page = as_user("olga").get("/collections/trial/disagreements/").content.decode()
+    row = page[page.index('data-pair="q1/d2"') :]
+    row = row[: row.index("</tr>")]
+    assert "Heat storage keeps solar plants running at night." in row  # the document text
+    assert "alice:</span> about heat, not power" in row  # the assessor's note
+    # median of 0 and 3 (lower median on a tie) is 0: the form starts there
+    assert '<option value="0" selected>' in row and row.count(" selected>") == 1
 
 
 def test_agreement_page_shows_how_the_ranking_depends_on_who_judged(trial: Collection) -> None:

@@ -1,4 +1,4 @@
-"""Reads for judging: roles, pools, assessor queues, grading pages, agreement, disagreements."""
+"""Reads for judging: roles, pools, assessor queues, grading pages, agreement."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
-from annotations import agreement, scoring
+from annotations import agreement
 from annotations.models import (
-    Adjudication,
     Assignment,
     AssignmentItem,
     Collection,
@@ -82,7 +81,7 @@ def items_annotated(*, assignment: Assignment) -> QuerySet[AssignmentItem]:
 
 @dataclass(frozen=True)
 class Progress:
-    """Judged, skipped and total pairs of one assignment."""
+    """Judged, skipped and total pairs of one assignment; a skipped pair is not done."""
 
     judged: int
     skipped: int
@@ -90,7 +89,13 @@ class Progress:
 
     @property
     def done(self) -> int:
-        return self.judged + self.skipped
+        """The pairs graded (a skip is the assessor's doubt, not a judgement)."""
+        return self.judged
+
+    @property
+    def left(self) -> int:
+        """Neither graded nor skipped: what *Continue* opens next."""
+        return self.total - self.judged - self.skipped
 
     @property
     def percent(self) -> int:
@@ -314,78 +319,3 @@ def agreement_summary(*, collection: Collection) -> AgreementSummary:
             )
         )
     return summary
-
-
-# --- disagreements ----------------------------------------------------------------------
-
-
-@dataclass
-class Disagreement:
-    """A pair whose assessors' grades spread by at least the asked difference."""
-
-    query_id: int
-    qid: str
-    query_title: str
-    document_id: int
-    docno: str
-    document_title: str
-    grades: list[tuple[str, int]]
-    effective: int
-    adjudicated: int | None
-
-    @property
-    def spread(self) -> int:
-        values = [grade for _, grade in self.grades]
-        return max(values) - min(values)
-
-
-def disagreements(*, collection: Collection, min_difference: int = 2) -> list[Disagreement]:
-    """Pairs judged by several assessors whose highest and lowest grades differ enough."""
-    if min_difference < 1:
-        raise ValueError("min_difference must be at least 1")
-    rows = (
-        Judgement.objects.filter(query__collection=collection)
-        .order_by("query__qid", "document__docno", "assessor__username")
-        .values_list(
-            "query_id",
-            "query__qid",
-            "query__title",
-            "document_id",
-            "document__docno",
-            "document__title",
-            "assessor__username",
-            "grade",
-        )
-    )
-    grouped: dict[tuple[int, int], list[tuple[Any, ...]]] = defaultdict(list)
-    for row in rows:
-        grouped[(row[0], row[3])].append(row)
-    adjudicated = {
-        (query_id, document_id): grade
-        for query_id, document_id, grade in Adjudication.objects.filter(
-            query__collection=collection
-        ).values_list("query_id", "document_id", "grade")
-    }
-    found: list[Disagreement] = []
-    for key, pair_rows in grouped.items():
-        if len(pair_rows) < 2:
-            continue
-        grades = [(row[6], row[7]) for row in pair_rows]
-        values = [grade for _, grade in grades]
-        if max(values) - min(values) < min_difference:
-            continue
-        first = pair_rows[0]
-        found.append(
-            Disagreement(
-                query_id=first[0],
-                qid=first[1],
-                query_title=first[2],
-                document_id=first[3],
-                docno=first[4],
-                document_title=first[5],
-                grades=grades,
-                effective=scoring.effective_grade(values, collection.aggregation),
-                adjudicated=adjudicated.get(key),
-            )
-        )
-    return found

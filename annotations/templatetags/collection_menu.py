@@ -19,6 +19,7 @@ def menu_entries(collection: Collection, access: Access) -> list[tuple[str, str,
     assessing = not access.organiser and "assessor" in access.roles
     entries = [
         ("overview", "Overview", "collection-detail", slug, access.member),
+        ("dashboard", "Dashboard", "collection-dashboard", slug, access.organiser),
         ("leaderboard", "Leaderboard", "leaderboard", slug, access.leaderboard),
         ("runs", "Runs", "collection-runs", slug, access.runs),
         ("compare", "Compare", "compare", slug, access.any_run_scores),

@@ -25,6 +25,7 @@ from annotations.forms import (
 from annotations.highlighting import highlight, query_terms
 from annotations.models import Assignment, AssignmentItem, Collection, Document, Pool, Query
 from annotations.selectors import cutoff_from
+from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
 from annotations.selectors.sensitivity import assessor_sensitivity
 from annotations.services.stale import stale_pairs
@@ -322,7 +323,7 @@ def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(f"{url}?min={min_difference}")
     context = {
         "collection": collection,
-        "rows": selectors.disagreements(collection=collection, min_difference=min_difference),
+        "rows": disputes.disagreements(collection=collection, min_difference=min_difference),
         "min_difference": min_difference,
         "choices": DISAGREEMENT_CHOICES,
         "levels": levels,

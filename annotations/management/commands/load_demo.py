@@ -82,7 +82,7 @@ class Command(BaseCommand):
             )
             services.assignment_create(pool=pool, assessors=[assessor], created_by=organiser)
         return sum(
-            progress.total - progress.done
+            progress.left
             for assignment, progress in judging.assignments_of(user=assessor)
             if assignment.pool_id == pool.id
         )

@@ -9,6 +9,7 @@
   var skip = document.getElementById("skip");
   var hint = document.getElementById("skip-hint");
   var help = document.getElementById("shortcuts");
+  var documentText = document.getElementById("document-text");
   var submitting = false;
   var skipMode = false;
 
@@ -69,6 +70,17 @@
       return;
     }
     var key = event.key;
+    // Space / PageDown (Shift+Space / PageUp back) scroll the long document, not the page;
+    // a focused button or link keeps its own Space.
+    var control = target && (target.tagName === "BUTTON" || target.tagName === "A" ||
+      target.tagName === "SUMMARY");
+    var page = (key === " " && !control) || key === "PageDown" || key === "PageUp";
+    if (page && documentText && documentText.scrollHeight > documentText.clientHeight) {
+      event.preventDefault();
+      var back = key === "PageUp" || (key === " " && event.shiftKey);
+      documentText.scrollBy({ top: (back ? -0.9 : 0.9) * documentText.clientHeight });
+      return;
+    }
     var buttons = form.querySelectorAll("button[data-key]");
     for (var i = 0; i < buttons.length; i += 1) {
       if (buttons[i].getAttribute("data-key") === key) {

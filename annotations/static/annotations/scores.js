@@ -65,6 +65,26 @@
     });
   }
 
+  // --- leaderboard: pick two runs to compare (the form works without this too) -----------
+  var pickForm = document.getElementById("compare-pick");
+  var pickedRuns = function () {
+    return Array.prototype.map.call(document.querySelectorAll("input.compare-pick:checked"),
+      function (box) { return box.value; });
+  };
+  var updatePick = function () {
+    if (!pickForm) return;
+    var count = pickedRuns().length;
+    document.getElementById("compare-button").disabled = count !== 2;
+    document.getElementById("compare-hint").textContent =
+      count === 2 ? "Two runs picked." : "Tick two runs in the table (" + count + " picked).";
+  };
+  if (pickForm) {
+    document.addEventListener("change", function (event) {
+      if (event.target.classList && event.target.classList.contains("compare-pick")) updatePick();
+    });
+    updatePick();
+  }
+
   // --- leaderboard: poll a small state document, reload the table when it changes --------
   var live = document.getElementById("leaderboard-live");
   if (live) {
@@ -76,8 +96,13 @@
         .then(function (html) {
           var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("leaderboard-live");
           if (fresh) {
+            var picked = pickedRuns();
             live.innerHTML = fresh.innerHTML;
             live.dataset.stamp = fresh.dataset.stamp;
+            live.querySelectorAll("input.compare-pick").forEach(function (box) {
+              box.checked = picked.indexOf(box.value) !== -1;  // keep the reader's picks
+            });
+            updatePick();
           }
         });
     };

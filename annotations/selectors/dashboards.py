@@ -1,0 +1,179 @@
+"""A collection's dashboard: judging progress, coverage, agreement, pending scores, activity.
+
+Computed once per dashboard stamp (the scores stamp plus the assignments' state) and cached:
+an open dashboard polls the stamp, and a poll or a reload costs a few aggregates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.cache import cache
+from django.db.models import Count, Exists, Max, OuterRef, Q
+from django.db.models.functions import TruncDate
+
+from annotations.models import AssignmentItem, Collection, Judgement, JudgementHistory, PoolEntry
+from annotations.selectors import leaderboard_rows
+from annotations.selectors.judging import agreement_summary
+from annotations.selectors.scores_state import scores_state
+
+CACHE_SECONDS = 3600
+RECENT = 15
+DAYS = 30
+
+
+@dataclass(frozen=True)
+class AssessorProgress:
+    username: str
+    assigned: int
+    judged: int
+    skipped: int
+
+    @property
+    def left(self) -> int:
+        return self.assigned - self.judged - self.skipped
+
+
+@dataclass(frozen=True)
+class Activity:
+    when: datetime
+    qid: str
+    docno: str
+    assessor: str
+    old_grade: int | None
+    new_grade: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    stamp: str
+    k: int
+    pooled: int
+    pooled_judged: int
+    assigned: int
+    judged: int
+    skipped: int
+    assessors: list[AssessorProgress]
+    per_day: list[tuple[str, int]]
+    coverage: list[tuple[str, float]]
+    alpha: float | None
+    agreement_units: int
+    pending_queries: int
+    pending_runs: int
+    recent: list[Activity]
+
+    @property
+    def left(self) -> int:
+        return self.assigned - self.judged - self.skipped
+
+    def chart(self) -> dict[str, object]:
+        return {
+            "k": self.k,
+            "days": [day for day, _ in self.per_day],
+            "per_day": [count for _, count in self.per_day],
+            "runs": [name for name, _ in self.coverage],
+            "coverage": [judged for _, judged in self.coverage],
+        }
+
+
+def _items(collection: Collection):  # type: ignore[no-untyped-def]
+    judged = Exists(
+        Judgement.objects.filter(
+            query_id=OuterRef("entry__query_id"),
+            document_id=OuterRef("entry__document_id"),
+            assessor_id=OuterRef("assignment__assessor_id"),
+        )
+    )
+    return AssignmentItem.objects.filter(assignment__pool__collection=collection).annotate(
+        has_judgement=judged
+    )
+
+
+def dashboard_stamp(*, collection: Collection) -> str:
+    """Changes with every judgement, score, pool or assignment change (skips included)."""
+    items = AssignmentItem.objects.filter(assignment__pool__collection=collection).aggregate(
+        n=Count("id"), skipped=Count("id", filter=Q(skipped=True)), updated=Max("updated")
+    )
+    entries = PoolEntry.objects.filter(pool__collection=collection).count()
+    state = scores_state(collection=collection).stamp
+    parts = (state, items["n"], items["skipped"], items["updated"], entries)
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def dashboard_compute(*, collection: Collection, k: int, stamp: str) -> Dashboard:
+    pairs = PoolEntry.objects.filter(pool__collection=collection).values("query_id", "document_id")
+    somebody = Judgement.objects.filter(
+        query_id=OuterRef("query_id"), document_id=OuterRef("document_id")
+    )
+    pooled = pairs.distinct().count()
+    pooled_judged = pairs.filter(Exists(somebody)).distinct().count()
+    counts = _items(collection).aggregate(
+        n=Count("id"),
+        judged=Count("id", filter=Q(has_judgement=True)),
+        skipped=Count("id", filter=Q(has_judgement=False, skipped=True)),
+    )
+    assessors = [
+        AssessorProgress(
+            row["assignment__assessor__username"], row["n"], row["judged"], row["skipped"]
+        )
+        for row in _items(collection)
+        .values("assignment__assessor__username")
+        .annotate(
+            n=Count("id"),
+            judged=Count("id", filter=Q(has_judgement=True)),
+            skipped=Count("id", filter=Q(has_judgement=False, skipped=True)),
+        )
+        .order_by("assignment__assessor__username")
+    ]
+    per_day = [
+        (day.isoformat(), n)
+        for day, n in JudgementHistory.objects.filter(query__collection=collection)
+        .annotate(day=TruncDate("changed_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by("-day")
+        .values_list("day", "n")[:DAYS]
+    ][::-1]
+    coverage = [(row.run.name, row.judged) for row in leaderboard_rows(collection=collection, k=k)]
+    agreement = agreement_summary(collection=collection)
+    state = scores_state(collection=collection)
+    recent = [
+        Activity(*row)
+        for row in JudgementHistory.objects.filter(query__collection=collection)
+        .order_by("-changed_at", "-id")
+        .values_list(
+            "changed_at", "query__qid", "document__docno", "assessor__username",
+            "old_grade", "new_grade", "source",
+        )[:RECENT]
+    ]  # fmt: skip
+    return Dashboard(
+        stamp=stamp,
+        k=k,
+        pooled=pooled,
+        pooled_judged=pooled_judged,
+        assigned=counts["n"],
+        judged=counts["judged"],
+        skipped=counts["skipped"],
+        assessors=assessors,
+        per_day=per_day,
+        coverage=coverage,
+        alpha=agreement.alpha,
+        agreement_units=agreement.units,
+        pending_queries=state.pending_queries,
+        pending_runs=state.pending_runs,
+        recent=recent,
+    )
+
+
+def dashboard_read(*, collection: Collection, k: int) -> Dashboard:
+    """The dashboard at k, computed at most once per stamp."""
+    stamp = dashboard_stamp(collection=collection)
+    key = f"dashboard:{collection.id}:{k}:{stamp}"
+    dashboard = cache.get(key)
+    if not isinstance(dashboard, Dashboard):
+        dashboard = dashboard_compute(collection=collection, k=k, stamp=stamp)
+        cache.set(key, dashboard, CACHE_SECONDS)
+    return dashboard

@@ -1,0 +1,120 @@
+"""The queries page (every query's judged counts, pool status, mean score) and a document page."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+
+from annotations.models import (
+    Adjudication,
+    Collection,
+    Document,
+    IdealScore,
+    Judgement,
+    PoolEntry,
+    Query,
+    QueryScore,
+    Run,
+)
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    qid: str
+    title: str
+    judgements: int
+    judged_documents: int
+    pooled: int  # distinct documents of the query in any pool
+    pooled_judged: int  # of those, how many somebody judged
+    mean_ndcg: float | None  # over the runs, as the run means count them; None: not evaluated
+
+
+def queries_listed(*, collection: Collection, search: str = "") -> QuerySet[Query]:
+    """The collection's queries in qid order; `search` matches the qid or the title."""
+    queries = Query.objects.filter(collection=collection).order_by("qid").only("qid", "title")
+    if search:
+        queries = queries.filter(Q(qid__icontains=search) | Q(title__icontains=search))
+    return queries
+
+
+def query_rows(*, collection: Collection, queries: Sequence[Query], k: int) -> list[QueryRow]:
+    """One row per query of one page: a few grouped reads over those queries only."""
+    ids = [query.id for query in queries]
+    judged = {
+        row["query_id"]: (row["n"], row["documents"])
+        for row in Judgement.objects.filter(query_id__in=ids)
+        .values("query_id")
+        .annotate(n=Count("id"), documents=Count("document_id", distinct=True))
+    }
+    somebody_judged = Judgement.objects.filter(
+        query_id=OuterRef("query_id"), document_id=OuterRef("document_id")
+    )
+    pooled = {
+        row["query_id"]: (row["n"], row["judged"])
+        for row in PoolEntry.objects.filter(query_id__in=ids)
+        .annotate(has_judgement=Exists(somebody_judged))
+        .values("query_id")
+        .annotate(
+            n=Count("document_id", distinct=True),
+            judged=Count("document_id", distinct=True, filter=Q(has_judgement=True)),
+        )
+    }
+    evaluated = set(
+        IdealScore.objects.filter(query_id__in=ids, k=k).values_list("query_id", flat=True)
+    )
+    stored = {
+        row["query_id"]: (row["total"], row["n"])
+        for row in QueryScore.objects.filter(query_id__in=ids, k=k)
+        .values("query_id")
+        .annotate(total=Sum("ndcg"), n=Count("id"))
+    }
+    runs = Run.objects.filter(collection=collection).count()
+    rows = []
+    for query in queries:
+        total, answered = stored.get(query.id, (0.0, 0))
+        # zero mode: a run without results for the query counts 0, as in the run means
+        count = runs if collection.missing_queries == "zero" else answered
+        mean = (total or 0.0) / count if query.id in evaluated and count else None
+        n, documents = judged.get(query.id, (0, 0))
+        pool_n, pool_judged = pooled.get(query.id, (0, 0))
+        rows.append(QueryRow(query.qid, query.title, n, documents, pool_n, pool_judged, mean))
+    return rows
+
+
+@dataclass(frozen=True)
+class DocumentJudgement:
+    qid: str
+    assessor: str
+    grade: int
+    note: str
+    updated: datetime
+
+
+@dataclass(frozen=True)
+class DocumentAdjudication:
+    qid: str
+    organiser: str
+    grade: int
+    note: str
+
+
+def document_judgements(*, document: Document) -> list[DocumentJudgement]:
+    """Who judged the document, for which query, with what grade and note."""
+    return [
+        DocumentJudgement(qid, assessor, grade, note, updated)
+        for qid, assessor, grade, note, updated in Judgement.objects.filter(document=document)
+        .order_by("query__qid", "assessor__username")
+        .values_list("query__qid", "assessor__username", "grade", "note", "updated")
+    ]
+
+
+def document_adjudications(*, document: Document) -> list[DocumentAdjudication]:
+    return [
+        DocumentAdjudication(qid, organiser, grade, note)
+        for qid, organiser, grade, note in Adjudication.objects.filter(document=document)
+        .order_by("query__qid")
+        .values_list("query__qid", "organiser__username", "grade", "note")
+    ]

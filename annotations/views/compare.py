@@ -1,0 +1,62 @@
+"""The compare page: two runs at k, query by query, with the paired test's p-value."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from annotations import selectors
+from annotations.models import Run
+from annotations.selectors import compare_page
+from annotations.views.scores import _collection, _guarded
+
+
+@_guarded
+def compare(request: HttpRequest, slug: str) -> HttpResponse:
+    """Pick two runs (`a`, `b`, or two `run` values from the leaderboard's checkboxes)."""
+    collection, access = _collection(request, slug, sees="any_run_scores")
+    k = selectors.cutoff_from(collection, request.GET.get("k"))
+    choices = [run for run in selectors.runs_of(collection=collection) if access.run_scores(run)]
+    picked = [name for name in request.GET.getlist("run") if name]
+    problems: list[str] = []
+    if picked and len(picked) != 2:
+        problems.append(f"Pick two runs to compare ({len(picked)} picked).")
+        picked = []
+    names = {
+        "a": request.GET.get("a") or (picked[0] if picked else ""),
+        "b": request.GET.get("b") or (picked[1] if picked else ""),
+    }
+    runs: dict[str, Run] = {}
+    for key, name in names.items():
+        if not name:
+            continue
+        run = Run.objects.filter(collection=collection, name=name).first()
+        if run is None:
+            problems.append(f"No run named {name!r}.")
+        elif not access.run_scores(run):
+            raise Http404("No such run")  # as the API: runs one may not read do not exist
+        else:
+            runs[key] = run
+    comparison = None
+    if "a" in runs and "b" in runs:
+        if runs["a"].id == runs["b"].id:
+            problems.append("Pick two different runs.")
+        else:
+            comparison = compare_page.comparison_cached(a=runs["a"], b=runs["b"], k=k)
+    context = {
+        "collection": collection,
+        "access": access,
+        "k": k,
+        "choices": choices,
+        "name_a": names["a"],
+        "name_b": names["b"],
+        "problems": problems,
+        "comparison": comparison,
+        "rows": (
+            sorted(comparison.rows, key=lambda row: (-row.difference, row.qid))
+            if comparison
+            else []
+        ),
+        "chart": compare_page.sorted_differences(comparison) if comparison else None,
+    }
+    return render(request, "annotations/scores/compare.html", context)
