@@ -1,14 +1,17 @@
 """A whole judging campaign run in the browser only: collection, imports, pool, an assessor
-account, keyboard grading, the organiser's leaderboard following, and the qrels export."""
+account, keyboard grading, the organiser's leaderboard following, the compare page, and the
+qrels export."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from annotations.models import Judgement, RunScore
+from annotations.models import Judgement, Run, RunScore
+from annotations.selectors.comparisons import runs_compare
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.browser
@@ -125,7 +128,20 @@ def test_a_whole_campaign_runs_in_the_browser(  # type: ignore[no-untyped-def]
     assert f"{after:.4f}" != before
     expect(beta).to_have_text(f"{after:.4f}", timeout=10_000)
 
-    # 8. The effective qrels, exported from the collection's export page.
+    # 8. The two runs compared, picked on that leaderboard.
+    watcher.check("#leaderboard tr[data-run='alpha'] input.compare-pick")
+    watcher.check("#leaderboard tr[data-run='beta'] input.compare-pick")
+    with watcher.expect_navigation():
+        watcher.click("#compare-button")
+    picked = parse_qs(urlparse(watcher.url).query)
+    first, second = picked.get("a") or picked["run"][:1], picked.get("b") or picked["run"][1:]
+    expected = runs_compare(
+        a=Run.objects.get(name=first[0]), b=Run.objects.get(name=second[0]), k=2
+    )
+    expect(watcher.locator("#compare-wins")).to_have_text(str(expected.wins))
+    expect(watcher.locator("#compare-chart")).to_have_attribute("data-ready", "true")
+
+    # 9. The effective qrels, exported from the collection's export page.
     page.click("nav.collection-menu >> text=Export")
     with page.expect_download() as download:
         page.click("#qrels-link")
