@@ -14,6 +14,7 @@ from annotations.models.collections import (
     Query,
     default_cutoffs,
 )
+from annotations.models.impact import DocumentImpact, ImpactSnapshot
 from annotations.models.judgements import (
     Adjudication,
     Judgement,
@@ -52,8 +53,10 @@ __all__ = [
     "AssignmentItem",
     "Collection",
     "Document",
+    "DocumentImpact",
     "GradeLevel",
     "IdealScore",
+    "ImpactSnapshot",
     "Judgement",
     "JudgementHistory",
     "LeaderboardSnapshot",

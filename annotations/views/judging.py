@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -175,6 +176,8 @@ def pools(request: HttpRequest, slug: str) -> HttpResponse:
                 runs=list(data["runs"]) or None,
                 queries=data["queries"],
                 include_judged=data["include_judged"],
+                order=data["order"],
+                budget=data["budget"],
                 created_by=_user(request),
             )
         except ValidationError as error:
@@ -198,9 +201,13 @@ def _pool_page(
     extend_form: PoolExtendForm | None = None,
 ) -> HttpResponse:
     assessors = selectors.collection_assessors(collection=collection)
+    if pool.order == Pool.IMPACT and not settings.CELERY_BROKER_URL:
+        # Inline (no worker): the page reads refresh impact when the scores have moved.
+        services.impact_fresh(collection=collection, k=pool.depth)
     context = {
         "collection": collection,
         "pool": pool,
+        "top_entries": selectors.pool_top_entries(pool=pool) if pool.order == Pool.IMPACT else [],
         "entry_count": pool.entries.count(),
         "unassigned": selectors.pool_unassigned_count(pool=pool),
         "assignments": selectors.pool_assignments(pool=pool),
