@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve test check lint typecheck migrations-check install benchmark benchmark-reads benchmark-impact clean
+.PHONY: demo serve test check lint typecheck migrations-check install fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 $(SERVE_STAMP): pyproject.toml
@@ -41,6 +41,12 @@ serve: $(SERVE_STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+## A longer schemathesis run over every API operation, as organiser, assessor, owner and anonymous
+FUZZ_EXAMPLES ?= 300
+fuzz: $(STAMP)
+	NDCG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) NDCG_FUZZ_ROLES=organiser,assessor,owner,anonymous \
+		$(BIN)/python -m pytest tests/test_api_fuzz.py -n 2 -p no:cacheprovider $(PYTEST_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -63,6 +69,10 @@ benchmark-reads: $(STAMP)
 ## Judging orders (depth, query by query, random, impact): judgements to Kendall's tau 0.9 / 0.95
 benchmark-impact: $(STAMP)
 	$(BIN)/python benchmarks/bench_impact.py
+
+## Judgement -> scores and rescores at many runs x many cutoffs, against pytrec_eval
+benchmark-cutoffs: $(STAMP)
+	$(BIN)/python benchmarks/bench_cutoffs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

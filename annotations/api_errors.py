@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
@@ -51,7 +52,8 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
 def _translate(exc: Exception) -> tuple[Exception, dict[str, Any] | None]:
     if isinstance(exc, TrecFormatError):
         location = {"file": exc.path, "line": exc.line, "field": exc.field}
-        return ValidationError({"file": [str(exc)]}), location
+        # The command's words: `file:line: field: problem (nothing was imported)`.
+        return ValidationError({"file": [f"{exc} (nothing was imported)"]}), location
     if isinstance(exc, DjangoValidationError):
         detail = (
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
@@ -118,6 +120,7 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path_info.startswith("/api/")
 
 
+@csrf_exempt  # any method gets the JSON 404, never the CSRF failure page
 def api_path_not_found(request: HttpRequest) -> HttpResponse:
     """Every path under /api/ that no route takes (any method)."""
     return error_response(404, "not_found", "No such API path.")

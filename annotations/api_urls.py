@@ -20,6 +20,11 @@ urlpatterns = [
     path("collections/<slug:slug>/runs/", apis.RunListCreateApi.as_view(), name="runs"),
     path("collections/<slug:slug>/runs/<id:name>/", apis.RunDetailApi.as_view(), name="run"),
     path(
+        "collections/<slug:slug>/runs/<id:name>/results/",
+        apis.RunResultsApi.as_view(),
+        name="run-results",
+    ),
+    path(
         "collections/<slug:slug>/runs/<id:name>/scores/",
         apis.RunScoresApi.as_view(),
         name="run-scores",
@@ -37,6 +42,21 @@ urlpatterns = [
     path("collections/<slug:slug>/qrels/", apis.QrelsApi.as_view(), name="qrels"),
     path("collections/<slug:slug>/leaderboard/", apis.LeaderboardApi.as_view(), name="leaderboard"),
     path("collections/<slug:slug>/compare/", apis.CompareApi.as_view(), name="compare"),
+    path(
+        "collections/<slug:slug>/imports/topics/",
+        apis.TopicsImportApi.as_view(),
+        name="import-topics",
+    ),
+    path(
+        "collections/<slug:slug>/imports/documents/",
+        apis.DocumentsImportApi.as_view(),
+        name="import-documents",
+    ),
+    path(
+        "collections/<slug:slug>/imports/qrels/",
+        apis.QrelsImportApi.as_view(),
+        name="import-qrels",
+    ),
     path("collections/<slug:slug>/sensitivity/", apis.SensitivityApi.as_view(), name="sensitivity"),
     path("collections/<slug:slug>/versions/", apis.QrelsVersionListApi.as_view(), name="versions"),
     path(

@@ -11,6 +11,7 @@ from annotations.views import (
     members,
     runs,
     scores,
+    stale,
     versions,
 )
 
@@ -114,6 +115,7 @@ urlpatterns = [
         name="judging-grade",
     ),
     path("collections/<slug:slug>/pools/", judging.pools, name="judging-pools"),
+    path("collections/<slug:slug>/pools/stale/", stale.stale_to_pool, name="judging-stale-pool"),
     path("collections/<slug:slug>/pools/<int:pool_id>/", judging.pool_detail, name="judging-pool"),
     path(
         "collections/<slug:slug>/pools/<int:pool_id>/assign/",

@@ -27,7 +27,7 @@ Methods (also in benchmarks/README.md):
   call (one transaction, as a track's runs are imported), then each file in its own
   ``run_import`` call and transaction into a scratch collection, dropped afterwards
   (untimed), with ``ANALYZE`` emulated between files where autovacuum is off. Scoring is
-  deferred during all imports: the inline executor ``annotations.scores.run_inline`` is
+  deferred during all imports: the inline executor ``annotations.scores.scheduling.run_inline`` is
   replaced by a recorder, so the import time
   excludes scoring and the affected runs/queries stay marked stale exactly as when a worker
   is down. The full-rescore step then computes everything. The floor is psycopg ``COPY`` of
@@ -43,7 +43,7 @@ Methods (also in benchmarks/README.md):
   random grade 0-3 different from the current one, through ``services.judgement_record``
   in autocommit mode with inline scoring (CELERY_BROKER_URL unset). Three clocks per change:
   the whole call; commit -> scores stored (from the start of the on_commit callback
-  ``annotations.scores._dispatch``, which runs right after the COMMIT, to its end); and
+  ``annotations.scores.scheduling._dispatch``, which runs right after the COMMIT, to its end); and
   ``scores_recompute_query`` alone. The reference re-evaluates the changed query for every
   run with pytrec_eval from pre-built in-memory dicts (a RelevanceEvaluator on that query's
   qrels, then ``evaluate`` of every run's ranking of it). Afterwards the changes are undone
@@ -227,7 +227,7 @@ def django_setup(args: argparse.Namespace) -> None:
 
 def defer_scoring() -> dict[str, set[int]]:
     """Replace the inline executor by a recorder: scheduled work stays marked stale."""
-    from annotations import scores
+    from annotations.scores import scheduling as scores
 
     deferred: dict[str, set[int]] = {"queries": set(), "runs": set(), "collections": set()}
 
@@ -677,15 +677,16 @@ def step_verify(args: argparse.Namespace, out: dict) -> None:
 
 def step_latency(args: argparse.Namespace, out: dict) -> None:
     django_setup(args)
-    from annotations import scores, services
+    from annotations import services
     from annotations.models import Collection, Document, Query
+    from annotations.scores import scheduling, scores_sweep_stale
 
     changes = json.loads((data_dir(args) / "changes.json").read_text())
     collection = Collection.objects.get(slug=SLUG)
     assessor = services.import_assessor()
     if _pending(collection):
         log("latency: some scores are pending before the changes; healing them first")
-        scores.scores_sweep_stale(collection=collection)
+        scores_sweep_stale(collection=collection)
     queries = {
         q.qid: q
         for q in Query.objects.filter(collection=collection, qid__in={c["qid"] for c in changes})
@@ -697,8 +698,8 @@ def step_latency(args: argparse.Namespace, out: dict) -> None:
         )
     }
     clock: dict[str, float] = {}
-    original_dispatch = scores._dispatch
-    original_recompute = scores.scores_recompute_query
+    original_dispatch = scheduling._dispatch
+    original_recompute = scheduling.scores_recompute_query
 
     def dispatch() -> None:  # the on_commit callback: starts right after COMMIT
         clock["committed"] = time.perf_counter()
@@ -712,8 +713,8 @@ def step_latency(args: argparse.Namespace, out: dict) -> None:
         clock["recomputed"] = float(done)
         return done
 
-    scores._dispatch = dispatch
-    scores.scores_recompute_query = recompute
+    scheduling._dispatch = dispatch
+    scheduling.scores_recompute_query = recompute
     total: list[float] = []
     commit_to_stored: list[float] = []
     recompute_only: list[float] = []

@@ -282,7 +282,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "annotations.openapi.ApiSchema",
     "EXCEPTION_HANDLER": "annotations.api_errors.api_exception_handler",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "annotations.pagination.BoundedLimitOffsetPagination",
@@ -306,6 +306,24 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Path segments as the converters take them: a slug, and an id written as one segment
+    # ("/" as "~2F", see annotations/converters.py).
+    # Operation ids and tags from the path after the version: `collections_runs_create`.
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "PATH_CONVERTER_OVERRIDES": {
+        "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
+        "id": {
+            "type": "string",
+            "minLength": 1,
+            "pattern": "^[^/]+$",
+            "description": "An id as one path segment: `/` written `~2F`, `~` written `~7E`, "
+            "an id `.` or `..` with `~2E` for each dot; then percent-encoded as usual.",
+        },
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "annotations.openapi.error_responses",
+    ],
 }
 
 LOGGING = {

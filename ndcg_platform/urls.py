@@ -4,9 +4,9 @@ from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from annotations import api_errors
+from annotations.apis.schema import SchemaApi, SchemaDocsPage
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -30,13 +30,13 @@ urlpatterns = [
         name="password_reset_complete",
     ),
     path("api/v1/", include("annotations.api_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaApi.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file, so the docs run no inline script;
     # Swagger UI sets inline styles, which this page alone allows.
     path(
         "api/docs/",
         csp_update({"style-src": ["'unsafe-inline'"]})(
-            SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+            SchemaDocsPage.as_view(url_name="api-schema")
         ),
         name="api-docs",
     ),

@@ -233,3 +233,23 @@ def celery_broker(url: str, **conf: Any) -> Iterator[None]:
     finally:
         drop_connections()
         app.conf.update(previous)
+
+
+@pytest.fixture
+def load_trec(transactional_db: None, write_file: Callable[..., Path]) -> Callable[..., Collection]:
+    """Load a collection from TREC text: its qrels as one import account's, its runs by name."""
+
+    def load(
+        slug: str, qrels: str, runs: dict[str, str], cutoffs: list[int] | None = None
+    ) -> Collection:
+        collection = CollectionFactory(slug=slug, cutoffs=cutoffs or [2])
+        services.judgements_import(
+            collection=collection,
+            source=write_file(f"{slug}.qrels", qrels),
+            assessor=UserFactory(username=f"{slug}-import"),
+        )
+        for name, text in runs.items():
+            services.run_import(collection=collection, source=write_file(f"{slug}-{name}", text))
+        return collection
+
+    return load

@@ -102,9 +102,25 @@ def test_list_parameters_at_the_edges_answer_200_not_a_database_error(
     assert response.json()["results"] == []
 
 
+@pytest.mark.parametrize(
+    ("at", "status"),
+    [
+        ("2026-01-01T00:00:00%2B18:00", 200),
+        ("2026-01-01T00:00:00-23:59", 200),
+        ("0001-01-01T00:00:00%2B18:00", 400),
+        ("9999-12-31T23:59:59-23:59", 400),
+    ],
+)
+def test_an_as_of_time_with_any_utc_offset_answers_without_a_database_error(
+    organiser_api: Any, at: str, status: int
+) -> None:
+    response = organiser_api.get(f"/api/v1/collections/edges/as-of/qrels/?at={at}")
+    assert response.status_code == status, response.content
+
+
 def test_a_json_run_rank_beyond_32_bits_is_a_400_naming_the_field(organiser_api: Any) -> None:
-    body = {"name": "big", "results": [{"qid": "q1", "docno": "d1", "score": 1, "rank": 2**31}]}
-    response = organiser_api.post("/api/v1/collections/edges/runs/", body, format="json")
+    body = {"results": [{"qid": "q1", "docno": "d1", "score": 1, "rank": 2**31}]}
+    response = organiser_api.put("/api/v1/collections/edges/runs/big/results/", body, format="json")
     assert response.status_code == 400
     assert "results[0].rank" in response.json()["error"]["fields"]
 

@@ -336,8 +336,8 @@ def test_json_run_without_scores_keeps_the_given_order(
 ) -> None:
     results = [{"qid": "q1", "docno": "d2"}, {"qid": "q1", "docno": "d1"}]
     with django_capture_on_commit_callbacks(execute=True):
-        response = world.client("organiser").post(
-            f"{DEMO}/runs/", {"name": "ordered", "results": results}, format="json"
+        response = world.client("organiser").put(
+            f"{DEMO}/runs/ordered/results/", {"results": results}, format="json"
         )
     assert response.status_code == 201, response.content
     scores = world.client("organiser").get(f"{DEMO}/runs/ordered/scores/?k=2").json()
@@ -353,33 +353,35 @@ def test_run_list_filters_by_owner(world: World) -> None:
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"results": [{"qid": "q1", "docno": "d1"}]}, "name"),
-        ({"name": "x", "results": []}, "results"),
-        ({"name": "x"}, "results"),
-        ({"name": "x y", "results": [{"qid": "q1", "docno": "d1"}]}, "name"),
+        ({"results": []}, "results"),
+        ({}, "results"),
         (
-            {
-                "name": "x",
-                "results": [{"qid": "q1", "docno": "d1", "score": 1}, {"qid": "q1", "docno": "d2"}],
-            },
+            {"results": [{"qid": "q1", "docno": "d1", "score": 1}, {"qid": "q1", "docno": "d2"}]},
             "results",
         ),
-        (
-            {"name": "x", "results": [{"qid": "q1", "docno": "d1"}, {"qid": "q1", "docno": "d1"}]},
-            "results",
-        ),
-        (
-            {"name": "x", "results": [{"qid": "q1", "docno": "d1", "score": "high"}]},
-            "results[0].score",
-        ),
-        ({"name": "base", "results": [{"qid": "q1", "docno": "d1"}]}, "name"),
+        ({"results": [{"qid": "q1", "docno": "d1"}, {"qid": "q1", "docno": "d1"}]}, "results"),
+        ({"results": [{"qid": "q1", "docno": "d1", "score": "high"}]}, "results[0].score"),
+        ({"results": [{"qid": "q1", "docno": "d 1"}]}, "results[0].docno"),
     ],
 )
 def test_bad_json_runs_are_a_400_naming_the_field(
     world: World, body: dict[str, Any], field: str
 ) -> None:
-    error = _error(world.client("organiser").post(f"{DEMO}/runs/", body, format="json"), 400)
-    assert field in error["fields"], error
+    response = world.client("organiser").put(f"{DEMO}/runs/x/results/", body, format="json")
+    assert field in _error(response, 400)["fields"]
+    assert not Run.objects.filter(name="x").exists()
+
+
+def test_a_run_body_in_the_other_content_type_is_a_415(world: World) -> None:
+    """One content type per operation: TREC files are multipart, JSON results go to
+    runs/{name}/results/."""
+    results = {"results": [{"qid": "q1", "docno": "d1"}]}
+    client = world.client("organiser")
+    assert client.post(f"{DEMO}/runs/", {"name": "x", **results}, format="json").status_code == 415
+    assert client.put(f"{DEMO}/runs/x/", results, format="json").status_code == 415
+    upload = client.put(f"{DEMO}/runs/x/results/", _upload(RUN_FILE), format="multipart")
+    assert _error(upload, 415)["code"] == "unsupported_media_type"
+    assert not Run.objects.filter(name="x").exists()
 
 
 def test_a_broken_trec_file_is_a_400_naming_file_line_and_field(world: World) -> None:
@@ -421,7 +423,16 @@ def test_only_organisers_and_the_runs_owner_replace_it(world: World, who: str, s
 
 def test_put_creates_a_missing_run_for_its_caller(world: World) -> None:
     body = {"results": [{"qid": "q1", "docno": "d1", "score": 2.5}]}
-    response = world.client("owner2").put(f"{DEMO}/runs/newer/", body, format="json")
+    response = world.client("owner2").put(f"{DEMO}/runs/newer/results/", body, format="json")
+    assert response.status_code == 201
+    assert response.json()["run"]["owner"] == "owner2"
+    response = world.client("owner2").put(f"{DEMO}/runs/newer/results/", body, format="json")
+    assert response.status_code == 200
+    refused = world.client("owner").put(f"{DEMO}/runs/newer/results/", body, format="json")
+    assert _error(refused, 403)
+    response = world.client("owner2").put(
+        f"{DEMO}/runs/newest/", _upload(RUN_FILE), format="multipart"
+    )
     assert response.status_code == 201
     assert response.json()["run"]["owner"] == "owner2"
 

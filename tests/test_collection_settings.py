@@ -25,7 +25,7 @@ def as_user(username: str | None) -> Client:
 def _post(slug: str | None, levels: list[tuple[Any, str, str]], **fields: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": "Track", "description": "", "gain": "linear", "cutoffs": "5, 10",
-        "missing_queries": "zero", "aggregation": "median",
+        "missing_queries": "zero", "aggregation": "median", "stale_judgements": "count",
         "grades-TOTAL_FORMS": str(len(levels)), "grades-INITIAL_FORMS": "0",
         "grades-MIN_NUM_FORMS": "0", "grades-MAX_NUM_FORMS": "1000",
     }  # fmt: skip

@@ -82,7 +82,7 @@ def test_the_api_gives_the_default_scale_unless_one_is_given(db: None) -> None:
 def _admin_post(rows: list[tuple[int, str, str]], slug: str, **extra: str) -> dict[str, str]:
     data = {
         "slug": slug, "name": slug, "description": "", "gain": "linear", "cutoffs": "[5, 10]",
-        "missing_queries": "zero", "aggregation": "median",
+        "missing_queries": "zero", "aggregation": "median", "stale_judgements": "count",
         "grades-TOTAL_FORMS": str(len(rows)), "grades-INITIAL_FORMS": "0",
         "grades-MIN_NUM_FORMS": "0", "grades-MAX_NUM_FORMS": "1000",
         "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0",

@@ -9,6 +9,7 @@ from django.test import Client
 
 from annotations import scores, services, snapshots
 from annotations.models import Collection, Judgement, Query
+from annotations.scores import rescoring, scheduling
 from annotations.selectors.scores_state import scores_state
 from annotations.services.healing import pending_mark_key, scores_heal_pending
 from tests.factories import UserFactory
@@ -22,13 +23,15 @@ def _fresh_marks() -> Iterator[None]:
 
 
 class Flaky:
-    """`scores_recompute_query` failing its first `failures` calls, then the real one."""
+    """`scores_recompute_query` failing its first `failures` calls, then the real one, where
+    the scheduler after commit and the sweep call it."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
         self.real = scores.scores_recompute_query
         self.failures = failures
         self.calls = 0
-        monkeypatch.setattr(scores, "scores_recompute_query", self)
+        monkeypatch.setattr(scheduling, "scores_recompute_query", self)
+        monkeypatch.setattr(rescoring, "scores_recompute_query", self)
 
     def __call__(self, **kwargs: Any) -> bool:
         self.calls += 1

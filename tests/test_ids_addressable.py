@@ -61,8 +61,9 @@ def test_ids_imported_by_command_and_api_are_reachable_everywhere(
     api = APIClient()
     api.force_authenticate(organiser)
     base = f"/api/v1/collections/{slug}"
-    body = {"name": api_run, "results": [{"qid": qid, "docno": docno}]}
-    assert api.post(f"{base}/runs/", body, format="json").status_code == 201
+    body = {"results": [{"qid": qid, "docno": docno}]}
+    results_url = reverse("api:run-results", args=[slug, api_run])
+    assert api.put(results_url, body, format="json").status_code == 201
     judgement = {"qid": qid, "docno": docno, "grade": 1}
     assert api.post(f"{base}/judgements/", judgement, format="json").status_code == 201
     assert set(Run.objects.filter(collection=collection).values_list("name", flat=True)) == {

@@ -115,26 +115,16 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
             {"qid": "q1", "docno": "d2", "score": 3.5},
             {"qid": "q2", "docno": "d2", "score": 1},
         ]
-        call(
-            organiser,
-            "post",
-            f"{DEMO}/runs/",
-            201,
-            data={"name": "org", "results": results},
-            format="json",
-        )
-        call(
-            assessor,
-            "post",
-            f"{DEMO}/runs/",
-            403,
-            data={"name": "x", "results": results},
-            format="json",
-        )
-        call(owner, "put", f"{DEMO}/runs/sys/", 200, data={"results": results}, format="json")
-        call(owner, "put", f"{DEMO}/runs/new/", 201, data={"results": results}, format="json")
-        call(owner, "put", f"{DEMO}/runs/org/", 403, data={"results": results}, format="json")
-        call(owner, "put", f"{DEMO}/runs/sys/", 400, data={"results": []}, format="json")
+        json_run = {"results": results}
+        call(organiser, "put", f"{DEMO}/runs/org/results/", 201, data=json_run, format="json")
+        call(assessor, "put", f"{DEMO}/runs/x/results/", 403, data=json_run, format="json")
+        call(owner, "put", f"{DEMO}/runs/sys/results/", 200, data=json_run, format="json")
+        call(owner, "put", f"{DEMO}/runs/new/results/", 201, data=json_run, format="json")
+        call(owner, "put", f"{DEMO}/runs/org/results/", 403, data=json_run, format="json")
+        call(owner, "put", f"{DEMO}/runs/sys/results/", 400, data={"results": []}, format="json")
+        upload = {"file": SimpleUploadedFile("sys.run", trec)}
+        call(owner, "put", f"{DEMO}/runs/sys/", 200, data=upload, format="multipart")
+        call(owner, "post", f"{DEMO}/runs/", 415, data=json_run, format="json")
         call(owner, "get", f"{DEMO}/runs/?owner=sys", 200)
         call(owner, "get", f"{DEMO}/runs/sys/", 200)
         call(owner, "get", f"{DEMO}/runs/ghost/", 404)
@@ -183,6 +173,16 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         )
         call(assessor, "delete", f"{DEMO}/judgements/q1/d4/", 204)
         call(organiser, "get", f"{DEMO}/qrels/", 200)
+        topics = {"file": SimpleUploadedFile("t.tsv", b"q3\tthird\n")}
+        call(organiser, "post", f"{DEMO}/imports/topics/", 200, data=topics, format="multipart")
+        docs = {"file": SimpleUploadedFile("d.jsonl", b'{"docno": "d9", "text": "nine"}\n')}
+        call(organiser, "post", f"{DEMO}/imports/documents/", 200, data=docs, format="multipart")
+        qrels = {"file": SimpleUploadedFile("x.qrels", b"q3 0 d9 1\n")}
+        call(organiser, "post", f"{DEMO}/imports/qrels/", 200, data=qrels, format="multipart")
+        bad = {"file": SimpleUploadedFile("x.qrels", b"q3 0 d9 one\n")}
+        call(organiser, "post", f"{DEMO}/imports/qrels/", 400, data=bad, format="multipart")
+        qrels = {"file": SimpleUploadedFile("x.qrels", b"q3 0 d9 1\n")}
+        call(assessor, "post", f"{DEMO}/imports/qrels/", 403, data=qrels, format="multipart")
         call(owner, "get", f"{DEMO}/qrels/", 403)
 
     call(owner, "get", f"{DEMO}/leaderboard/?k=2", 200)

@@ -278,8 +278,8 @@ def test_a_run_without_results_is_refused_by_the_service_and_the_json_api(
 ) -> None:
     with pytest.raises(ValidationError, match="at least one result"):
         services.run_store(collection=track, run_name="none", results={})
-    response = client_of(track, "sys").post(
-        "/api/v1/collections/demo/runs/", {"name": "none", "results": []}, format="json"
+    response = client_of(track, "sys").put(
+        "/api/v1/collections/demo/runs/none/results/", {"results": []}, format="json"
     )
     assert response.status_code == 400
     assert "results" in response.json()["error"]["fields"]

@@ -21,6 +21,7 @@ from annotations.models import (
     Run,
     RunScore,
 )
+from annotations.scores import scheduling
 from tests.factories import CollectionFactory, UserFactory
 
 WRITE = Callable[..., Path]
@@ -220,6 +221,31 @@ def test_a_rescore_rewrites_only_what_differs(worked_example: Collection) -> Non
             assert dict(cursor.fetchall()) == untouched
 
 
+def test_a_rescore_drops_the_scores_of_a_query_no_longer_judged(
+    worked_example: Collection,
+) -> None:
+    """A query without judgements keeps no scores: verify names the stray rows and a
+    rescore, which works one query at a time, deletes them and leaves the rest as it was."""
+    before = sorted(QueryScore.objects.values_list("id", "ndcg"))
+    means = sorted(RunScore.objects.values_list("run_id", "k", "ndcg", "ndcg_sum"))
+    unjudged = Query.objects.create(collection=worked_example, qid="q-unjudged")
+    run = Run.objects.get(name="example")
+    QueryScore.objects.create(
+        run=run, query=unjudged, k=6, ndcg=0.5, dcg=1.0, judged=0.5, ndcg_condensed=0.5
+    )
+    IdealScore.objects.create(query=unjudged, k=6, idcg=2.0)
+    differences = scores.scores_verify(collection=worked_example)
+    assert any("query=q-unjudged k=6: stored" in line for line in differences)
+    assert any(line.startswith("idcg query=q-unjudged k=6") for line in differences)
+    scores.scores_rescore_collection(collection_id=worked_example.id)
+    assert not QueryScore.objects.filter(query=unjudged).exists()
+    assert not IdealScore.objects.filter(query=unjudged).exists()
+    assert sorted(QueryScore.objects.values_list("id", "ndcg")) == before
+    assert sorted(RunScore.objects.values_list("run_id", "k", "ndcg", "ndcg_sum")) == means
+    assert scores.scores_verify(collection=worked_example) == []
+    assert stored_ndcg(worked_example) == oracle(worked_example)
+
+
 def test_collection_cutoff_change_rescores_everything(worked_example: Collection) -> None:
     services.collection_update(collection=worked_example, cutoffs=[2, 6])
     assert sorted(RunScore.objects.values_list("k", flat=True)) == [2, 6]
@@ -229,7 +255,7 @@ def test_collection_cutoff_change_rescores_everything(worked_example: Collection
 def test_a_lost_recomputation_stays_pending_and_rescore_stale_heals_it(
     worked_example: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scores, "run_inline", lambda *args: None)  # the task is lost
+    monkeypatch.setattr(scheduling, "run_inline", lambda *args: None)  # the task is lost
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
     services.judgement_record(
         query=judgement.query, document=judgement.document, assessor=judgement.assessor,
@@ -275,7 +301,7 @@ def test_periodic_sweep_task_heals_pending_queries(
     from ndcg_platform.settings import CELERY_BEAT_SCHEDULE
 
     assert CELERY_BEAT_SCHEDULE["scores-sweep-stale"]["task"] == tasks.scores_sweep_stale.name
-    monkeypatch.setattr(scores, "run_inline", lambda *args: None)  # the recomputation is lost
+    monkeypatch.setattr(scheduling, "run_inline", lambda *args: None)  # the recomputation is lost
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d2")
     services.judgement_record(
         query=judgement.query, document=judgement.document, assessor=judgement.assessor,

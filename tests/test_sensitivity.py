@@ -1,7 +1,7 @@
 """Assessor sensitivity: the leaderboard with each assessor's own grades (Voorhees 2000)."""
 
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
 import pytest
 from scipy.stats import kendalltau
@@ -9,7 +9,7 @@ from scipy.stats import kendalltau
 from annotations import services
 from annotations.models import Collection, RunScore
 from annotations.selectors.sensitivity import assessor_sensitivity
-from tests.factories import CollectionFactory, UserFactory
+from tests.factories import UserFactory
 
 # Two queries, three runs. alice judged everything; bob re-judged three pairs of q1.
 ALICE = """\
@@ -29,16 +29,15 @@ RUNS = {
 }
 
 
-def _load(slug: str, qrels: str, write_file: Callable[..., Path]) -> Collection:
-    collection = CollectionFactory(slug=slug, cutoffs=[2])  # median: ties go to the lower
-    services.judgements_import(
-        collection=collection,
-        source=write_file(f"{slug}.qrels", qrels),
-        assessor=UserFactory(username=f"{slug}-alice"),
-    )
-    for name, text in RUNS.items():
-        services.run_import(collection=collection, source=write_file(f"{slug}-{name}", text))
-    return collection
+def _with_bob(campaign: Collection) -> Any:
+    """Bob re-judges three pairs of q1 (the rule is the median: ties go to the lower grade)."""
+    bob = UserFactory(username="bob")
+    for (qid, docno), grade in BOB.items():
+        services.judgement_record(
+            query=campaign.queries.get(qid=qid), document=campaign.documents.get(docno=docno),
+            assessor=bob, grade=grade, source="api",
+        )  # fmt: skip
+    return bob
 
 
 def _means(collection: Collection) -> dict[str, float]:
@@ -48,42 +47,30 @@ def _means(collection: Collection) -> dict[str, float]:
 
 
 def test_each_assessors_ranking_equals_a_collection_judged_with_their_grades(
-    transactional_db: None, write_file: Callable[..., Path]
+    load_trec: Callable[..., Collection],
 ) -> None:
-    campaign = _load("campaign", ALICE, write_file)
-    bob = UserFactory(username="bob")
-    for (qid, docno), grade in BOB.items():
-        services.judgement_record(
-            query=campaign.queries.get(qid=qid), document=campaign.documents.get(docno=docno),
-            assessor=bob, grade=grade, source="api",
-        )  # fmt: skip
+    campaign = load_trec("campaign", ALICE, RUNS)
+    _with_bob(campaign)
     # Rule "median": the effective grade of a pair judged twice is the lower one.
     effective_qrels = ALICE.replace("q1 0 d1 3", "q1 0 d1 0")
     bobs_qrels = ALICE.replace("q1 0 d1 3", "q1 0 d1 0").replace("q1 0 d2 0", "q1 0 d2 3")
-    alice_name = "campaign-alice"
+    alice_name = "campaign-import"
     result = assessor_sensitivity(collection=campaign, k=2)
 
     assert result.shared_pairs == 3
     assert result.effective_means == _means(campaign)  # the leaderboard's own means, bit for bit
-    assert result.effective_means == _means(_load("eff", effective_qrels, write_file))
+    assert result.effective_means == _means(load_trec("eff", effective_qrels, RUNS))
     by_name = {row.assessor: row for row in result.assessors}
     assert set(by_name) == {alice_name, "bob"}
-    assert by_name["bob"].means == _means(_load("bobs", bobs_qrels, write_file))
-    assert by_name[alice_name].means == _means(_load("alices", ALICE, write_file))
+    assert by_name["bob"].means == _means(load_trec("bobs", bobs_qrels, RUNS))
+    assert by_name[alice_name].means == _means(load_trec("alices", ALICE, RUNS))
     assert (by_name["bob"].judged, by_name["bob"].differing, by_name["bob"].queries) == (3, 1, 1)
     assert (by_name[alice_name].differing, by_name[alice_name].queries) == (1, 1)
 
 
-def test_rankings_taus_and_swings_by_hand(
-    transactional_db: None, write_file: Callable[..., Path]
-) -> None:
-    campaign = _load("campaign", ALICE, write_file)
-    bob = UserFactory(username="bob")
-    for (qid, docno), grade in BOB.items():
-        services.judgement_record(
-            query=campaign.queries.get(qid=qid), document=campaign.documents.get(docno=docno),
-            assessor=bob, grade=grade, source="api",
-        )  # fmt: skip
+def test_rankings_taus_and_swings_by_hand(load_trec: Callable[..., Collection]) -> None:
+    campaign = load_trec("campaign", ALICE, RUNS)
+    _with_bob(campaign)
     result = assessor_sensitivity(collection=campaign, k=2)
     # nDCG@2, linear gain; IDCG from the grades in use. Effective q1: d1 0, d2 0, d3 1, d4 0
     # (IDCG 1): top (d1, d2) 0, mid (d3, d1) 1, low (d2, d4) 0. q2 (alice alone): e1 2, e3 1,
@@ -95,7 +82,7 @@ def test_rankings_taus_and_swings_by_hand(
     # low 3/3.63 = 0.83 -> means top 0.76, mid 0.57, low 0.41.
     # Alice's q1: d1 3, d3 1: top 0.83, mid 0.80, low 0 -> top 0.91, mid 0.83, low 0.
     assert by_name["bob"].ranking == ["top", "mid", "low"]
-    assert by_name["campaign-alice"].ranking == ["top", "mid", "low"]
+    assert by_name["campaign-import"].ranking == ["top", "mid", "low"]
     # Against the effective scores (low, mid, top): (low, mid) and (low, top) concordant,
     # (mid, top) discordant: tau = (2 - 1) / 3. tau_ap, effective as truth: mid is placed
     # under top (0/1), low under both (2/2): 2/2 * 1 - 1 = 0.
@@ -107,37 +94,28 @@ def test_rankings_taus_and_swings_by_hand(
     ).statistic
     assert bob_row.tau == pytest.approx(expected)
     (pair,) = result.pairs
-    assert {pair.first, pair.second} == {"campaign-alice", "bob"}
+    assert {pair.first, pair.second} == {"campaign-import", "bob"}
     assert pair.tau == pytest.approx(1.0) and pair.tau_ap == pytest.approx(1.0)
     swings = {row.run: (row.best, row.worst, row.swing) for row in result.swings}
     assert swings == {"mid": (1, 2, 1), "top": (1, 2, 1), "low": (3, 3, 0)}
     assert [row.run for row in result.swings] == ["mid", "top", "low"]
 
 
-def test_no_shared_pairs_means_no_assessor_rankings(
-    transactional_db: None, write_file: Callable[..., Path]
-) -> None:
-    campaign = _load("campaign", ALICE, write_file)
+def test_no_shared_pairs_means_no_assessor_rankings(load_trec: Callable[..., Collection]) -> None:
+    campaign = load_trec("campaign", ALICE, RUNS)
     result = assessor_sensitivity(collection=campaign, k=2)
     assert result.shared_pairs == 0 and result.assessors == [] and result.pairs == []
     assert result.effective == ["top", "mid", "low"]  # alice alone: her grades
     assert all(row.swing == 0 for row in result.swings)
 
 
-def test_the_api_gives_organisers_the_same_figures(
-    transactional_db: None, write_file: Callable[..., Path]
-) -> None:
+def test_the_api_gives_organisers_the_same_figures(load_trec: Callable[..., Collection]) -> None:
     from rest_framework.test import APIClient
 
     from annotations.models import Membership
 
-    campaign = _load("campaign", ALICE, write_file)
-    bob = UserFactory(username="bob")
-    for (qid, docno), grade in BOB.items():
-        services.judgement_record(
-            query=campaign.queries.get(qid=qid), document=campaign.documents.get(docno=docno),
-            assessor=bob, grade=grade, source="api",
-        )  # fmt: skip
+    campaign = load_trec("campaign", ALICE, RUNS)
+    bob = _with_bob(campaign)
     olga = UserFactory(username="olga")
     Membership.objects.create(collection=campaign, user=olga, role=Membership.ORGANISER)
     Membership.objects.create(collection=campaign, user=bob, role=Membership.ASSESSOR)

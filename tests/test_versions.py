@@ -1,7 +1,6 @@
 """Qrels versions: cheap tags, byte-identical exports later, leaderboards and diffs as of."""
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -16,7 +15,7 @@ from annotations.selectors.versions import (
     versions_diff,
 )
 from annotations.services.versions import qrels_version_tag
-from tests.factories import CollectionFactory, UserFactory
+from tests.factories import UserFactory
 
 QRELS = """\
 q1 0 d1 3
@@ -30,18 +29,6 @@ RUNS = {
     "mid": "q1 Q0 d3 1 3 mid\nq1 Q0 d1 2 2 mid\nq2 Q0 e2 1 2 mid\nq2 Q0 e1 2 1 mid\n",
     "low": "q1 Q0 d2 1 3 low\nq1 Q0 d4 2 2 low\nq2 Q0 e2 1 2 low\n",
 }
-
-
-def _load(slug: str, qrels: str, write_file: Callable[..., Path]) -> Collection:
-    collection = CollectionFactory(slug=slug, cutoffs=[2, 3])
-    services.judgements_import(
-        collection=collection,
-        source=write_file(f"{slug}.qrels", qrels),
-        assessor=UserFactory(username=f"{slug}-import"),
-    )
-    for name, text in RUNS.items():
-        services.run_import(collection=collection, source=write_file(f"{slug}-{name}", text))
-    return collection
 
 
 def _export(collection: Collection) -> str:
@@ -72,9 +59,9 @@ def _judge_more(collection: Collection) -> None:
 
 
 def test_a_version_exports_the_same_bytes_before_and_after_further_judging(
-    transactional_db: None, write_file: Callable[..., Path]
+    load_trec: Callable[..., Collection],
 ) -> None:
-    campaign = _load("campaign", QRELS, write_file)
+    campaign = load_trec("campaign", QRELS, RUNS, [2, 3])
     first = qrels_version_tag(collection=campaign, name="round-1", note="after the import")
     then = _export(campaign)
     assert _as_text(campaign, Mark.of_version(first)) == then
@@ -89,9 +76,9 @@ def test_a_version_exports_the_same_bytes_before_and_after_further_judging(
 
 
 def test_a_version_by_time_is_the_history_up_to_that_moment(
-    transactional_db: None, write_file: Callable[..., Path]
+    load_trec: Callable[..., Collection],
 ) -> None:
-    campaign = _load("campaign", QRELS, write_file)
+    campaign = load_trec("campaign", QRELS, RUNS, [2, 3])
     version = qrels_version_tag(collection=campaign, name="v1")
     then = _export(campaign)
     _judge_more(campaign)
@@ -99,12 +86,12 @@ def test_a_version_by_time_is_the_history_up_to_that_moment(
 
 
 def test_the_leaderboard_as_of_a_version_equals_a_collection_loaded_with_its_qrels(
-    transactional_db: None, write_file: Callable[..., Path]
+    load_trec: Callable[..., Collection],
 ) -> None:
-    campaign = _load("campaign", QRELS, write_file)
+    campaign = load_trec("campaign", QRELS, RUNS, [2, 3])
     _judge_more(campaign)
     version = qrels_version_tag(collection=campaign, name="final")
-    fresh = _load("fresh", _as_text(campaign, Mark.of_version(version)), write_file)
+    fresh = load_trec("fresh", _as_text(campaign, Mark.of_version(version)), RUNS, [2, 3])
     for k in (2, 3):
         board = leaderboard_as_of(collection=campaign, mark=Mark.of_version(version), k=k)
         stored = dict(
@@ -115,9 +102,9 @@ def test_the_leaderboard_as_of_a_version_equals_a_collection_loaded_with_its_qre
 
 
 def test_the_diff_of_two_versions_lists_pairs_scores_ranks_and_tau(
-    transactional_db: None, write_file: Callable[..., Path]
+    load_trec: Callable[..., Collection],
 ) -> None:
-    campaign = _load("campaign", QRELS, write_file)
+    campaign = load_trec("campaign", QRELS, RUNS, [2, 3])
     first = Mark.of_version(qrels_version_tag(collection=campaign, name="a"))
     _judge_more(campaign)
     second = Mark.of_version(qrels_version_tag(collection=campaign, name="b"))
@@ -138,10 +125,8 @@ def test_the_diff_of_two_versions_lists_pairs_scores_ranks_and_tau(
     assert diff.tau == pytest.approx(expected)
 
 
-def test_a_version_name_is_unique_in_its_collection(
-    transactional_db: None, write_file: Callable[..., Path]
-) -> None:
-    campaign = _load("campaign", QRELS, write_file)
+def test_a_version_name_is_unique_in_its_collection(load_trec: Callable[..., Collection]) -> None:
+    campaign = load_trec("campaign", QRELS, RUNS, [2, 3])
     qrels_version_tag(collection=campaign, name="v1")
     with pytest.raises(ValidationError, match="name"):
         qrels_version_tag(collection=campaign, name="v1")
@@ -149,14 +134,12 @@ def test_a_version_name_is_unique_in_its_collection(
         qrels_version_tag(collection=campaign, name="not a slug")
 
 
-def test_the_api_tags_exports_and_scores_versions(
-    transactional_db: None, write_file: Callable[..., Path]
-) -> None:
+def test_the_api_tags_exports_and_scores_versions(load_trec: Callable[..., Collection]) -> None:
     from rest_framework.test import APIClient
 
     from annotations.models import Membership
 
-    campaign = _load("campaign", QRELS, write_file)
+    campaign = load_trec("campaign", QRELS, RUNS, [2, 3])
     olga = UserFactory(username="olga-api")
     Membership.objects.create(collection=campaign, user=olga, role=Membership.ORGANISER)
     client = APIClient()
@@ -185,13 +168,13 @@ def test_the_api_tags_exports_and_scores_versions(
 
 
 def test_the_versions_pages_tag_list_download_score_and_compare(
-    transactional_db: None, write_file: Callable[..., Path]
+    load_trec: Callable[..., Collection],
 ) -> None:
     from django.test import Client
 
     from annotations.models import Membership
 
-    campaign = _load("campaign", QRELS, write_file)
+    campaign = load_trec("campaign", QRELS, RUNS, [2, 3])
     olga = UserFactory(username="olga-pages")
     Membership.objects.create(collection=campaign, user=olga, role=Membership.ORGANISER)
     client = Client()

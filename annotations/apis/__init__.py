@@ -3,8 +3,9 @@ services and selectors."""
 
 from annotations.apis.catalogue import DocumentListCreateApi, QueryListCreateApi
 from annotations.apis.collections import CollectionDetailApi, CollectionListCreateApi
+from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsImportApi
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
-from annotations.apis.runs import RunDetailApi, RunListCreateApi
+from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi
 from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
 from annotations.apis.sensitivity import SensitivityApi
 from annotations.apis.tokens import TokenApi
@@ -22,12 +23,14 @@ __all__ = [
     "CollectionListCreateApi",
     "CompareApi",
     "DocumentListCreateApi",
+    "DocumentsImportApi",
     "JudgementDetailApi",
     "JudgementListCreateApi",
     "LeaderboardApi",
     "LeaderboardAsOfApi",
     "QrelsApi",
     "QrelsAsOfApi",
+    "QrelsImportApi",
     "QrelsVersionLeaderboardApi",
     "QrelsVersionListApi",
     "QrelsVersionQrelsApi",
@@ -35,8 +38,10 @@ __all__ = [
     "QueryListCreateApi",
     "RunDetailApi",
     "RunListCreateApi",
+    "RunResultsApi",
     "RunScoresApi",
     "SensitivityApi",
     "TokenApi",
+    "TopicsImportApi",
     "leaderboard_body",
 ]

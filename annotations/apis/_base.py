@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any, cast
 
 import django_filters
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import MethodNotAllowed, ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,6 +18,7 @@ from rest_framework.views import APIView
 
 from annotations import selectors
 from annotations.access import Access
+from annotations.api_errors import UploadTooLarge
 from annotations.models import Collection
 from annotations.permissions import (
     ASSESSOR,
@@ -37,8 +40,29 @@ def _errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 K_PARAMETER = OpenApiParameter(
-    "k", int, description="Cutoff; one of the collection's cutoffs (default 10 or the middle)."
+    "k",
+    {"type": "integer", "minimum": 1, "maximum": 1000},
+    description="The cutoff: one of the collection's `cutoffs` (any other value is a 400). "
+    "Default: 10 if it is one of them, else the middle cutoff.",
 )
+
+
+def _max_upload_bytes() -> int:
+    return int(settings.NDCG_MAX_UPLOAD_MB) * 1024 * 1024
+
+
+def refuse_large_body(request: Request) -> None:
+    """A 413 before the body is read when its declared length is over NDCG_MAX_UPLOAD_MB."""
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    if length.isdigit() and int(length) > _max_upload_bytes():
+        raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
+
+
+def checked_upload(upload: UploadedFile) -> UploadedFile:
+    """The uploaded file, or a 413 when it is over NDCG_MAX_UPLOAD_MB."""
+    if upload.size is not None and upload.size > _max_upload_bytes():
+        raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
+    return upload
 
 
 def _cutoff(collection: Collection, request: Request) -> int:
@@ -50,6 +74,14 @@ def _cutoff(collection: Collection, request: Request) -> int:
 
 class ApiView(APIView):
     """Base of every API view (errors get one body through settings' EXCEPTION_HANDLER)."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # A method the resource lacks is a 405 (with Allow) for every caller: before the
+        # caller's authentication and role are asked about, which it does not depend on.
+        method = (request.method or "").lower()
+        if method not in self.http_method_names or not hasattr(self, method):
+            raise MethodNotAllowed(request.method or "")
+        super().initial(request, *args, **kwargs)
 
 
 class CollectionApiView(ApiView):

@@ -44,10 +44,14 @@ class JudgementFilter(django_filters.FilterSet):
     grade_min = django_filters.NumberFilter(field_name="grade", lookup_expr="gte")
     grade_max = django_filters.NumberFilter(field_name="grade", lookup_expr="lte")
     updated_after = django_filters.IsoDateTimeFilter(method="filter_updated_after")
+    stale = django_filters.BooleanFilter(help_text="Judgements whose document changed since")
 
     class Meta:
         model = Judgement
-        fields = ["qid", "docno", "assessor", "grade", "grade_min", "grade_max", "updated_after"]
+        fields = [
+            "qid", "docno", "assessor", "grade", "grade_min", "grade_max", "updated_after",
+            "stale",
+        ]  # fmt: skip
 
     def filter_updated_after(
         self, queryset: QuerySet[Judgement], name: str, value: datetime

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import BinaryIO, cast
 
 import django_filters
-from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -16,13 +15,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import services
-from annotations.api_errors import UploadTooLarge
 from annotations.apis._base import (
     RUN_WRITERS,
     CollectionApiView,
     _errors,
     _fake,
     _user,
+    checked_upload,
+    refuse_large_body,
 )
 from annotations.models import Run
 from annotations.parsers import SafeJSONParser
@@ -66,16 +66,11 @@ def _written(imported: list[services.RunImported]) -> dict[str, object]:
     return {**items[0], "runs": items}
 
 
-RUN_REQUEST = {
-    "multipart/form-data": RunUploadSerializer,
-    "application/json": RunJsonSerializer,
-}
-
-
 class RunWriting(CollectionApiView):
-    """Run creation and replacement from a multipart TREC file or JSON results."""
+    """Run creation and replacement: a TREC file (multipart) here, JSON results at
+    runs/{name}/results/ (one content type per operation, as generated clients need)."""
 
-    parser_classes = [SafeJSONParser, MultiPartParser]
+    parser_classes = [MultiPartParser]
 
     def may_change(self, run: Run) -> bool:
         """Whether the caller may replace or delete this run (decided on the locked row)."""
@@ -86,53 +81,48 @@ class RunWriting(CollectionApiView):
     def store(
         self, request: Request, *, run_name: str | None, replace: bool
     ) -> list[services.RunImported]:
-        """Store the request's run (or runs, one per tag, with `split_tags`)."""
-        limit = settings.NDCG_MAX_UPLOAD_MB * 1024 * 1024
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > limit:  # refuse before reading the body
-            raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
-        owner = _user(request)
+        """Store the request's run file (or its runs, one per tag, with `split_tags`)."""
+        refuse_large_body(request)
+        upload_form = RunUploadSerializer(data=request.data)
+        upload_form.is_valid(raise_exception=True)
+        upload = checked_upload(upload_form.validated_data["file"])
+        split_tags = upload_form.validated_data["split_tags"]
+        if split_tags and run_name is not None:
+            problem = "A PUT names one run: POST the file to runs/ to split its tags."
+            raise ValidationError({"split_tags": [problem]})
         try:
-            if (request.content_type or "").startswith("multipart/"):
-                upload_form = RunUploadSerializer(data=request.data)
-                upload_form.is_valid(raise_exception=True)
-                upload = upload_form.validated_data["file"]
-                if upload.size > limit:
-                    raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
-                split_tags = upload_form.validated_data["split_tags"]
-                if split_tags and run_name is not None:
-                    problem = "A PUT names one run: POST the file to runs/ to split its tags."
-                    raise ValidationError({"split_tags": [problem]})
-                return services.run_files_import(
-                    collection=self.collection,
-                    sources=[cast(BinaryIO, upload)],
-                    names=[upload.name],
-                    run_name=run_name or upload_form.validated_data.get("name"),
-                    split_tags=split_tags,
-                    owner=owner,
-                    description=upload_form.validated_data["description"],
-                    replace=replace,
-                    may_replace=self.may_change,
-                )
-            form = RunJsonSerializer(data=request.data)
-            form.is_valid(raise_exception=True)
-            name = run_name or form.validated_data.get("name")
-            if not name:
-                raise ValidationError({"name": ["A run name is required."]})
-            run, count = services.run_store(
+            return services.run_files_import(
                 collection=self.collection,
-                run_name=name,
-                results=form.grouped(),
-                owner=owner,
-                description=form.validated_data["description"],
+                sources=[cast(BinaryIO, upload)],
+                names=[upload.name],
+                run_name=run_name or upload_form.validated_data.get("name"),
+                split_tags=split_tags,
+                owner=_user(request),
+                description=upload_form.validated_data["description"],
                 replace=replace,
                 may_replace=self.may_change,
             )
-            return [services.RunImported(run, count, "results")]
         except TrecFormatError:
             raise
         except ValueError as error:  # a ranking the scorer cannot order
             raise ValidationError({"results": [str(error)]}) from None
+
+    def store_json(self, request: Request, *, run_name: str) -> list[services.RunImported]:
+        form = RunJsonSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            run, count = services.run_store(
+                collection=self.collection,
+                run_name=run_name,
+                results=form.grouped(),
+                owner=_user(request),
+                description=form.validated_data["description"],
+                replace=True,
+                may_replace=self.may_change,
+            )
+        except ValueError as error:  # a ranking the scorer cannot order
+            raise ValidationError({"results": [str(error)]}) from None
+        return [services.RunImported(run, count, "results")]
 
 
 class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
@@ -156,13 +146,14 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
         return self.get_paginated_response(RunSerializer(page, many=True).data)
 
     @extend_schema(
-        summary="Submit a run (organisers and system owners): TREC file or JSON results",
-        description="multipart/form-data with `file` (a TREC run: `qid Q0 docno rank score "
-        "tag`; named by `name` or the tag; with `split_tags=true` one run per tag, all listed "
-        "in `runs`), or JSON `{name, description, results: [{qid, docno, score?}]}` "
-        "(without scores the given order per query is the ranking). The caller becomes the "
-        "run's owner. Scores are computed after the write commits.",
-        request=RUN_REQUEST,
+        summary="Submit a run as a TREC file (organisers and system owners)",
+        description="`file`: a TREC run, `qid Q0 docno rank score tag`, named by `name` or "
+        "by its tag; a run of that name must not exist yet (replace it with PUT). With "
+        "`split_tags=true` a file of several tags becomes one run per tag, all listed in "
+        "`runs`. All or nothing: a bad line is a 400 naming file, line and field. JSON results "
+        "go to PUT runs/{name}/results/. The caller becomes the run's owner. Scores are "
+        "computed after the write commits.",
+        request={"multipart/form-data": RunUploadSerializer},
         responses={201: RunWriteSerializer, **_errors(400, 401, 403, 404, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -189,9 +180,9 @@ class RunDetailApi(RunWriting):
         return Response(RunSerializer(run).data)
 
     @extend_schema(
-        summary="Replace a run's results, or create it (its organisers or owner)",
-        description="Same bodies as POST .../runs/; the URL names the run.",
-        request=RUN_REQUEST,
+        summary="Replace a run from a TREC file, or create it (organisers, or its owner)",
+        description="The same body as POST runs/; the URL names the run (`name` is ignored).",
+        request={"multipart/form-data": RunUploadSerializer},
         responses={
             200: RunWriteSerializer,
             201: RunWriteSerializer,
@@ -219,3 +210,30 @@ class RunDetailApi(RunWriting):
         self._check_owner(run)
         services.run_delete(run=run, may_delete=self.may_change)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunResultsApi(RunWriting):
+    roles = {"PUT": RUN_WRITERS}
+    parser_classes = [SafeJSONParser]
+
+    @extend_schema(
+        summary="Replace a run's results from JSON, or create it (organisers, or its owner)",
+        description="`{description, results: [{qid, docno, score?, rank?}]}`; without scores "
+        "the given order per query is the ranking. The URL names the run; the caller becomes "
+        "the owner of a run this creates. Scores are computed after the write commits.",
+        request=RunJsonSerializer,
+        responses={
+            200: RunWriteSerializer,
+            201: RunWriteSerializer,
+            **_errors(400, 401, 403, 404),
+        },
+    )
+    def put(self, request: Request, slug: str, name: str) -> Response:
+        existing = Run.objects.filter(collection=self.collection, name=name).first()
+        if existing is not None and not self.may_change(existing):
+            raise PermissionDenied("System owners may change only their own runs.")
+        written = _written(self.store_json(request, run_name=name))
+        return Response(
+            RunWriteSerializer(written).data,
+            status=status.HTTP_200_OK if existing else status.HTTP_201_CREATED,
+        )

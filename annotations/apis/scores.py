@@ -28,6 +28,7 @@ from annotations.serializers import (
     ComparisonSerializer,
     RunScoresSerializer,
 )
+from annotations.serializers.fields import ID_SCHEMA
 from annotations.services import impact as impact_services
 
 
@@ -147,8 +148,12 @@ class CompareApi(CollectionApiView):
     @extend_schema(
         summary="Compare two runs at k: per-query differences, p-value, wins/ties/losses",
         parameters=[
-            OpenApiParameter("a", str, required=True, description="First run's name."),
-            OpenApiParameter("b", str, required=True, description="Second run's name."),
+            OpenApiParameter(
+                "a", ID_SCHEMA, required=True, description="The first run's name, as it is."
+            ),
+            OpenApiParameter(
+                "b", ID_SCHEMA, required=True, description="The second run's name, as it is."
+            ),
             K_PARAMETER,
         ],
         responses={200: ComparisonSerializer, **_errors(400, 401, 403, 404)},

@@ -5,55 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.apis._base import K_PARAMETER, STAFF_ROLES, CollectionApiView, _cutoff, _errors
 from annotations.selectors.sensitivity import assessor_sensitivity
-
-
-class AssessorRankingSerializer(serializers.Serializer):
-    assessor = serializers.CharField()
-    judged = serializers.IntegerField(help_text="Pairs this assessor judged")
-    differing = serializers.IntegerField(help_text="Of which the grade differs from the effective")
-    queries = serializers.IntegerField(help_text="Queries scored again with their grades")
-    ranking = serializers.ListField(child=serializers.CharField(), help_text="Runs, best first")
-    means = serializers.DictField(child=serializers.FloatField(), help_text="Run -> mean nDCG@k")
-    tau = serializers.FloatField(
-        allow_null=True, help_text="Kendall's tau-b against the effective ranking"
-    )
-    tau_ap = serializers.FloatField(
-        allow_null=True, help_text="AP correlation, the effective ranking as truth"
-    )
-
-
-class RankingPairSerializer(serializers.Serializer):
-    first = serializers.CharField()
-    second = serializers.CharField()
-    tau = serializers.FloatField(allow_null=True)
-    tau_ap = serializers.FloatField(allow_null=True, help_text="Mean of both directions")
-
-
-class RunSwingSerializer(serializers.Serializer):
-    run = serializers.CharField()
-    effective_rank = serializers.IntegerField()
-    best = serializers.IntegerField()
-    worst = serializers.IntegerField()
-    swing = serializers.IntegerField(help_text="worst - best")
-
-
-class SensitivitySerializer(serializers.Serializer):
-    collection = serializers.CharField()
-    k = serializers.IntegerField()
-    shared_pairs = serializers.IntegerField(help_text="Pairs judged by two or more assessors")
-    effective = serializers.ListField(
-        child=serializers.CharField(), help_text="The leaderboard's ranking, best first"
-    )
-    effective_means = serializers.DictField(child=serializers.FloatField())
-    assessors = AssessorRankingSerializer(many=True)
-    pairs = RankingPairSerializer(many=True)
-    swings = RunSwingSerializer(many=True, help_text="Largest swing first")
+from annotations.serializers.sensitivity import (
+    SensitivitySerializer,
+)
 
 
 class SensitivityApi(CollectionApiView):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated
 from rest_framework.permissions import AllowAny
@@ -17,18 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.apis._base import ApiView, _errors, _user
-
-
-class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150, trim_whitespace=False)
-    password = serializers.CharField(
-        max_length=4096, trim_whitespace=False, style={"input_type": "password"}
-    )
-
-
-class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField(help_text="Send as `Authorization: Token <token>`.")
-    username = serializers.CharField()
+from annotations.serializers.tokens import (
+    TokenRequestSerializer,
+    TokenSerializer,
+)
 
 
 class TokenApi(ApiView):

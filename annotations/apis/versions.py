@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,73 +30,13 @@ from annotations.selectors.versions import (
     qrels_text_as_of,
     versions_diff,
 )
+from annotations.serializers.versions import (
+    LeaderboardAsOfSerializer,
+    QrelsVersionCreateSerializer,
+    QrelsVersionSerializer,
+    VersionsDiffSerializer,
+)
 from annotations.services.versions import qrels_version_tag
-
-
-class QrelsVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
-    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
-    )
-
-    class Meta:
-        model = QrelsVersion
-        fields = [
-            "name", "note", "created", "created_by", "history_id", "aggregation", "gain",
-            "missing_queries",
-        ]  # fmt: skip
-        read_only_fields = fields
-
-
-class QrelsVersionCreateSerializer(serializers.Serializer):
-    name = serializers.SlugField(max_length=100)
-    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
-
-
-class RunAsOfSerializer(serializers.Serializer):
-    run = serializers.CharField()
-    rank = serializers.IntegerField()
-    ndcg = serializers.FloatField()
-    judged = serializers.FloatField()
-    queries = serializers.IntegerField()
-
-
-class LeaderboardAsOfSerializer(serializers.Serializer):
-    collection = serializers.CharField()
-    mark = serializers.CharField(help_text="The version's name, or the time")
-    k = serializers.IntegerField()
-    pairs = serializers.IntegerField(help_text="Judged pairs in these qrels")
-    queries = serializers.IntegerField(help_text="Judged queries")
-    runs = RunAsOfSerializer(many=True)
-
-
-class PairChangeSerializer(serializers.Serializer):
-    qid = serializers.CharField()
-    docno = serializers.CharField()
-    before = serializers.IntegerField(allow_null=True)
-    after = serializers.IntegerField(allow_null=True)
-
-
-class RunChangeSerializer(serializers.Serializer):
-    run = serializers.CharField()
-    before = serializers.FloatField()
-    after = serializers.FloatField()
-    change = serializers.FloatField()
-    rank_before = serializers.IntegerField()
-    rank_after = serializers.IntegerField()
-
-
-class VersionsDiffSerializer(serializers.Serializer):
-    collection = serializers.CharField()
-    a = serializers.CharField()
-    b = serializers.CharField()
-    k = serializers.IntegerField()
-    added = PairChangeSerializer(many=True)
-    changed = PairChangeSerializer(many=True)
-    removed = PairChangeSerializer(many=True)
-    runs = RunChangeSerializer(many=True)
-    tau = serializers.FloatField(allow_null=True)
-    tau_ap = serializers.FloatField(allow_null=True)
-
 
 AT_PARAMETER = OpenApiParameter(
     "at", OpenApiTypes.DATETIME, required=True, description="ISO 8601 time, e.g. 2026-12-01T10:00Z"
@@ -120,6 +60,10 @@ def _at(request: Request, collection: Collection, field: str = "at") -> Mark:
         raise ValidationError({field: ["Give a time in ISO 8601, e.g. 2026-12-01T10:00:00Z."]})
     if timezone.is_naive(moment):
         moment = timezone.make_aware(moment, timezone.get_default_timezone())
+    try:  # in UTC: PostgreSQL refuses UTC offsets of 16 hours and more, ISO 8601 does not
+        moment = moment.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError({field: ["The time is out of range."]}) from None
     return Mark.of_time(collection, moment)
 
 

@@ -6,11 +6,17 @@ from typing import Any
 
 from django import forms
 
-from annotations.models import AGGREGATION_CHOICES, GAIN_CHOICES, MISSING_CHOICES, Collection
+from annotations.models import (
+    AGGREGATION_CHOICES,
+    GAIN_CHOICES,
+    MISSING_CHOICES,
+    STALE_CHOICES,
+    Collection,
+)
 
 SETTINGS = (
-    "name", "description", "gain", "missing_queries", "aggregation", "public_leaderboard",
-    "assessors_see_leaderboard",
+    "name", "description", "gain", "missing_queries", "aggregation", "stale_judgements",
+    "public_leaderboard", "assessors_see_leaderboard",
 )  # fmt: skip
 
 
@@ -46,6 +52,11 @@ class CollectionForm(forms.Form):
         choices=AGGREGATION_CHOICES, initial="median",
         label="Several assessors' grades of one pair",
         help_text="An organiser's adjudication overrides the rule.",
+    )  # fmt: skip
+    stale_judgements = forms.ChoiceField(
+        choices=STALE_CHOICES, initial="count",
+        label="Judgements given before their document's text changed",
+        help_text="Stale judgements are flagged on the pages either way.",
     )  # fmt: skip
     public_leaderboard = forms.BooleanField(
         required=False,

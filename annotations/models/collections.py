@@ -21,6 +21,10 @@ MISSING_CHOICES = [
     ("zero", "Counts 0 (trec_eval -c)"),
     ("skip", "Left out of the run's mean (trec_eval default)"),
 ]
+STALE_CHOICES = [
+    ("count", "Count them (flagged stale)"),
+    ("exclude", "Leave them out of scoring until re-judged"),
+]
 AGGREGATION_CHOICES = [
     ("median", "Median (lower median on a tie)"),
     ("majority", "Majority"),
@@ -57,6 +61,12 @@ class Collection(models.Model):
         help_text="What a judged query that a run did not answer counts as.",
     )
     aggregation = models.CharField(max_length=10, choices=AGGREGATION_CHOICES, default="median")
+    stale_judgements = models.CharField(
+        max_length=8,
+        choices=STALE_CHOICES,
+        default="count",
+        help_text="Whether judgements whose document text changed since still count for scoring.",
+    )
     public_leaderboard = models.BooleanField(
         default=False, help_text="Anyone, logged in or not, may read the leaderboard."
     )
@@ -83,6 +93,10 @@ class Collection(models.Model):
             models.CheckConstraint(
                 condition=Q(aggregation__in=["median", "majority", "mean"]),
                 name="collection_aggregation_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(stale_judgements__in=["count", "exclude"]),
+                name="collection_stale_judgements_valid",
             ),
         ]
 

@@ -21,6 +21,11 @@ class Judgement(models.Model):
     )
     grade = models.SmallIntegerField()
     note = models.TextField(blank=True)
+    stale = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="The document's text changed after this grade was given (see history)",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -48,6 +53,7 @@ class JudgementHistory(models.Model):
         ("import", "Qrels import"),
         ("admin", "Admin"),
         ("adjudication", "Adjudication"),
+        ("stale", "Document changed: judgement marked stale"),
         ("other", "Other (direct database change)"),
     ]
 

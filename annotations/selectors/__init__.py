@@ -38,21 +38,29 @@ def _aggregate(
 
 
 def effective_grades_statement(*, query_id: int) -> tuple[str, list[Any]]:
-    """The read behind `effective_grades` (rows: document id, grade, adjudication flag)."""
+    """The read behind `effective_grades` (rows: document id, grade, adjudication flag,
+    stale flag)."""
     return (
-        f"SELECT document_id, grade, 0 FROM {Judgement._meta.db_table} WHERE query_id = %s "
-        f"UNION ALL SELECT document_id, grade, 1 FROM {Adjudication._meta.db_table} "
+        f"SELECT document_id, grade, 0, stale FROM {Judgement._meta.db_table} "
+        "WHERE query_id = %s "
+        f"UNION ALL SELECT document_id, grade, 1, FALSE FROM {Adjudication._meta.db_table} "
         "WHERE query_id = %s",
         [query_id, query_id],
     )
 
 
-def effective_grades_from_rows(rows: Iterable[tuple[int, int, int]], rule: str) -> dict[int, int]:
+def effective_grades_from_rows(
+    rows: Iterable[tuple[int, int, int, Any]], rule: str, *, include_stale: bool = True
+) -> dict[int, int]:
+    """Document id -> effective grade from `effective_grades_statement`'s rows; stale
+    judgements left out unless `include_stale` (an adjudication always counts)."""
     grades_by_doc: dict[int, list[int]] = {}
     adjudicated: dict[int, int] = {}
-    for document_id, grade, adjudication in rows:
+    for document_id, grade, adjudication, stale in rows:
         if adjudication:
             adjudicated[document_id] = grade
+        elif stale and not include_stale:
+            continue
         elif document_id in grades_by_doc:
             grades_by_doc[document_id].append(grade)
         else:
@@ -60,7 +68,7 @@ def effective_grades_from_rows(rows: Iterable[tuple[int, int, int]], rule: str) 
     return _aggregate(grades_by_doc, adjudicated, rule)
 
 
-def effective_grades(*, query_id: int, rule: str) -> dict[int, int]:
+def effective_grades(*, query_id: int, rule: str, include_stale: bool = True) -> dict[int, int]:
     """Document id -> effective grade for every judged document of one query.
 
     Several assessors' grades are combined by the collection's rule; an organiser's
@@ -70,7 +78,7 @@ def effective_grades(*, query_id: int, rule: str) -> dict[int, int]:
     sql, params = effective_grades_statement(query_id=query_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return effective_grades_from_rows(cursor.fetchall(), rule)
+        return effective_grades_from_rows(cursor.fetchall(), rule, include_stale=include_stale)
 
 
 def effective_grades_by_query(
@@ -84,6 +92,8 @@ def effective_grades_by_query(
     """
     adjudications = Adjudication.objects.filter(query__collection=collection)
     judgements = Judgement.objects.filter(query__collection=collection)
+    if collection.stale_judgements == "exclude":
+        judgements = judgements.filter(stale=False)
     if query_ids is not None:
         wanted = list(query_ids)
         adjudications = adjudications.filter(query_id__in=wanted)
@@ -257,6 +267,7 @@ def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterat
         for piece in trec.qrels_text(qrels_rows(collection=collection)):
             yield piece.encode()
         return
+    stale = " AND NOT j.stale" if collection.stale_judgements == "exclude" else ""
     sql = f"""
         COPY (
             SELECT q.qid || ' 0 ' || d.docno || ' ' || CASE
@@ -267,7 +278,7 @@ def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterat
             JOIN {Document._meta.db_table} d ON d.id = j.document_id
             LEFT JOIN {Adjudication._meta.db_table} a
                    ON a.query_id = j.query_id AND a.document_id = j.document_id
-            WHERE q.collection_id = {int(collection.id)}
+            WHERE q.collection_id = {int(collection.id)}{stale}
             GROUP BY q.qid, d.docno, a.grade
             ORDER BY q.qid, d.docno
         ) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')
@@ -300,9 +311,11 @@ def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:
             query__collection=collection
         ).values_list("query_id", "document_id", "grade")
     }
+    judgements = Judgement.objects.filter(query__collection=collection)
+    if collection.stale_judgements == "exclude":
+        judgements = judgements.filter(stale=False)
     rows = (
-        Judgement.objects.filter(query__collection=collection)
-        .order_by("query__qid", "document__docno", "assessor_id")
+        judgements.order_by("query__qid", "document__docno", "assessor_id")
         .values_list("query_id", "document_id", "query__qid", "document__docno", "grade")
         .iterator(chunk_size=20000)
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from annotations.models import Document, IdealScore, Query, QueryScore, Ranking, Run
 from annotations.selectors import effective_grades, query_rankings
@@ -26,6 +26,7 @@ class JudgedDocument:
     title: str
     grade: int
     judgements: int
+    stale: int = 0  # judgements given before the document's text last changed
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,17 @@ def query_overview(*, query: Query, k: int) -> QueryOverview:
 def query_judged(*, query: Query) -> list[JudgedDocument]:
     """The query's judged documents with effective grades and judgement counts (organisers
     see them on the query page), best grade first."""
-    grades = effective_grades(query_id=query.id, rule=query.collection.aggregation)
-    counts = dict(
-        query.judgements.values("document_id")
-        .annotate(n=Count("id"))
-        .values_list("document_id", "n")
+    grades = effective_grades(
+        query_id=query.id,
+        rule=query.collection.aggregation,
+        include_stale=query.collection.stale_judgements == "count",
     )
+    counts = {
+        document_id: (n, stale)
+        for document_id, n, stale in query.judgements.values("document_id")
+        .annotate(n=Count("id"), stale_n=Count("id", filter=Q(stale=True)))
+        .values_list("document_id", "n", "stale_n")
+    }
     documents = {
         d.id: d for d in Document.objects.filter(id__in=list(grades)).only("docno", "title")
     }
@@ -89,7 +95,8 @@ def query_judged(*, query: Query) -> list[JudgedDocument]:
                 docno=documents[doc].docno,
                 title=documents[doc].title,
                 grade=grade,
-                judgements=counts.get(doc, 0),
+                judgements=counts.get(doc, (0, 0))[0],
+                stale=counts.get(doc, (0, 0))[1],
             )
             for doc, grade in grades.items()
         ),
@@ -102,7 +109,11 @@ def query_rankings_side_by_side(
     *, query: Query, runs: Sequence[Run], k: int
 ) -> dict[int, list[RankedDocument]]:
     """run id -> the run's top k for the query with each document's effective grade."""
-    grades = effective_grades(query_id=query.id, rule=query.collection.aggregation)
+    grades = effective_grades(
+        query_id=query.id,
+        rule=query.collection.aggregation,
+        include_stale=query.collection.stale_judgements == "count",
+    )
     tops = query_rankings(query_id=query.id, run_ids=[run.id for run in runs], depth=k)
     documents = {
         d.id: d
@@ -125,7 +136,11 @@ def query_rankings_side_by_side(
 
 def query_unjudged_top(*, query: Query, k: int) -> list[int]:
     """Document ids in any run's top k for the query that have no judgement yet."""
-    grades = effective_grades(query_id=query.id, rule=query.collection.aggregation)
+    grades = effective_grades(
+        query_id=query.id,
+        rule=query.collection.aggregation,
+        include_stale=query.collection.stale_judgements == "count",
+    )
     retrieved = {
         doc for docs in query_rankings(query_id=query.id, depth=k).values() for doc in docs
     }

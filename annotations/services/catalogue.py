@@ -104,6 +104,7 @@ def collection_create_with_organiser(
     aggregation: str = "median",
     public_leaderboard: bool = False,
     assessors_see_leaderboard: bool = False,
+    stale_judgements: str = "count",
 ) -> Collection:
     """Create a collection and make its creator an organiser of it, in one transaction."""
     with transaction.atomic():
@@ -117,6 +118,7 @@ def collection_create_with_organiser(
             missing_queries=missing_queries,
             aggregation=aggregation,
             assessors_see_leaderboard=assessors_see_leaderboard,
+            stale_judgements=stale_judgements,
         )
         if public_leaderboard:
             collection_publish(collection=collection, public=True)

@@ -36,6 +36,7 @@ def collection_create(
     missing_queries: str = "zero",
     aggregation: str = "median",
     assessors_see_leaderboard: bool = False,
+    stale_judgements: str = "count",
 ) -> Collection:
     """Create a collection with its grade scale (default 0-3 with labels and definitions)."""
     collection = Collection(
@@ -47,6 +48,7 @@ def collection_create(
         missing_queries=missing_queries,
         aggregation=aggregation,
         assessors_see_leaderboard=assessors_see_leaderboard,
+        stale_judgements=stale_judgements,
     )
     collection.full_clean()
     levels = _levels_checked(collection, list(grades) if grades is not None else DEFAULT_GRADES)
@@ -159,7 +161,7 @@ def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
     return [(value, f"Grade {value}", "") for value in values]
 
 
-SCORING_FIELDS = ("gain", "cutoffs", "missing_queries", "aggregation")
+SCORING_FIELDS = ("gain", "cutoffs", "missing_queries", "aggregation", "stale_judgements")
 
 
 def collection_update(*, collection: Collection, **changes: object) -> Collection:

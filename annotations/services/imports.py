@@ -160,6 +160,7 @@ def documents_upsert(
     }
     to_create: list[Document] = []
     to_update: list[Document] = []
+    changed_text: list[int] = []  # documents whose judged text is no longer what it was
     unchanged = 0
     for record in records:
         values = {
@@ -174,11 +175,17 @@ def documents_upsert(
         elif all(getattr(document, key) == value for key, value in values.items()):
             unchanged += 1
         else:
+            if document.content_hash and document.content_hash != values["content_hash"]:
+                changed_text.append(document.id)
             for key, value in values.items():
                 setattr(document, key, value)
             to_update.append(document)
     Document.objects.bulk_create(to_create)
     Document.objects.bulk_update(to_update, ["title", "text", "url", "content_hash"])
+    if changed_text:
+        from annotations.services.judgements import judgements_mark_stale
+
+        judgements_mark_stale(collection=collection, document_ids=changed_text)
     return len(to_create), len(to_update), unchanged
 
 

@@ -106,16 +106,48 @@ def judgement_upsert(
                 _history(judgement, None, grade, note, source, changed_by or assessor)
                 queries_mark_stale([query.id])
                 return judgement, True
-        if judgement.grade == grade and judgement.note == note:
+        if judgement.grade == grade and judgement.note == note and not judgement.stale:
             return judgement, False
-        old_grade = judgement.grade
-        judgement.grade, judgement.note = grade, note
+        old_grade, was_stale = judgement.grade, judgement.stale
+        judgement.grade, judgement.note, judgement.stale = grade, note, False
         judgement._recorded_by_service = True  # type: ignore[attr-defined]
-        judgement.save(update_fields=["grade", "note", "updated"])
+        judgement.save(update_fields=["grade", "note", "stale", "updated"])
         _history(judgement, old_grade, grade, note, source, changed_by or assessor)
-        if old_grade != grade:
+        # A re-judged stale judgement counts again where stale ones are left out.
+        excluded = was_stale and query.collection.stale_judgements == "exclude"
+        if old_grade != grade or excluded:
             queries_mark_stale([query.id])
     return judgement, False
+
+
+def judgements_mark_stale(*, collection: Collection, document_ids: Iterable[int]) -> int:
+    """Mark every judgement of these documents stale (their text changed under them), each
+    with a history row, and rescore their queries (where the collection leaves stale
+    judgements out, the scores change). Returns how many were marked."""
+    marked = list(
+        Judgement.objects.select_for_update()
+        .filter(document_id__in=list(document_ids), stale=False)
+        .values_list("id", "query_id", "document_id", "assessor_id", "grade", "note")
+    )
+    if not marked:
+        return 0
+    JudgementHistory.objects.bulk_create(
+        JudgementHistory(
+            query_id=query_id,
+            document_id=document_id,
+            assessor_id=assessor_id,
+            old_grade=grade,
+            new_grade=grade,
+            note=note,
+            source="stale",
+        )
+        for _, query_id, document_id, assessor_id, grade, note in marked
+    )
+    Judgement.objects.filter(id__in=[row[0] for row in marked]).update(stale=True)
+    # Their queries change version either way: pages showing them refresh, and where stale
+    # judgements are left out the scores change.
+    queries_mark_stale({row[1] for row in marked})
+    return len(marked)
 
 
 def judgement_delete(*, judgement: Judgement, source: str, changed_by: User | None = None) -> None:
@@ -253,7 +285,7 @@ def _judgements_import_batch(
         for grade, documents in updates.items():
             Judgement.objects.filter(
                 query_id=query_id, assessor=assessor, document_id__in=documents
-            ).update(grade=grade, updated=now)
+            ).update(grade=grade, stale=False, updated=now)
     bulk_insert(
         Judgement,
         ("query_id", "document_id", "assessor_id", "grade", "note", "created", "updated"),

@@ -18,7 +18,7 @@ from annotations.views._collection import collection_for
 
 SETTINGS = (
     "name", "description", "gain", "cutoffs", "missing_queries", "aggregation",
-    "assessors_see_leaderboard",
+    "stale_judgements", "assessors_see_leaderboard",
 )  # fmt: skip
 
 

@@ -28,6 +28,7 @@ from annotations.models import Assignment, AssignmentItem, Collection, Document,
 from annotations.selectors import cutoff_from
 from annotations.selectors import judging as selectors
 from annotations.selectors.sensitivity import assessor_sensitivity
+from annotations.services.stale import stale_pairs
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -189,6 +190,7 @@ def pools(request: HttpRequest, slug: str) -> HttpResponse:
         "collection": collection,
         "pools": selectors.pools_of(collection=collection),
         "form": form,
+        "stale": len(stale_pairs(collection=collection)),
     }
     return render(request, "annotations/judging/pools.html", context)
 

@@ -11,6 +11,7 @@ from annotations.management.commands._base import (
     run_reporting_errors,
 )
 from annotations.models import Collection, Pool, Query, Run
+from annotations.services.stale import pool_of_stale_build
 
 
 def names(raw: str | None) -> list[str]:
@@ -58,6 +59,11 @@ class Command(CollectionCommand):
             help="keep only the --budget pairs of highest impact at k = --depth",
         )
         parser.add_argument("--budget", type=int, default=None, help="pairs, with --by-impact")
+        parser.add_argument(
+            "--stale",
+            action="store_true",
+            help="instead: the pairs with a stale judgement (their document changed)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         collection = collection_get(options["slug"])
@@ -65,6 +71,12 @@ class Command(CollectionCommand):
             raise CommandError("--budget goes with --by-impact")
         if options["by_impact"] and (options["budget"] is None or options["budget"] < 1):
             raise CommandError("--by-impact needs --budget N (N >= 1)")
+        if options["stale"]:
+            stale_pool, added = run_reporting_errors(
+                lambda: pool_of_stale_build(collection=collection, name=options["name"])
+            )
+            self.stdout.write(f"pool {stale_pool.name}: {added} stale pairs added")
+            return
         runs = runs_named(collection, options["runs"])
         queries = queries_named(collection, options["queries"])
         pool = Pool.objects.filter(collection=collection, name=options["name"]).first()

@@ -1,0 +1,32 @@
+"""Stored scores: recompute after every change, schedule after commit, verify, heal stale ones.
+
+`computing` scores one query; `queries` stores one query's recomputation after a judgement;
+`rescoring` rebuilds runs and collections, verifies and sweeps; `scheduling` runs them after
+commit, inline or on Celery.
+"""
+
+from annotations.scores.queries import scores_recompute_query
+from annotations.scores.rescoring import (
+    scores_recompute_run,
+    scores_rescore_collection,
+    scores_sweep_stale,
+    scores_verify,
+)
+from annotations.scores.scheduling import (
+    COALESCE_SECONDS,
+    coalesce_release,
+    run_inline,
+    scores_schedule,
+)
+
+__all__ = [
+    "COALESCE_SECONDS",
+    "coalesce_release",
+    "run_inline",
+    "scores_recompute_query",
+    "scores_recompute_run",
+    "scores_rescore_collection",
+    "scores_schedule",
+    "scores_sweep_stale",
+    "scores_verify",
+]

@@ -1,0 +1,357 @@
+"""Runs and collections rescored from scratch, verified against storage; stale ones healed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations import scoring, selectors
+from annotations.bulk import (
+    bulk_delete,
+    bulk_insert,
+    bulk_update,
+)
+from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
+from annotations.scores.computing import (
+    QUERY_SCORE_COLUMNS,
+    RUN_SCORE_COLUMNS,
+    RunAccumulator,
+    lock_collection,
+    score_query,
+    triple,
+)
+from annotations.scores.queries import scores_recompute_query
+
+# The per-query values of a QueryScore row, in this order.
+_VALUES = ("ndcg", "dcg", "judged", "ndcg_condensed")
+
+
+def _values(score: scoring.CutoffScores) -> tuple[float, float, float, float]:
+    return (score.ndcg, score.dcg, score.judged, score.ndcg_condensed)
+
+
+@dataclass
+class _Means:
+    """The run means of a rescoring, folded in query by query: the exact sums of every
+    (run, k), which is all a rescore holds beyond the query it is working on."""
+
+    collection: Collection
+    run_ids: list[int]
+    runs: dict[tuple[int, int], RunAccumulator] = field(default_factory=dict)
+    evaluated: int = 0
+
+    def __post_init__(self) -> None:
+        for run_id in self.run_ids:
+            for k in self.collection.sorted_cutoffs:
+                self.runs[(run_id, k)] = RunAccumulator()
+
+    def add(self, scores: Mapping[tuple[int, int], scoring.CutoffScores]) -> None:
+        self.evaluated += 1
+        for key, score in scores.items():
+            accumulator = self.runs[key]
+            accumulator.add(triple(score))
+            accumulator.queries += 1
+
+    def finish(self, *, some_runs: bool) -> dict[tuple[int, int], RunAccumulator]:
+        if self.collection.missing_queries == "zero":
+            evaluated = self.evaluated
+            if some_runs:
+                # Some runs only: count the queries evaluated in the *stored* state (those
+                # with an IDCG), the count the other runs' means and later incremental
+                # updates use. A query whose first judgement is still pending joins the
+                # count when it is scored.
+                evaluated = (
+                    IdealScore.objects.filter(query__collection=self.collection)
+                    .values("query_id")
+                    .distinct()
+                    .count()
+                )
+            for accumulator in self.runs.values():
+                accumulator.queries = evaluated
+        return self.runs
+
+
+def _scored_queries(
+    collection: Collection, run_ids: list[int] | None = None
+) -> Iterator[tuple[int, dict[int, float], dict[tuple[int, int], scoring.CutoffScores]]]:
+    """(query id, IDCG per k, (run, k) -> scores) of every evaluated query, one at a time."""
+    for query_id, grades in selectors.effective_grades_by_query(collection=collection):
+        idcgs, scores = score_query(collection, query_id, grades, run_ids=run_ids)
+        if idcgs:
+            yield query_id, idcgs, scores
+
+
+def _run_ids(collection: Collection) -> list[int]:
+    return list(Run.objects.filter(collection=collection).values_list("id", flat=True))
+
+
+def _versions(collection: Collection) -> dict[int, int]:
+    return dict(Query.objects.filter(collection=collection).values_list("id", "judgements_version"))
+
+
+def scores_recompute_run(*, run_id: int) -> bool:
+    """Recompute every evaluated query of one run and its means (after an import)."""
+    with transaction.atomic():
+        collection_id = (
+            Run.objects.filter(id=run_id).values_list("collection_id", flat=True).first()
+        )
+        if collection_id is None:
+            return False
+        collection = lock_collection(collection_id)
+        QueryScore.objects.filter(run_id=run_id).delete()
+        RunScore.objects.filter(run_id=run_id).delete()
+        means = _Means(collection, [run_id])
+        rows: list[tuple[object, ...]] = []
+        for query_id, _, scores in _scored_queries(collection, run_ids=[run_id]):
+            means.add(scores)
+            rows.extend((run_id, query_id, k, *_values(score)) for (_, k), score in scores.items())
+            if len(rows) >= ROWS_PER_WRITE:
+                bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
+                rows = []
+        bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
+        now = timezone.now()
+        bulk_insert(
+            RunScore,
+            RUN_SCORE_COLUMNS,
+            (
+                (*accumulator.row(*key), now)
+                for key, accumulator in means.finish(some_runs=True).items()
+            ),
+        )
+        Run.objects.filter(id=run_id).update(scored_at=now)
+    return True
+
+
+# Rows a run's rescoring buffers per write; ids per `IN (...)` (within SQLite's limits).
+ROWS_PER_WRITE = 50_000
+IDS_PER_STATEMENT = 500
+
+
+def _stored_query(query_id: int) -> tuple[dict[int, float], dict[tuple[int, int], tuple]]:
+    """One query's stored IDCGs (k -> value) and scores ((run, k) -> values)."""
+    ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
+    stored = {
+        (run_id, k): tuple(values)
+        for run_id, k, *values in QueryScore.objects.filter(query_id=query_id).values_list(
+            "run_id", "k", *_VALUES
+        )
+    }
+    return ideal, stored
+
+
+def scores_rescore_collection(*, collection_id: int) -> None:
+    """Recompute every stored score of a collection from scratch, one query at a time.
+
+    Memory holds one query's scores (every run and k) and the exact sums of the run means,
+    never the collection's. Only rows whose values differ are written (updated in place,
+    inserted or deleted): a rescore that confirms the stored scores writes nothing, and one
+    that changes them leaves no dead rows behind for VACUUM, only in-place (HOT) updates
+    that PostgreSQL prunes by itself.
+    """
+    with transaction.atomic():
+        collection = lock_collection(collection_id)
+        versions = _versions(collection)  # read before the judgements: marked scored below
+        means = _Means(collection, _run_ids(collection))
+        seen: set[int] = set()
+        ideal_rows = _Writes(IdealScore, key=("query_id", "k"), columns=("idcg",))
+        score_rows = _Writes(QueryScore, key=("query_id", "run_id", "k"), columns=_VALUES)
+        for query_id, idcgs, scores in _scored_queries(collection):
+            means.add(scores)
+            ideal, stored = _stored_query(query_id)
+            ideal_rows.sync(
+                stored={(query_id, k): (value,) for k, value in ideal.items()},
+                fresh={(query_id, k): (value,) for k, value in idcgs.items()},
+            )
+            score_rows.sync(
+                stored={(query_id, *key): values for key, values in stored.items()},
+                fresh={(query_id, *key): _values(score) for key, score in scores.items()},
+            )
+            seen.add(query_id)
+        ideal_rows.flush()
+        score_rows.flush()
+        # Queries no longer evaluated (their judgements are gone) keep no scores.
+        unjudged = [query_id for query_id in versions if query_id not in seen]
+        for start in range(0, len(unjudged), IDS_PER_STATEMENT):
+            chunk = unjudged[start : start + IDS_PER_STATEMENT]
+            QueryScore.objects.filter(query_id__in=chunk).delete()
+            IdealScore.objects.filter(query_id__in=chunk).delete()
+        now = timezone.now()
+        # Every run mean is rewritten, changed or not: `updated` tells when it was computed.
+        _sync_rows(
+            RunScore,
+            key=("run_id", "k"),
+            columns=RUN_SCORE_COLUMNS[2:-1],
+            stored={
+                key: ()
+                for key in RunScore.objects.filter(run__collection=collection).values_list(
+                    "run_id", "k"
+                )
+            },
+            fresh={
+                key: accumulator.row(*key)[2:]
+                for key, accumulator in means.finish(some_runs=False).items()
+            },
+            constants={"updated": now},
+        )
+        Run.objects.filter(collection=collection).update(scored_at=now)
+        bulk_update(
+            Query,
+            key=("id",),
+            columns=("scored_version",),
+            rows=sorted(versions.items()),
+        )
+
+
+@dataclass
+class _Writes:
+    """The writes that make stored rows equal fresh ones, gathered over several queries and
+    sent a few tens of thousands of rows at a time."""
+
+    model: type[QueryScore | IdealScore]
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    updates: list[tuple[object, ...]] = field(default_factory=list)
+    inserts: list[tuple[object, ...]] = field(default_factory=list)
+    deletes: list[tuple[int, ...]] = field(default_factory=list)
+
+    def sync(
+        self,
+        *,
+        stored: Mapping[tuple[int, ...], tuple[object, ...]],
+        fresh: Mapping[tuple[int, ...], tuple[object, ...]],
+    ) -> None:
+        for key, values in fresh.items():
+            was = stored.get(key)
+            if was is None:
+                self.inserts.append((*key, *values))
+            elif was != values:
+                self.updates.append((*key, *values))
+        self.deletes.extend(key for key in stored if key not in fresh)
+        if len(self.updates) + len(self.inserts) + len(self.deletes) >= ROWS_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        bulk_update(self.model, key=self.key, columns=self.columns, rows=self.updates)
+        bulk_insert(self.model, (*self.key, *self.columns), self.inserts)
+        bulk_delete(self.model, key=self.key, keys=self.deletes)
+        self.updates, self.inserts, self.deletes = [], [], []
+
+
+def _sync_rows(
+    model: type[QueryScore | IdealScore | RunScore],
+    *,
+    key: tuple[str, ...],
+    columns: tuple[str, ...],
+    stored: Mapping[tuple[int, ...], tuple[object, ...]],
+    fresh: Mapping[tuple[int, ...], tuple[object, ...]],
+    constants: Mapping[str, object] | None = None,
+) -> None:
+    """Make the stored rows equal `fresh` (key -> values) with the fewest writes."""
+    constants = dict(constants or {})
+    rows = [(*k, *values) for k, values in fresh.items() if k in stored and stored[k] != values]
+    bulk_update(model, key=key, columns=columns, rows=rows, constants=constants)
+    bulk_insert(
+        model,
+        (*key, *columns, *constants),
+        ((*k, *values, *constants.values()) for k, values in fresh.items() if k not in stored),
+    )
+    bulk_delete(model, key=key, keys=[k for k in stored if k not in fresh])
+
+
+def scores_verify(*, collection: Collection) -> list[str]:
+    """Every difference between the stored scores and a recomputation from scratch.
+
+    Computed one query at a time, like a rescore; only the differences are kept.
+    """
+    with transaction.atomic():
+        collection = lock_collection(collection.id)
+        return _differences(collection)
+
+
+def _differences(collection: Collection) -> list[str]:
+    qids = dict(Query.objects.filter(collection=collection).values_list("id", "qid"))
+    names = dict(Run.objects.filter(collection=collection).values_list("id", "name"))
+    versions = _versions(collection)
+    means = _Means(collection, list(names))
+    ideal_differences: list[tuple[tuple[int, int], str]] = []
+    score_differences: list[tuple[tuple[int, int, int], str]] = []
+
+    def compare(
+        query_id: int,
+        idcgs: Mapping[int, float],
+        scores: Mapping[tuple[int, int], scoring.CutoffScores],
+    ) -> None:
+        ideal, stored = _stored_query(query_id)
+        for k in sorted(set(ideal) | set(idcgs)):
+            if ideal.get(k) != idcgs.get(k):
+                ideal_differences.append(
+                    (
+                        (query_id, k),
+                        f"idcg query={qids[query_id]} k={k}: stored {ideal.get(k)!r}, "
+                        f"recomputed {idcgs.get(k)!r}",
+                    )
+                )
+        for run_id, k in set(stored) | set(scores):
+            was = stored.get((run_id, k))
+            score = scores.get((run_id, k))
+            fresh = None if score is None else _values(score)
+            if was != fresh:
+                score_differences.append(
+                    (
+                        (run_id, query_id, k),
+                        f"run={names[run_id]} query={qids[query_id]} k={k}: stored "
+                        f"{dict(zip(_VALUES, was, strict=True)) if was is not None else None}, "
+                        "recomputed "
+                        f"{dict(zip(_VALUES, fresh, strict=True)) if fresh is not None else None}",
+                    )
+                )
+
+    seen: set[int] = set()
+    for query_id, idcgs, scores in _scored_queries(collection):
+        means.add(scores)
+        seen.add(query_id)
+        compare(query_id, idcgs, scores)
+    for query_id in qids:
+        if query_id not in seen:
+            compare(query_id, {}, {})
+    lines = [line for _, line in sorted(ideal_differences)]
+    lines += [line for _, line in sorted(score_differences)]
+    run_fields = ("queries", "ndcg", "ndcg_condensed", "judged")
+    stored_runs = {
+        (r, k): vals
+        for r, k, *vals in RunScore.objects.filter(run__collection=collection).values_list(
+            "run_id", "k", *run_fields
+        )
+    }
+    computed = means.finish(some_runs=False)
+    for run_key in sorted(set(stored_runs) | set(computed)):
+        accumulator = computed.get(run_key)
+        fresh_run = None if accumulator is None else list(accumulator.row(*run_key)[2:6])
+        if stored_runs.get(run_key) != fresh_run:
+            lines.append(
+                f"run={names[run_key[0]]} k={run_key[1]} means (queries, ndcg, ndcg', judged): "
+                f"stored {stored_runs.get(run_key)}, recomputed {fresh_run}"
+            )
+    for query_id, version in _versions(collection).items():
+        if versions.get(query_id) != version:
+            lines.append(f"query={qids[query_id]}: judgements changed during verification")
+    return lines
+
+
+def scores_sweep_stale(*, collection: Collection | None = None) -> int:
+    """Recompute every query still marked stale and every run never scored; count them."""
+    queries = Query.objects.filter(judgements_version__gt=F("scored_version"))
+    runs = Run.objects.filter(scored_at__isnull=True)
+    if collection is not None:
+        queries = queries.filter(collection=collection)
+        runs = runs.filter(collection=collection)
+    done = 0
+    for run_id in list(runs.values_list("id", flat=True)):
+        done += scores_recompute_run(run_id=run_id)
+    for query_id in list(queries.values_list("id", flat=True)):
+        done += scores_recompute_query(query_id=query_id)
+    return done

@@ -1,0 +1,130 @@
+"""Recomputations scheduled after commit: inline, or queued on Celery once per stale query."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+from django.db import transaction
+
+from annotations.models import Run
+from annotations.scores.queries import scores_recompute_query
+from annotations.scores.rescoring import scores_recompute_run, scores_rescore_collection
+
+logger = logging.getLogger(__name__)
+
+_pending = threading.local()
+
+
+def _pending_sets() -> tuple[set[int], set[int], set[int]]:
+    if not hasattr(_pending, "queries"):
+        _pending.queries, _pending.runs, _pending.collections = set(), set(), set()
+    return _pending.queries, _pending.runs, _pending.collections
+
+
+def scores_schedule(
+    *,
+    query_ids: Iterable[int] = (),
+    run_ids: Iterable[int] = (),
+    collection_ids: Iterable[int] = (),
+) -> None:
+    """Recompute these after the current transaction commits, once each however often asked.
+
+    The caller has already marked them stale in its transaction, so a lost recomputation is
+    healed by the sweep; duplicates are harmless because a recomputation reads current state.
+    """
+    queries, runs, collections = _pending_sets()
+    queries.update(query_ids)
+    runs.update(run_ids)
+    collections.update(collection_ids)
+    transaction.on_commit(_dispatch)
+
+
+def _dispatch() -> None:
+    queries, runs, collections = _pending_sets()
+    batch = (set(queries), set(runs), set(collections))
+    queries.clear()
+    runs.clear()
+    collections.clear()
+    if not any(batch):
+        return
+    if settings.CELERY_BROKER_URL:
+        from annotations import tasks
+
+        for collection_id in batch[2]:
+            _publish(tasks.rescore_collection, collection_id)
+        for run_id in batch[1]:
+            _publish(tasks.recompute_run, run_id)
+        for query_id in batch[0]:
+            _publish(tasks.recompute_query, query_id, coalesce=f"recompute-query:{query_id}")
+        return
+    run_inline(*batch)
+
+
+# A queued recomputation of a query covers every change made before it starts, so while one
+# is queued (the mark below, cleared by the task when it starts) no second one is published.
+COALESCE_SECONDS = 60
+
+
+def _publish(task: Any, object_id: int, *, coalesce: str | None = None) -> None:
+    """Queue a recomputation, best effort: after commit, a publish failure must not fail the
+    request. What is not queued stays marked pending, and the sweep (or the next change)
+    heals it once the broker is back."""
+    if not settings.NDCG_COORDINATION_SHARED:
+        coalesce = None  # a per-process mark would never be cleared by the worker
+    try:
+        if coalesce is not None and not caches["coordination"].add(
+            coalesce, 1, timeout=COALESCE_SECONDS
+        ):
+            return
+        task.apply_async((object_id,), retry=False)
+    except Exception as error:
+        logger.warning(
+            "could not queue %s(%s), its scores stay pending: %r", task.name, object_id, error
+        )
+        if coalesce is not None:
+            coalesce_release(coalesce)
+
+
+def coalesce_release(key: str) -> None:
+    """Clear a queued mark (the task calls this as it starts)."""
+    try:
+        caches["coordination"].delete(key)
+    except Exception:  # the mark expires by itself
+        logger.warning("could not clear %s", key)
+
+
+def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int]) -> None:
+    """Run scheduled recomputations in this process, each on its own and retried once.
+
+    A failure (a run deleted under a rescore, say) leaves that one marked stale and the
+    others go on; the retry sees the state the failure raced with. What still fails stays
+    pending for the reads that heal it (`annotations.services.healing`).
+    """
+    covered = set(Run.objects.filter(collection_id__in=collection_ids).values_list("id", flat=True))
+    jobs: list[tuple[str, int]] = [
+        *(("collection", collection_id) for collection_id in sorted(collection_ids)),
+        *(("run", run_id) for run_id in sorted(run_ids - covered)),
+        *(("query", query_id) for query_id in sorted(query_ids)),
+    ]
+    recompute: dict[str, Callable[[int], object]] = {
+        "collection": lambda object_id: scores_rescore_collection(collection_id=object_id),
+        "run": lambda object_id: scores_recompute_run(run_id=object_id),
+        "query": lambda object_id: scores_recompute_query(query_id=object_id),
+    }
+    for kind, object_id in jobs:
+        for attempt in (1, 2):
+            try:
+                recompute[kind](object_id)
+                break
+            except Exception:
+                if attempt == 2:
+                    logger.exception(
+                        "score recomputation of %s %s failed; its scores stay marked pending",
+                        kind,
+                        object_id,
+                    )

@@ -1,0 +1,78 @@
+"""Collections: their settings, grade scale and the caller's roles."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotations.models import (
+    AGGREGATION_CHOICES,
+    GAIN_CHOICES,
+    MISSING_CHOICES,
+    STALE_CHOICES,
+    Collection,
+)
+from annotations.serializers.fields import CutoffsField
+
+# The values a grade scale may hold (the scale itself is per collection).
+GRADE_RANGE = (-9, 99)
+
+
+class GradeLevelSerializer(serializers.Serializer):
+    value = serializers.IntegerField(
+        min_value=GRADE_RANGE[0], max_value=GRADE_RANGE[1], help_text="Distinct in a scale."
+    )
+    label = serializers.CharField(max_length=100)  # type: ignore[assignment]
+    definition = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CollectionSerializer(serializers.ModelSerializer):
+    grades = GradeLevelSerializer(many=True, read_only=True)
+    cutoffs = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    roles = serializers.SerializerMethodField(help_text="The caller's roles in the collection.")
+
+    class Meta:
+        model = Collection
+        fields = [
+            "slug", "name", "description", "gain", "cutoffs", "missing_queries",
+            "aggregation", "stale_judgements", "public_leaderboard", "assessors_see_leaderboard",
+            "grades", "roles", "created", "updated",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_roles(self, collection: Collection) -> list[str]:
+        roles_by_collection: dict[int, frozenset[str]] = self.context.get("roles", {})
+        return sorted(roles_by_collection.get(collection.id, frozenset()))
+
+
+class CollectionCreateSerializer(serializers.Serializer):
+    slug = serializers.SlugField(max_length=100)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    gain = serializers.ChoiceField(choices=GAIN_CHOICES, default="linear")
+    cutoffs = CutoffsField(required=False, default=[5, 10, 20])
+    missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, default="zero")
+    aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, default="median")
+    stale_judgements = serializers.ChoiceField(
+        choices=STALE_CHOICES,
+        default="count",
+        help_text="Whether judgements given before their document's text changed count.",
+    )
+    public_leaderboard = serializers.BooleanField(default=False)
+    assessors_see_leaderboard = serializers.BooleanField(
+        default=False, help_text="Assessors may read the leaderboard (blinded otherwise)."
+    )
+    grades = GradeLevelSerializer(
+        many=True, required=False, help_text="The grade scale; 0-3 with labels when absent."
+    )
+
+
+class CollectionUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    gain = serializers.ChoiceField(choices=GAIN_CHOICES, required=False)
+    cutoffs = CutoffsField(required=False)
+    missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, required=False)
+    aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, required=False)
+    stale_judgements = serializers.ChoiceField(choices=STALE_CHOICES, required=False)
+    public_leaderboard = serializers.BooleanField(required=False)
+    assessors_see_leaderboard = serializers.BooleanField(required=False)

@@ -1,0 +1,69 @@
+"""Fields shared by the API's bodies: ids (qid, docno, run name) and their schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from annotations import trec
+from annotations.models import ID_MAX_LENGTH
+
+# What `trec.id_problem` accepts, as a regular expression both JSON Schema (ECMA 262) and
+# Python read alike: no control character (C0, DEL, C1) and none of the characters
+# `str.split()` splits on. A test checks the two agree on every character.
+ID_PATTERN = (
+    "^[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+$"
+)
+ID_DESCRIPTION = (
+    f"An id as TREC files hold it: 1 to {ID_MAX_LENGTH} characters, no whitespace, no control "
+    "character."
+)
+ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": ID_MAX_LENGTH,
+    "pattern": ID_PATTERN,
+}
+
+
+def _check_id(value: str) -> None:
+    problem = trec.id_problem(value)
+    if problem is not None:
+        raise serializers.ValidationError(f"Not a valid id: {problem}.")
+
+
+@extend_schema_field(ID_SCHEMA)
+class IdField(serializers.CharField):
+    """A qid, docno or run name: refused at the door unless `trec.id_problem` accepts it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("help_text", ID_DESCRIPTION)
+        super().__init__(max_length=ID_MAX_LENGTH, validators=[_check_id], **kwargs)
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "minItems": 1,
+        "uniqueItems": True,
+    }
+)
+class CutoffsField(serializers.ListField):
+    """Cutoffs k: distinct integers from 1 to 1000 (the service refuses a repeat)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            child=serializers.IntegerField(min_value=1, max_value=1000), min_length=1, **kwargs
+        )
+
+
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadField(serializers.FileField):
+    """A file part of a multipart/form-data body (its bytes, not a URL). An empty file is the
+    reader's to refuse, with the words the import commands use."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_empty_file=True, **kwargs)

@@ -1,0 +1,149 @@
+"""Score responses: leaderboard, a run's per-query scores, comparisons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+CI_HELP = "95% percentile bootstrap interval of the mean over queries (null: no queries)."
+
+
+class IntervalSerializer(serializers.Serializer):
+    low = serializers.FloatField()
+    high = serializers.FloatField()
+
+
+class BoundsSerializer(serializers.Serializer):
+    unjudged_nonrelevant = serializers.FloatField(
+        help_text="The reported nDCG@k: unjudged documents count as non-relevant."
+    )
+    unjudged_top_grade = serializers.FloatField(
+        help_text="nDCG@k if every unjudged document of the top k had the highest grade "
+        "(they join the ideal list too, so in rare cases this is lower)."
+    )
+
+
+class LeaderboardRunSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    tier = serializers.IntegerField(help_text="Runs in one tier are not separable (see tiers).")
+    name = serializers.CharField(source="run.name")
+    owner = serializers.SerializerMethodField()
+    ndcg = serializers.FloatField(help_text="Mean nDCG@k over the evaluated queries.")
+    ci = serializers.SerializerMethodField()
+    judged = serializers.FloatField(help_text="Mean judged@k.")
+    ndcg_condensed = serializers.FloatField(help_text="Mean nDCG'@k (unjudged removed).")
+    queries = serializers.IntegerField(help_text="Queries the mean is over.")
+    bounds = serializers.SerializerMethodField()
+    p_next = serializers.FloatField(
+        allow_null=True, help_text="Holm-adjusted p-value against the next run down."
+    )
+    pending = serializers.BooleanField(help_text="True while the run awaits its first scoring.")
+
+    def get_owner(self, row: Any) -> str | None:
+        return row.run.owner  # type: ignore[no-any-return]
+
+    @extend_schema_field(IntervalSerializer(allow_null=True, help_text=CI_HELP))
+    def get_ci(self, row: Any) -> dict[str, float] | None:
+        if row.ci_low is None:
+            return None
+        return {"low": row.ci_low, "high": row.ci_high}
+
+    @extend_schema_field(BoundsSerializer())
+    def get_bounds(self, row: Any) -> dict[str, float]:
+        return {"unjudged_nonrelevant": row.ndcg, "unjudged_top_grade": row.ndcg_top_grade}
+
+
+class BootstrapSerializer(serializers.Serializer):
+    resamples = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    confidence = serializers.FloatField()
+
+
+class SignificanceSerializer(serializers.Serializer):
+    test = serializers.CharField()
+    permutations = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    correction = serializers.CharField()
+    alpha = serializers.FloatField()
+
+
+class ScoresStateSerializer(serializers.Serializer):
+    pending = serializers.BooleanField(help_text="True while some scores await recomputation.")
+    pending_queries = serializers.IntegerField()
+    pending_runs = serializers.IntegerField()
+    last_recomputed = serializers.DateTimeField(allow_null=True)
+    stamp = serializers.CharField(help_text="Changes whenever scores or judgements change.")
+
+
+class LeaderboardSerializer(ScoresStateSerializer):
+    collection = serializers.CharField()
+    k = serializers.IntegerField()
+    statistics_computed_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the CIs, tiers and bounds were computed."
+    )
+    statistics_stamp = serializers.CharField(
+        help_text="The scores stamp the statistics were computed at."
+    )
+    stale = serializers.BooleanField(
+        help_text="True while the stored statistics trail `stamp` (a refresh is under way)."
+    )
+    cutoffs = serializers.ListField(child=serializers.IntegerField())
+    gain = serializers.CharField()
+    missing_queries = serializers.CharField()
+    bootstrap = BootstrapSerializer()
+    significance = SignificanceSerializer()
+    runs = LeaderboardRunSerializer(many=True)
+    unscored = serializers.ListField(
+        child=serializers.CharField(), help_text="Runs with no stored scores yet."
+    )
+
+
+class QueryValueSerializer(serializers.Serializer):
+    qid = serializers.CharField()
+    ndcg = serializers.FloatField()
+    dcg = serializers.FloatField()
+    judged = serializers.FloatField()
+    ndcg_condensed = serializers.FloatField()
+    answered = serializers.BooleanField(help_text="False: the run gave no result (counts 0).")
+
+
+class RunScoresSerializer(serializers.Serializer):
+    collection = serializers.CharField()
+    run = serializers.CharField()
+    k = serializers.IntegerField()
+    pending = serializers.BooleanField()
+    ndcg = serializers.FloatField(allow_null=True)
+    judged = serializers.FloatField(allow_null=True)
+    ndcg_condensed = serializers.FloatField(allow_null=True)
+    queries = serializers.IntegerField()
+    per_query = QueryValueSerializer(many=True)
+
+
+class ComparisonRowSerializer(serializers.Serializer):
+    qid = serializers.CharField()
+    a = serializers.FloatField()
+    b = serializers.FloatField()
+    difference = serializers.FloatField()
+
+
+class ComparisonSerializer(serializers.Serializer):
+    collection = serializers.CharField()
+    k = serializers.IntegerField()
+    a = serializers.CharField()
+    b = serializers.CharField()
+    pending = serializers.BooleanField()
+    queries = serializers.IntegerField()
+    mean_a = serializers.FloatField(allow_null=True)
+    mean_b = serializers.FloatField(allow_null=True)
+    mean_difference = serializers.FloatField(allow_null=True)
+    p_value = serializers.FloatField(
+        allow_null=True, help_text="Two-sided paired randomization test over queries."
+    )
+    permutations = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    wins = serializers.IntegerField()
+    ties = serializers.IntegerField()
+    losses = serializers.IntegerField()
+    per_query = ComparisonRowSerializer(many=True)

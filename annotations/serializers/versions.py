@@ -1,0 +1,74 @@
+"""Qrels versions: the tag, the leaderboard as of a mark, the diff of two."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from annotations.models import QrelsVersion
+
+
+class QrelsVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+
+    class Meta:
+        model = QrelsVersion
+        fields = [
+            "name", "note", "created", "created_by", "history_id", "aggregation", "gain",
+            "missing_queries",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class QrelsVersionCreateSerializer(serializers.Serializer):
+    name = serializers.SlugField(max_length=100)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+
+
+class RunAsOfSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    rank = serializers.IntegerField()
+    ndcg = serializers.FloatField()
+    judged = serializers.FloatField()
+    queries = serializers.IntegerField()
+
+
+class LeaderboardAsOfSerializer(serializers.Serializer):
+    collection = serializers.CharField()
+    mark = serializers.CharField(help_text="The version's name, or the time")
+    k = serializers.IntegerField()
+    pairs = serializers.IntegerField(help_text="Judged pairs in these qrels")
+    queries = serializers.IntegerField(help_text="Judged queries")
+    runs = RunAsOfSerializer(many=True)
+
+
+class PairChangeSerializer(serializers.Serializer):
+    qid = serializers.CharField()
+    docno = serializers.CharField()
+    before = serializers.IntegerField(allow_null=True)
+    after = serializers.IntegerField(allow_null=True)
+
+
+class RunChangeSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    before = serializers.FloatField()
+    after = serializers.FloatField()
+    change = serializers.FloatField()
+    rank_before = serializers.IntegerField()
+    rank_after = serializers.IntegerField()
+
+
+class VersionsDiffSerializer(serializers.Serializer):
+    collection = serializers.CharField()
+    a = serializers.CharField()
+    b = serializers.CharField()
+    k = serializers.IntegerField()
+    added = PairChangeSerializer(many=True)
+    changed = PairChangeSerializer(many=True)
+    removed = PairChangeSerializer(many=True)
+    runs = RunChangeSerializer(many=True)
+    tau = serializers.FloatField(allow_null=True)
+    tau_ap = serializers.FloatField(allow_null=True)
