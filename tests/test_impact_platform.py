@@ -341,3 +341,28 @@ def test_the_pools_page_builds_a_pool_by_impact(flips: Collection) -> None:
     pool = Pool.objects.get(collection=flips, name="hot")
     assert response.status_code == 302 and pool.order == Pool.IMPACT and pool.budget == 1
     assert pool.entries.count() == 1
+
+
+def test_a_grade_lands_on_the_pair_shown_even_if_it_moved_meanwhile(wide: Collection) -> None:
+    pool, _ = services.pool_build(collection=wide, name="hot", depth=3, order="impact", budget=50)
+    alice = UserFactory(username="alice")
+    [(assignment, _count)] = services.assignment_create(pool=pool, assessors=[alice])
+    client = Client()
+    client.force_login(alice)
+    shown = AssignmentItem.objects.select_related("entry").get(assignment=assignment, position=4)
+    page = client.get(f"/judging/assignments/{assignment.id}/pairs/4/").content.decode()
+    assert f'name="item" value="{shown.id}"' in page
+    # Meanwhile the tail is re-sorted: the shown pair leaves position 4.
+    entries = list(pool.entries.all())
+    impacts = {(e.query_id, e.document_id): 1.0 for e in entries}
+    impacts[(shown.entry.query_id, shown.entry.document_id)] = 0.0
+    pool_entries_impact_set(pool=pool, impacts=impacts)
+    assignment_items_reprioritise(pool=pool)
+    assert AssignmentItem.objects.get(id=shown.id).position != 4
+    client.post(f"/judging/assignments/{assignment.id}/pairs/4/", {"grade": "2", "item": shown.id})
+    judgement = alice.judgements.get()
+    assert (judgement.query_id, judgement.document_id, judgement.grade) == (
+        shown.entry.query_id,
+        shown.entry.document_id,
+        2,
+    )

@@ -113,6 +113,8 @@ class GradeForm(forms.Form):
     note = forms.CharField(
         required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )
+    # The item the page showed: impact-ordered assignments may re-sort positions meanwhile.
+    item = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, levels: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -116,6 +116,15 @@ def grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespon
     levels = list(collection.grades.all())
     form = GradeForm(request.POST or None, levels=[level.value for level in levels])
     if request.method == "POST" and form.is_valid():
+        shown = form.cleaned_data.get("item")
+        if shown and shown != item.id:
+            # Re-prioritised since the page was shown: grade the pair the assessor saw.
+            item = get_object_or_404(
+                AssignmentItem.objects.select_related("entry__query", "entry__document"),
+                id=shown,
+                assignment=assignment,
+            )
+            position = item.position
         try:
             _grade_or_skip(request, item, form.cleaned_data)
         except ValidationError as error:
