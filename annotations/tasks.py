@@ -1,10 +1,10 @@
-"""Background entry points for Celery workers: thin wrappers over the score services."""
+"""Background entry points for Celery workers: thin wrappers over the services."""
 
 from celery import shared_task
 
 from annotations import scores, snapshots
 from annotations.models import Collection, Query, Run
-from annotations.services import impact
+from annotations.services import impact, jobs
 
 
 @shared_task(name="annotations.tasks.recompute_query")
@@ -46,3 +46,15 @@ def scores_sweep_stale() -> int:
     for collection in Collection.objects.all():
         total += scores.scores_sweep_stale(collection=collection)
     return total
+
+
+@shared_task(name="annotations.tasks.import_job_run")
+def import_job_run(job_id: int) -> str:
+    """Run one queued import job (an uploaded file) on a worker."""
+    return jobs.import_job_run(job_id=job_id)
+
+
+@shared_task(name="annotations.tasks.import_jobs_sweep")
+def import_jobs_sweep() -> int:
+    """Periodic (celery beat): fail the import jobs whose worker stopped."""
+    return jobs.import_jobs_sweep()

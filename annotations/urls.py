@@ -7,6 +7,7 @@ from annotations.views import (
     collection_settings,
     collections,
     exports,
+    imports,
     judging,
     members,
     runs,
@@ -97,6 +98,17 @@ urlpatterns = [
         "collections/<slug:slug>/exports/scores/",
         exports.scores_download,
         name="collection-export-scores",
+    ),
+    path("collections/<slug:slug>/import/", imports.imports, name="collection-imports"),
+    path(
+        "collections/<slug:slug>/import/jobs/",
+        imports.import_jobs_state,
+        name="collection-import-jobs",
+    ),
+    path(
+        "collections/<slug:slug>/import/<slug:kind>/",
+        imports.import_upload,
+        name="collection-import-upload",
     ),
     path("judging/", judging.queue, name="judging-queue"),
     path(

@@ -122,7 +122,13 @@ except Exception as exc:  # dj_database_url raises several types for malformed U
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several writers (server, import commands) share the file: wait instead of failing.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    # Write-ahead logging: pages (the import page polling its jobs) read while a long import
+    # writes, instead of waiting for its commit.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, for the test database: a Celery worker process in the tests must
     # see the same data.
@@ -211,6 +217,14 @@ AXES_IPWARE_PROXY_COUNT = env_int("NDCG_PROXY_COUNT", 0)
 NDCG_MAX_UPLOAD_MB = env_int("NDCG_MAX_UPLOAD_MB", 200, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# The import page: one upload (a track's run files together) may hold up to this many MB
+# and files (each file still at most NDCG_MAX_UPLOAD_MB). Uploads are kept in
+# NDCG_UPLOAD_DIR until their import job ends; workers must see the same directory.
+NDCG_IMPORT_MAX_MB = env_int("NDCG_IMPORT_MAX_MB", 4096, minimum=1)
+DATA_UPLOAD_MAX_NUMBER_FILES = env_int("NDCG_IMPORT_MAX_FILES", 500, minimum=1)
+NDCG_UPLOAD_DIR = Path(os.environ.get("NDCG_UPLOAD_DIR") or BASE_DIR / "var" / "uploads")
+# A running import job not heard of for this long is failed (its worker stopped).
+NDCG_IMPORT_STALE_SECONDS = env_int("NDCG_IMPORT_STALE_SECONDS", 300, minimum=1)
 
 # Score recomputation: inline (in the web or command process, after commit) unless a broker is
 # configured, in which case Celery workers run it.
@@ -264,7 +278,11 @@ CELERY_BEAT_SCHEDULE = {
     "scores-sweep-stale": {
         "task": "annotations.tasks.scores_sweep_stale",
         "schedule": float(NDCG_SWEEP_SECONDS),
-    }
+    },
+    "import-jobs-sweep": {
+        "task": "annotations.tasks.import_jobs_sweep",
+        "schedule": float(NDCG_SWEEP_SECONDS),
+    },
 }
 
 # The browsable API (HTML forms at ?format=api) only where asked for; JSON alone otherwise.

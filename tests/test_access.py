@@ -37,6 +37,7 @@ PRIVATE: dict[str, tuple[int, ...]] = {
     f"{C}/agreement/":                  (302, 404, 403, 403, 403, 200, 200),
     f"{C}/disagreements/":              (302, 404, 403, 403, 403, 200, 200),
     f"{C}/versions/":                   (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/import/":                     (302, 404, 403, 403, 403, 200, 200),
     f"{C}/runs/":                       (302, 404, 404, 404, 200, 200, 200),
     f"{C}/runs/mine/download/":         (302, 404, 404, 404, 200, 200, 200),
     f"{C}/runs/theirs/download/":       (302, 404, 404, 404, 404, 200, 200),
@@ -161,7 +162,8 @@ def test_a_leaderboard_links_only_the_run_pages_its_reader_may_open(walk: Collec
 
 MENUS = {
     "organiser": [
-        "Overview", "Leaderboard", "Runs", "Judging", "Agreement", "Versions", "Members", "Export",
+        "Overview", "Leaderboard", "Runs", "Judging", "Agreement", "Versions", "Import", "Members",
+        "Export",
         "Settings", "API docs",
     ],
     "owner": ["Overview", "Leaderboard", "Runs", "API docs"],

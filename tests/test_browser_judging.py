@@ -24,13 +24,9 @@ def user(name: str):  # type: ignore[no-untyped-def]
 
 
 def press(page, key: str) -> None:  # type: ignore[no-untyped-def]
-    import time
-
-    t = time.time()
     """Press a key that submits or navigates, and wait for the next page to load."""
     with page.expect_navigation():
         page.keyboard.press(key)
-    print("PRESS", key, round(time.time() - t, 2))
 
 
 def test_assessor_grades_a_whole_assignment_by_keyboard_and_revisits_one(

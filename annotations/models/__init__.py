@@ -16,6 +16,7 @@ from annotations.models.collections import (
     default_cutoffs,
 )
 from annotations.models.impact import DocumentImpact, ImpactSnapshot
+from annotations.models.jobs import ImportJob
 from annotations.models.judgements import (
     Adjudication,
     Judgement,
@@ -59,6 +60,7 @@ __all__ = [
     "GradeLevel",
     "IdealScore",
     "ImpactSnapshot",
+    "ImportJob",
     "Judgement",
     "JudgementHistory",
     "LeaderboardSnapshot",

@@ -42,5 +42,6 @@ def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
             for assignment, progress in judging.assignments_of(user=request.user)
             if assignment.pool.collection_id == collection.id
         ],
+        "organiser": access.organiser,
     }
     return render(request, "annotations/collection_detail.html", context)

@@ -1,0 +1,145 @@
+"""HTML forms of the import page: one per kind of file, runs several files at once."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import UploadedFile
+
+from annotations.models import Collection, ImportJob, Membership
+from annotations.services.judgements import IMPORT_ASSESSOR
+
+
+def _size_checked(upload: UploadedFile) -> UploadedFile:
+    limit = settings.NDCG_MAX_UPLOAD_MB
+    if (upload.size or 0) > limit * 1024 * 1024:
+        megabytes = (upload.size or 0) / (1024 * 1024)
+        raise ValidationError(
+            f"{upload.name}: {megabytes:.0f} MB is more than the {limit} MB a file may hold "
+            "(NDCG_MAX_UPLOAD_MB); nothing was imported"
+        )
+    return upload
+
+
+class _FileInput(forms.FileInput):
+    """A file input that may take several files (`multiple`)."""
+
+    allow_multiple_selected = True
+
+
+class _MultipleFileField(forms.FileField):
+    """Several files from one input: a list, each file checked as FileField checks one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", _FileInput(attrs={"multiple": True}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile]:
+        uploads = list(data) if isinstance(data, list | tuple) else [data]
+        if not uploads:
+            uploads = [None]  # FileField says a file is required
+        return [super(_MultipleFileField, self).clean(upload, initial) for upload in uploads]
+
+
+class UploadForm(forms.Form):
+    """One file of one kind; the parser decides the format from the first line."""
+
+    kind = ImportJob.TOPICS
+    file = forms.FileField(allow_empty_file=True)  # an empty file gets the parser's message
+
+    def __init__(self, *args: Any, collection: Collection, **kwargs: Any) -> None:
+        kwargs.setdefault("prefix", self.kind)
+        super().__init__(*args, **kwargs)
+        self.collection = collection
+
+    def clean_file(self) -> UploadedFile:
+        return _size_checked(self.cleaned_data["file"])
+
+    @property
+    def uploads(self) -> list[UploadedFile]:
+        return [self.cleaned_data["file"]]
+
+
+class TopicsForm(UploadForm):
+    kind = ImportJob.TOPICS
+    file = forms.FileField(
+        label="Topics file",
+        allow_empty_file=True,
+        help_text="TSV (qid<TAB>title), JSONL (qid, title, description, narrative) or TREC "
+        "topics (<top> <num> <title> <desc> <narr>). Queries of the same qid are updated.",
+    )
+
+
+class DocumentsForm(UploadForm):
+    kind = ImportJob.DOCUMENTS
+    file = forms.FileField(
+        label="Documents file",
+        allow_empty_file=True,
+        help_text="JSONL (docno, title, text, url) or TSV (docno<TAB>text or "
+        "docno<TAB>title<TAB>text). Documents of the same docno are updated.",
+    )
+
+
+class QrelsForm(UploadForm):
+    kind = ImportJob.QRELS
+    file = forms.FileField(
+        label="Qrels file",
+        allow_empty_file=True,
+        help_text="TREC qrels: qid iter docno grade, grades on the collection's scale. "
+        "Re-importing updates changed grades (kept in the judgement history).",
+    )
+    assessor = forms.ModelChoiceField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        label="Record the judgements as",
+        empty_label=f"the import account ({IMPORT_ASSESSOR})",
+        help_text="The account whose judgements these are: the import account, or a member.",
+    )
+
+    def __init__(self, *args: Any, collection: Collection, **kwargs: Any) -> None:
+        super().__init__(*args, collection=collection, **kwargs)
+        field = cast(forms.ModelChoiceField, self.fields["assessor"])
+        members = Membership.objects.filter(
+            collection=collection, role__in=[Membership.ASSESSOR, Membership.ORGANISER]
+        ).values("user_id")
+        field.queryset = get_user_model().objects.filter(pk__in=members).order_by("username")
+
+
+class RunsForm(UploadForm):
+    kind = ImportJob.RUN
+    file = _MultipleFileField(
+        label="Run files",
+        allow_empty_file=True,
+        help_text="TREC runs (qid Q0 docno rank score tag), one or many files; each file is "
+        "its own job and its run is named by its tag.",
+    )
+    replace = forms.BooleanField(
+        required=False,
+        label="Replace runs of the same name",
+        help_text="Unticked, a file whose tag names an existing run is refused.",
+    )
+
+    def clean_file(self) -> list[UploadedFile]:  # type: ignore[override]
+        files: list[UploadedFile] = self.cleaned_data["file"]
+        problems = []
+        for upload in files:
+            try:
+                _size_checked(upload)
+            except ValidationError as error:
+                problems.extend(error.messages)
+        if problems:
+            raise ValidationError(problems)
+        return files
+
+    @property
+    def uploads(self) -> list[UploadedFile]:
+        return list(self.cleaned_data["file"])
+
+
+FORMS: dict[str, type[UploadForm]] = {
+    form.kind: form for form in (TopicsForm, DocumentsForm, QrelsForm, RunsForm)
+}

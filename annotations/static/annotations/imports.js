@@ -1,0 +1,88 @@
+// The import page: drag and drop of run files, and the job list's self-refresh.
+(function () {
+  "use strict";
+
+  // --- drag and drop onto the run files' input (the input alone works without this) ------
+  document.querySelectorAll("[data-drop-zone]").forEach(function (zone) {
+    var input = zone.querySelector("input[type=file]");
+    var list = zone.querySelector(".drop-list");
+    var hint = zone.querySelector(".drop-hint");
+    if (!input) return;
+    if (hint) hint.hidden = false;
+
+    function show() {
+      var names = Array.prototype.map.call(input.files, function (file) { return file.name; });
+      if (list) list.textContent = names.length ? names.length + " file" + (names.length === 1 ? "" : "s") + ": " + names.join(", ") : "";
+    }
+
+    ["dragenter", "dragover"].forEach(function (type) {
+      zone.addEventListener(type, function (event) {
+        event.preventDefault();
+        zone.classList.add("dragging");
+      });
+    });
+    ["dragleave", "drop"].forEach(function (type) {
+      zone.addEventListener(type, function () { zone.classList.remove("dragging"); });
+    });
+    zone.addEventListener("drop", function (event) {
+      event.preventDefault();
+      if (event.dataTransfer && event.dataTransfer.files.length) {
+        input.files = event.dataTransfer.files;
+        show();
+      }
+    });
+    input.addEventListener("change", show);
+  });
+
+  // --- the job list: poll while a job is queued or running ---------------------------------
+  var table = document.getElementById("import-jobs");
+  if (!table || !window.fetch) return;
+  var url = table.dataset.stateUrl;
+  var ACTIVE = { queued: true, running: true };
+
+  function activeRows() {
+    return table.querySelectorAll("tr[data-state=queued], tr[data-state=running]").length;
+  }
+
+  function update(job) {
+    var row = table.querySelector('tr[data-job="' + job.id + '"]');
+    if (!row) return false;
+    row.dataset.state = job.state;
+    var state = row.querySelector(".job-state");
+    state.textContent = job.state;
+    state.className = "job-state state-" + job.state;
+    var bar = row.querySelector("progress");
+    bar.max = Math.max(job.size, 1);
+    bar.value = job.state === "done" ? bar.max : job.bytes_done;
+    bar.textContent = job.percent + "%";
+    row.querySelector(".job-percent").textContent = job.percent + "%";
+    row.querySelector(".job-lines").textContent = job.lines_done;
+    var result = row.querySelector(".job-result");
+    result.textContent = "";
+    if (job.error) {
+      var error = document.createElement("span");
+      error.className = "error";
+      error.textContent = job.error;
+      result.appendChild(error);
+    } else {
+      result.textContent = job.summary;
+    }
+    return true;
+  }
+
+  function poll() {
+    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (data) {
+        if (data) {
+          var unknown = false;
+          data.jobs.forEach(function (job) { if (!update(job) && ACTIVE[job.state]) unknown = true; });
+          if (unknown) { window.location.reload(); return; }
+        }
+        if (activeRows()) window.setTimeout(poll, 1000);
+      })
+      .catch(function () { window.setTimeout(poll, 5000); });
+  }
+
+  if (activeRows()) window.setTimeout(poll, 1000);
+})();

@@ -1,0 +1,119 @@
+"""The import page of a collection (organisers): uploads become import jobs, with progress."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import TooManyFilesSent
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+
+from annotations.forms.imports import FORMS, UploadForm
+from annotations.models import Collection, ImportJob
+from annotations.selectors.jobs import import_job_state, import_jobs_of
+from annotations.services.jobs import (
+    import_job_create,
+    import_jobs_start,
+    import_jobs_sweep_quietly,
+)
+from annotations.views.judging import _organised, _user
+
+
+def _page(
+    request: HttpRequest,
+    collection: Collection,
+    bound: UploadForm | None = None,
+    *,
+    status: int = 200,
+    refused: str = "",
+) -> HttpResponse:
+    forms = {kind: form_class(collection=collection) for kind, form_class in FORMS.items()}
+    if bound is not None:
+        forms[bound.kind] = bound
+    import_jobs_sweep_quietly(collection=collection)
+    context = {
+        "collection": collection,
+        "forms": forms,
+        "jobs": import_jobs_of(collection=collection),
+        "refused": refused,
+        "max_file_mb": settings.NDCG_MAX_UPLOAD_MB,
+        "max_upload_mb": settings.NDCG_IMPORT_MAX_MB,
+        "queued": bool(settings.CELERY_BROKER_URL),
+    }
+    return render(request, "annotations/imports/page.html", context, status=status)
+
+
+@login_required
+@require_GET
+def imports(request: HttpRequest, slug: str) -> HttpResponse:
+    return _page(request, _organised(request, slug))
+
+
+@csrf_exempt  # checked below, once the upload's size is known to be acceptable
+@login_required
+@require_POST
+def import_upload(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
+    """Refuse an oversized upload before its body is read, then take it (CSRF checked)."""
+    collection = _organised(request, slug)
+    if kind not in FORMS:
+        raise Http404("No such kind of import")
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    limit = settings.NDCG_IMPORT_MAX_MB
+    if length.isdigit() and int(length) > limit * 1024 * 1024:
+        refused = (
+            f"The upload is {int(length) / (1024 * 1024):.0f} MB, more than the {limit} MB one "
+            "upload may hold (NDCG_IMPORT_MAX_MB); nothing was imported. Upload the files in "
+            "several parts."
+        )
+        return _page(request, collection, status=413, refused=refused)
+    try:
+        request.FILES  # noqa: B018  (parsed here, so too many files get the page's message)
+    except TooManyFilesSent:
+        refused = (
+            f"The upload holds more than the {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files one "
+            "upload may hold (NDCG_IMPORT_MAX_FILES); nothing was imported. Upload the files "
+            "in several parts."
+        )
+        return _page(request, collection, status=400, refused=refused)
+    return _import_upload(request, collection, kind)
+
+
+@csrf_protect
+def _import_upload(request: HttpRequest, collection: Collection, kind: str) -> HttpResponse:
+    form = FORMS[kind](request.POST, request.FILES, collection=collection)
+    if not form.is_valid():
+        return _page(request, collection, form, status=400)
+    jobs = [
+        import_job_create(
+            collection=collection,
+            kind=kind,
+            upload=upload,
+            created_by=_user(request),
+            assessor=form.cleaned_data.get("assessor"),
+            replace=bool(form.cleaned_data.get("replace")),
+        )
+        for upload in form.uploads
+    ]
+    import_jobs_start(jobs=jobs)
+    for job in ImportJob.objects.filter(id__in=[job.id for job in jobs]).order_by("id"):
+        if job.state == ImportJob.DONE:
+            messages.success(request, f"{job.file_name}: imported ({job.summary}).")
+        elif job.state == ImportJob.FAILED:
+            messages.error(request, job.error)
+        else:
+            messages.info(request, f"{job.file_name}: queued for import.")
+    return redirect("collection-imports", slug=collection.slug)
+
+
+@login_required
+@require_GET
+def import_jobs_state(request: HttpRequest, slug: str) -> JsonResponse:
+    """The jobs for the page's self-refresh."""
+    collection = _organised(request, slug)
+    import_jobs_sweep_quietly(collection=collection)
+    jobs = import_jobs_of(collection=collection)
+    active = sum(1 for job in jobs if job.active)
+    return JsonResponse({"jobs": [import_job_state(job) for job in jobs], "active": active})
