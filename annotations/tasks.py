@@ -4,7 +4,7 @@ from celery import shared_task
 
 from annotations import scores, snapshots
 from annotations.models import Collection, Query, Run
-from annotations.services import jobs
+from annotations.services import impact, jobs
 
 
 @shared_task(name="annotations.tasks.recompute_query")
@@ -32,8 +32,11 @@ def rescore_collection(collection_id: int) -> None:
 
 @shared_task(name="annotations.tasks.refresh_leaderboards")
 def refresh_leaderboards(collection_id: int) -> int:
-    """After a recomputation: store the collection's leaderboards at the new scores stamp."""
-    return snapshots.leaderboards_refresh_task(collection_id=collection_id)
+    """After a recomputation: store the collection's leaderboards at the new scores stamp,
+    then the impact of judging (re-prioritising impact-ordered assignments) and flip marks."""
+    done = snapshots.leaderboards_refresh_task(collection_id=collection_id)
+    impact.impacts_refresh_task(collection_id=collection_id)
+    return done
 
 
 @shared_task(name="annotations.tasks.scores_sweep_stale")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.core.cache import cache
@@ -17,17 +18,18 @@ from annotations.apis._base import (
     _cutoff,
     _errors,
 )
+from annotations.impact_serializers import LeaderboardFlipsSerializer
 from annotations.models import Run
 from annotations.permissions import (
     ANY_ROLE,
 )
-from annotations.selectors import comparisons, leaderboards, scores_state, stored_scores
+from annotations.selectors import comparisons, impact, leaderboards, scores_state, stored_scores
 from annotations.serializers import (
     ComparisonSerializer,
-    LeaderboardSerializer,
     RunScoresSerializer,
 )
 from annotations.serializers.fields import ID_SCHEMA
+from annotations.services import impact as impact_services
 
 
 def _state(state: scores_state.ScoresState) -> dict[str, Any]:
@@ -40,10 +42,12 @@ def _state(state: scores_state.ScoresState) -> dict[str, Any]:
     }
 
 
-def leaderboard_body(board: leaderboards.Leaderboard) -> dict[str, Any]:
+def leaderboard_body(
+    board: leaderboards.Leaderboard, flips: impact.FlipState | None = None
+) -> dict[str, Any]:
     """The leaderboard as the API returns it (the pages' self-refresh reads it too)."""
     collection = board.collection
-    return LeaderboardSerializer(
+    return LeaderboardFlipsSerializer(
         {
             "collection": collection.slug,
             "k": board.k,
@@ -68,6 +72,9 @@ def leaderboard_body(board: leaderboards.Leaderboard) -> dict[str, Any]:
             },
             "runs": board.rows,
             "unscored": [run.name for run in board.unscored],
+            "adjacent": flips.pairs if flips else [],
+            "ranking_decided": flips.decided if flips else False,
+            "flips_stamp": flips.stamp if flips else None,
         }
     ).data
 
@@ -80,19 +87,25 @@ class LeaderboardApi(CollectionApiView):
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, tiers, judged@k, bounds",
         parameters=[K_PARAMETER],
-        responses={200: LeaderboardSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: LeaderboardFlipsSerializer, **_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         k = _cutoff(self.collection, request)
         board = snapshots.leaderboard_read(collection=self.collection, k=k)
+        impact_services.flips_read_refresh(collection=self.collection, board=board)
+        flips = impact.flip_state_stored(collection=self.collection, k=k)
         # The body changes only with the stamps: serialised once per process and stamp.
         computed = board.computed_at.timestamp() if board.computed_at else 0.0
+        marks = hashlib.sha256(repr(flips).encode()).hexdigest()[:16] if flips else "none"
         key = "leaderboard-body:" + ":".join(
-            map(str, (self.collection.id, k, board.state.stamp, board.computed_stamp, computed))
+            map(
+                str,
+                (self.collection.id, k, board.state.stamp, board.computed_stamp, computed, marks),
+            )
         )
         body = cache.get(key)
         if body is None:
-            body = leaderboard_body(board)
+            body = leaderboard_body(board, flips)
             cache.set(key, body, timeout=600)
         return Response(body)
 

@@ -47,6 +47,26 @@ class PoolBuildForm(_CollectionForm):
         required=False, help_text="qids separated by commas; empty: every query."
     )
     include_judged = forms.BooleanField(required=False, label="Queue pairs that are already judged")
+    order = forms.ChoiceField(
+        choices=[("depth", "Depth-k pooling: every pair"), ("impact", "By impact")],
+        initial="depth",
+        required=False,
+        widget=forms.RadioSelect,
+        help_text="By impact: the budget's pairs that can change the leaderboard most, "
+        "at cutoff k = depth, handed out highest impact first.",
+    )
+    budget = forms.IntegerField(
+        min_value=1, required=False, help_text="By impact: how many pairs to pool."
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        data["order"] = data.get("order") or "depth"
+        if data["order"] == "impact" and not data.get("budget"):
+            self.add_error("budget", "Give a budget of pairs for a pool by impact.")
+        if data.get("order") != "impact":
+            data["budget"] = None
+        return data
 
 
 class PoolExtendForm(_CollectionForm):
@@ -93,6 +113,8 @@ class GradeForm(forms.Form):
     note = forms.CharField(
         required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )
+    # The item the page showed: impact-ordered assignments may re-sort positions meanwhile.
+    item = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, levels: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

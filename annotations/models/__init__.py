@@ -15,6 +15,7 @@ from annotations.models.collections import (
     Query,
     default_cutoffs,
 )
+from annotations.models.impact import DocumentImpact, ImpactSnapshot
 from annotations.models.jobs import ImportJob
 from annotations.models.judgements import (
     Adjudication,
@@ -55,8 +56,10 @@ __all__ = [
     "AssignmentItem",
     "Collection",
     "Document",
+    "DocumentImpact",
     "GradeLevel",
     "IdealScore",
+    "ImpactSnapshot",
     "ImportJob",
     "Judgement",
     "JudgementHistory",

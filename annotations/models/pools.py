@@ -17,13 +17,23 @@ class Pool(models.Model):
     """A judging pool: the union of the pooled runs' top `depth` documents per query.
 
     `runs` are the runs pooled so far and `queries` the queries it is limited to (empty: all
-    of them). `overlap` is how many assessors each pair should be assigned to.
+    of them). `overlap` is how many assessors each pair should be assigned to. An
+    impact-ordered pool (`order`) holds the `budget` unjudged pairs of highest impact at
+    cutoff `depth` (`annotations.impact`), and hands them out highest impact first.
     """
+
+    DEPTH = "depth"
+    IMPACT = "impact"
+    ORDER_CHOICES = [(DEPTH, "depth-k pooling"), (IMPACT, "by impact")]
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="pools")
     name = models.CharField(max_length=100)
     depth = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     overlap = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    order = models.CharField(max_length=10, choices=ORDER_CHOICES, default=DEPTH)
+    budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Impact-ordered: how many pairs were asked for"
+    )
     runs = models.ManyToManyField(Run, related_name="pools", blank=True)
     queries = models.ManyToManyField(Query, related_name="pools", blank=True)
     created_by = models.ForeignKey(
@@ -49,12 +59,17 @@ class Pool(models.Model):
 
 
 class PoolEntry(models.Model):
-    """One (query, document) pair of a pool; `best_position` is its best rank in any run."""
+    """One (query, document) pair of a pool; `best_position` is its best rank in any run.
+
+    `impact` is the pair's impact when last refreshed (impact-ordered pools only; 0 once
+    judged), the order in which assignments hand out and re-prioritise its items.
+    """
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="entries")
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_entries")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pool_entries")
     best_position = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    impact = models.FloatField(null=True, blank=True)
     added = models.DateTimeField(auto_now_add=True)
 
     class Meta:

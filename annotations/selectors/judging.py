@@ -18,6 +18,7 @@ from annotations.models import (
     Judgement,
     Membership,
     Pool,
+    PoolEntry,
     Query,
     Run,
 )
@@ -223,6 +224,15 @@ def pool_assignments(*, pool: Pool) -> list[tuple[Assignment, Progress]]:
     """Every assignment of a pool with its progress (organisers' overview)."""
     assignments = Assignment.objects.filter(pool=pool).select_related("assessor")
     return [(a, assignment_progress(assignment=a)) for a in assignments]
+
+
+def pool_top_entries(*, pool: Pool, limit: int = 20) -> QuerySet[PoolEntry]:
+    """An impact-ordered pool's unjudged entries of highest impact (organisers' view)."""
+    return (
+        pool.entries.filter(impact__gt=0)
+        .select_related("query", "document")
+        .order_by("-impact", "best_position", "query__qid", "document__docno")[:limit]
+    )
 
 
 def pool_unassigned_count(*, pool: Pool) -> int:

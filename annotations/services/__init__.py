@@ -22,6 +22,12 @@ from annotations.services.collections import (
     grade_values,
     grades_in_use,
 )
+from annotations.services.impact import (
+    assignment_items_reprioritise,
+    flips_refresh,
+    impact_fresh,
+    impact_refresh,
+)
 from annotations.services.imports import (
     ImportSummary,
     documents_ensure,
@@ -79,6 +85,7 @@ __all__ = [
     "assignment_create",
     "assignment_item_grade",
     "assignment_item_skip",
+    "assignment_items_reprioritise",
     "collection_create",
     "collection_create_with_organiser",
     "collection_grades_set",
@@ -89,10 +96,13 @@ __all__ = [
     "documents_ensure",
     "documents_import",
     "documents_store",
+    "flips_refresh",
     "grade_levels_from_spec",
     "grade_scale_problems",
     "grade_values",
     "grades_in_use",
+    "impact_fresh",
+    "impact_refresh",
     "import_assessor",
     "judgement_delete",
     "judgement_record",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import F, Max
 
 from annotations.models import (
     Assignment,
@@ -24,6 +24,12 @@ from annotations.models import (
 )
 from annotations.selectors import query_rankings
 from annotations.selectors.judging import pool_candidates, user_is_organiser
+from annotations.services.impact import (
+    assignment_items_reprioritise,
+    impact_by_pair,
+    impact_fresh,
+    pool_entries_impact_set,
+)
 from annotations.services.judgements import judgement_delete, judgement_record
 
 if TYPE_CHECKING:
@@ -39,10 +45,20 @@ def _check_members(
         raise ValidationError({what: f"Every one of the {what} must belong to {collection.slug}."})
 
 
-def _add_entries(pool: Pool, pairs: dict[tuple[int, int], int]) -> int:
+def _add_entries(
+    pool: Pool,
+    pairs: dict[tuple[int, int], int],
+    impacts: dict[tuple[int, int], float] | None = None,
+) -> int:
     existing = set(pool.entries.values_list("query_id", "document_id"))
     new = [
-        PoolEntry(pool=pool, query_id=query_id, document_id=document_id, best_position=best)
+        PoolEntry(
+            pool=pool,
+            query_id=query_id,
+            document_id=document_id,
+            best_position=best,
+            impact=None if impacts is None else impacts.get((query_id, document_id), 0.0),
+        )
         for (query_id, document_id), best in sorted(pairs.items())
         if (query_id, document_id) not in existing
     ]
@@ -59,13 +75,24 @@ def pool_build(
     queries: Sequence[Query] | None = None,
     include_judged: bool = False,
     overlap: int = 1,
+    order: str = Pool.DEPTH,
+    budget: int | None = None,
     created_by: User | None = None,
 ) -> tuple[Pool, int]:
     """Create a pool of every run's top `depth` per query; returns the pool and its size.
 
     `runs` defaults to every run of the collection and `queries` to every query. Pairs that
-    somebody already judged are left out unless `include_judged`.
+    somebody already judged are left out unless `include_judged`. With ``order="impact"``
+    the pool keeps only the `budget` candidates of highest impact at cutoff `depth`
+    (`annotations.impact`, refreshed first if the scores moved; pairs of impact 0, which can
+    change no undecided comparison, are left out), ties broken by best rank, query, document.
     """
+    if order not in (Pool.DEPTH, Pool.IMPACT):
+        raise ValidationError({"order": "The order is either depth or impact."})
+    if order == Pool.IMPACT and (budget is None or budget < 1):
+        raise ValidationError({"budget": "An impact-ordered pool needs a budget of 1 or more."})
+    if order == Pool.DEPTH and budget is not None:
+        raise ValidationError({"budget": "A budget is for impact-ordered pools only."})
     chosen_runs = list(runs) if runs is not None else list(collection.runs.all())
     chosen_queries = list(queries or [])
     if not chosen_runs:
@@ -73,22 +100,31 @@ def pool_build(
     _check_members(collection, chosen_runs, "runs")
     _check_members(collection, chosen_queries, "queries")
     pool = Pool(
-        collection=collection, name=name, depth=depth, overlap=overlap, created_by=created_by
+        collection=collection,
+        name=name,
+        depth=depth,
+        overlap=overlap,
+        order=order,
+        budget=budget,
+        created_by=created_by,
     )
     pool.full_clean()
+    candidates = pool_candidates(
+        runs=chosen_runs, queries=chosen_queries, depth=depth, include_judged=include_judged
+    )
+    impacts = None
+    if order == Pool.IMPACT:
+        impacts = impact_by_pair(snapshot=impact_fresh(collection=collection, k=depth))
+        ranked = sorted(
+            (key for key in candidates if impacts.get(key, 0.0) > 0.0),
+            key=lambda key: (-impacts[key], candidates[key], key),
+        )
+        candidates = {key: candidates[key] for key in ranked[:budget]}
     with transaction.atomic():
         pool.save()
         pool.runs.set(chosen_runs)
         pool.queries.set(chosen_queries)
-        added = _add_entries(
-            pool,
-            pool_candidates(
-                runs=chosen_runs,
-                queries=chosen_queries,
-                depth=depth,
-                include_judged=include_judged,
-            ),
-        )
+        added = _add_entries(pool, candidates, impacts)
     return pool, added
 
 
@@ -131,8 +167,14 @@ def pool_extend(
         locked.runs.add(*chosen_runs)
         if limit and queries:
             locked.queries.add(*queries)
-        locked.depth = max(locked.depth, use_depth)
+        if locked.order == Pool.DEPTH:
+            locked.depth = max(locked.depth, use_depth)
         locked.save(update_fields=["depth", "updated"])
+    if locked.order == Pool.IMPACT:
+        # Extended pairs join with their impact at the pool's cutoff, then take their turn.
+        snapshot = impact_fresh(collection=collection, k=locked.depth)
+        pool_entries_impact_set(pool=locked, impacts=impact_by_pair(snapshot=snapshot))
+        assignment_items_reprioritise(pool=locked)
     pool.refresh_from_db()
     return added
 
@@ -211,7 +253,8 @@ def assignment_create(
     ones, never reordered. A pair goes to the assessors with the fewest pairs, preferring
     those who already have its query (a query stays with the same people). `queries` limits
     it to some queries, `pairs` caps how many new pairs each assessor gets. Assessors who
-    are not members of the collection become assessor members.
+    are not members of the collection become assessor members. An impact-ordered pool
+    hands out its pairs highest impact first.
     """
     people = list({user.pk: user for user in assessors}.values())
     target = pool.overlap if overlap is None else overlap
@@ -255,6 +298,11 @@ def assignment_create(
             .values("id", "last")
         }
         entries = pool.entries.order_by("query__qid", "document__docno")
+        if pool.order == Pool.IMPACT:
+            # Highest impact first: the first items of every assignment matter most.
+            entries = pool.entries.order_by(
+                F("impact").desc(nulls_last=True), "best_position", "query__qid", "document__docno"
+            )
         if chosen_queries:
             entries = entries.filter(query__in=chosen_queries)
         added: dict[int, int] = defaultdict(int)

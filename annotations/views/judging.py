@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -116,6 +117,15 @@ def grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespon
     levels = list(collection.grades.all())
     form = GradeForm(request.POST or None, levels=[level.value for level in levels])
     if request.method == "POST" and form.is_valid():
+        shown = form.cleaned_data.get("item")
+        if shown and shown != item.id:
+            # Re-prioritised since the page was shown: grade the pair the assessor saw.
+            item = get_object_or_404(
+                AssignmentItem.objects.select_related("entry__query", "entry__document"),
+                id=shown,
+                assignment=assignment,
+            )
+            position = item.position
         try:
             _grade_or_skip(request, item, form.cleaned_data)
         except ValidationError as error:
@@ -177,6 +187,8 @@ def pools(request: HttpRequest, slug: str) -> HttpResponse:
                 runs=list(data["runs"]) or None,
                 queries=data["queries"],
                 include_judged=data["include_judged"],
+                order=data["order"],
+                budget=data["budget"],
                 created_by=_user(request),
             )
         except ValidationError as error:
@@ -201,9 +213,13 @@ def _pool_page(
     extend_form: PoolExtendForm | None = None,
 ) -> HttpResponse:
     assessors = selectors.collection_assessors(collection=collection)
+    if pool.order == Pool.IMPACT and not settings.CELERY_BROKER_URL:
+        # Inline (no worker): the page reads refresh impact when the scores have moved.
+        services.impact_fresh(collection=collection, k=pool.depth)
     context = {
         "collection": collection,
         "pool": pool,
+        "top_entries": selectors.pool_top_entries(pool=pool) if pool.order == Pool.IMPACT else [],
         "entry_count": pool.entries.count(),
         "unassigned": selectors.pool_unassigned_count(pool=pool),
         "assignments": selectors.pool_assignments(pool=pool),

@@ -17,7 +17,8 @@ from django.views.decorators.http import require_POST
 from annotations import selectors, services, snapshots
 from annotations.access import Access, collection_access
 from annotations.models import Collection, Query, Run
-from annotations.selectors import judging, query_scores, scores_state, stored_scores
+from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
+from annotations.services import impact as impact_services
 from annotations.services.healing import scores_heal_pending
 
 if TYPE_CHECKING:
@@ -62,10 +63,12 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     collection, access = _collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     board = snapshots.leaderboard_read(collection=collection, k=k)
+    impact_services.flips_read_refresh(collection=collection, board=board)
     context = {
         "collection": collection,
         "k": k,
         "board": board,
+        "flips": impact.flip_state_stored(collection=collection, k=k),
         "state": board.state,
         "is_member": access.member,
         "access": access,

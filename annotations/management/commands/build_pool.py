@@ -54,6 +54,12 @@ class Command(CollectionCommand):
             "--include-judged", action="store_true", help="also queue pairs already judged"
         )
         parser.add_argument(
+            "--by-impact",
+            action="store_true",
+            help="keep only the --budget pairs of highest impact at k = --depth",
+        )
+        parser.add_argument("--budget", type=int, default=None, help="pairs, with --by-impact")
+        parser.add_argument(
             "--stale",
             action="store_true",
             help="instead: the pairs with a stale judgement (their document changed)",
@@ -61,6 +67,10 @@ class Command(CollectionCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         collection = collection_get(options["slug"])
+        if options["budget"] is not None and not options["by_impact"]:
+            raise CommandError("--budget goes with --by-impact")
+        if options["by_impact"] and (options["budget"] is None or options["budget"] < 1):
+            raise CommandError("--by-impact needs --budget N (N >= 1)")
         if options["stale"]:
             stale_pool, added = run_reporting_errors(
                 lambda: pool_of_stale_build(collection=collection, name=options["name"])
@@ -79,9 +89,12 @@ class Command(CollectionCommand):
                     runs=runs,
                     queries=queries,
                     include_judged=options["include_judged"],
+                    order=Pool.IMPACT if options["by_impact"] else Pool.DEPTH,
+                    budget=options["budget"],
                 )
             )
-            self.stdout.write(f"pool {pool.name}: built, {added} pairs")
+            order = f" by impact at k={pool.depth}" if pool.order == Pool.IMPACT else ""
+            self.stdout.write(f"pool {pool.name}: built{order}, {added} pairs")
             return
         extended = pool
         added = run_reporting_errors(

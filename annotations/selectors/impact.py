@@ -1,0 +1,140 @@
+"""The impact model's inputs read from the database, and its stored results for pages."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from annotations.impact import UNJUDGED, ImpactResult, QueryTop, impact_compute
+from annotations.models import Collection, ImpactSnapshot, Run
+from annotations.selectors import effective_grades_by_query, top_documents
+
+
+@dataclass(frozen=True)
+class ImpactInputs:
+    """What `annotations.impact.impact_compute` needs for a collection at cutoff k.
+
+    ``run_ids`` (the rows of every ``QueryTop``) and ``query_ids`` (one ``QueryTop`` each:
+    every query some run ranks) are in id order; ``pools[q]`` are the document ids of query
+    ``q``'s pool (every document in some run's top k, first seen first, runs in id order),
+    ``grades[q]`` their effective grades (``UNJUDGED`` when unjudged), ``outside[q]`` the
+    grades of the query's judged documents in no run's top k. A negative grade (judged,
+    counts as unjudged in scoring) enters the model as 0: judged, no gain. ``scale`` is the
+    collection's grade values, negative ones as 0, and ``scheme`` its gain.
+    """
+
+    k: int
+    run_ids: list[int]
+    query_ids: list[int]
+    pools: list[list[int]]
+    tops: list[QueryTop]
+    grades: list[np.ndarray]
+    outside: list[list[int]]
+    scale: tuple[int, ...]
+    scheme: str
+
+
+def impact_inputs(*, collection: Collection, k: int) -> ImpactInputs:
+    """The runs' top k per query from the stored rankings, the effective grades, the scale."""
+    run_ids = sorted(Run.objects.filter(collection=collection).values_list("id", flat=True))
+    index = {run_id: a for a, run_id in enumerate(run_ids)}
+    rankings: dict[int, dict[int, list[int]]] = defaultdict(dict)
+    for run_id, query_id, documents in top_documents(run_ids=run_ids, depth=k):
+        if documents:
+            rankings[query_id][run_id] = documents
+    graded = dict(effective_grades_by_query(collection=collection, query_ids=list(rankings)))
+    query_ids = sorted(rankings)
+    pools: list[list[int]] = []
+    tops: list[QueryTop] = []
+    grades: list[np.ndarray] = []
+    outside: list[list[int]] = []
+    for query_id in query_ids:
+        pool: dict[int, int] = {}
+        matrix = np.full((len(run_ids), k), -1, dtype=np.int64)
+        for run_id in run_ids:
+            for i, document_id in enumerate(rankings[query_id].get(run_id, ())[:k]):
+                matrix[index[run_id], i] = pool.setdefault(document_id, len(pool))
+        judged = graded.get(query_id, {})
+        row = [max(judged[doc], 0) if doc in judged else UNJUDGED for doc in pool]
+        grades.append(np.array(row, dtype=np.int64).reshape(-1))
+        outside.append(sorted(max(g, 0) for doc, g in judged.items() if doc not in pool))
+        tops.append(QueryTop.of(matrix, len(pool)))
+        pools.append(list(pool))
+    values = collection.grades.values_list("value", flat=True)
+    scale = tuple(sorted({max(value, 0) for value in values} or {0}))
+    return ImpactInputs(
+        k=k,
+        run_ids=run_ids,
+        query_ids=query_ids,
+        pools=pools,
+        tops=tops,
+        grades=grades,
+        outside=outside,
+        scale=scale,
+        scheme=collection.gain,
+    )
+
+
+def impact_of(inputs: ImpactInputs) -> ImpactResult | None:
+    """The model's result for these inputs; None with no run or no ranked query."""
+    if not inputs.run_ids or not inputs.query_ids:
+        return None
+    return impact_compute(
+        inputs.tops,
+        inputs.grades,
+        scale=inputs.scale,
+        scheme=inputs.scheme,
+        outside_grades=inputs.outside,
+    )
+
+
+@dataclass(frozen=True)
+class AdjacentPair:
+    """Two neighbours on the leaderboard: can more judging still flip them, and how many
+    unjudged pairs of impact-ordered pools could move them."""
+
+    upper: str
+    lower: str
+    can_flip: bool
+    queued: int
+
+
+@dataclass(frozen=True)
+class FlipState:
+    """The leaderboard's flip marks as stored (``stamp``: the leaderboard's they belong to)."""
+
+    pairs: list[AdjacentPair]
+    stamp: str
+
+    @property
+    def decided(self) -> bool:
+        """No adjacent pair can flip (and there is at least one pair)."""
+        return bool(self.pairs) and not any(pair.can_flip for pair in self.pairs)
+
+    def for_upper(self, name: str) -> AdjacentPair | None:
+        return next((pair for pair in self.pairs if pair.upper == name), None)
+
+
+def flip_state_stored(*, collection: Collection, k: int) -> FlipState | None:
+    """The stored flip marks at k (one row), None when never computed."""
+    row = (
+        ImpactSnapshot.objects.filter(collection=collection, k=k)
+        .values_list("adjacent", "leaderboard_stamp")
+        .first()
+    )
+    if row is None:
+        return None
+    adjacent, stamp = row
+    pairs = [
+        AdjacentPair(
+            upper=item["upper"],
+            lower=item["lower"],
+            can_flip=bool(item["can_flip"]),
+            queued=int(item["queued"]),
+        )
+        for item in adjacent
+        if isinstance(item, dict)
+    ]
+    return FlipState(pairs=pairs, stamp=stamp)
