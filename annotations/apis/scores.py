@@ -18,7 +18,6 @@ from annotations.apis._base import (
     _cutoff,
     _errors,
 )
-from annotations.impact_serializers import LeaderboardFlipsSerializer
 from annotations.models import Run
 from annotations.permissions import (
     ANY_ROLE,
@@ -29,6 +28,7 @@ from annotations.serializers import (
     RunScoresSerializer,
 )
 from annotations.serializers.fields import ID_SCHEMA
+from annotations.serializers.impact import LeaderboardFlipsSerializer
 from annotations.services import impact as impact_services
 
 
