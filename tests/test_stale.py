@@ -126,6 +126,9 @@ def test_stale_pairs_go_to_a_pool_from_the_page_and_the_command(
     assert (entry.query.qid, entry.document.docno, entry.best_position) == ("q1", "d1", 1)
     _, added = pool_of_stale_build(collection=campaign, name="rejudge")
     assert added == 0  # already there
+    refused = client.post(f"{pools}stale/", {"name": "re judge\x00"}, follow=True)
+    assert "A pool name is letters" in refused.content.decode()
+    assert not campaign.pools.filter(name__startswith="re ").exists()
     from io import StringIO
 
     out = StringIO()

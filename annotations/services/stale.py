@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
+from django.core.validators import slug_re
 from django.db import transaction
 
 from annotations.models import Collection, Judgement, Pool
@@ -33,6 +34,10 @@ def pool_of_stale_build(
     The pool is then assigned as any other (the pool page, or `assign`); a new grade from the
     original assessor clears the stale mark, one from somebody else is a new judgement.
     """
+    if len(name) > 100 or not slug_re.fullmatch(name):
+        raise ValidationError(
+            {"name": "A pool name is letters, digits, - and _ (at most 100 characters)."}
+        )
     pairs = stale_pairs(collection=collection)
     if not pairs:
         raise ValidationError({"stale": "No judgement of this collection is stale."})
