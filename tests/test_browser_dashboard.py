@@ -23,9 +23,11 @@ def test_the_dashboard_refreshes_by_itself_after_a_judgement(  # type: ignore[no
     services.assignment_create(pool=pool, assessors=[alice])
     login("olga")
     page.goto("/collections/trial/")
-    page.click("nav.collection-menu >> text=Dashboard")
+    with page.expect_navigation(wait_until="load"):  # the chart scripts have run
+        page.click("nav.collection-menu >> text=Dashboard")
     expect(page.locator("#d-judged")).to_have_text("0")
     expect(page.locator("#d-left")).to_have_text("7")
+    page.wait_for_function("window.Chart && window.Chart.getChart('dashboard-coverage')")
     assert page.evaluate("window.Chart.getChart('dashboard-coverage') !== undefined")
     page.evaluate("window.__notReloaded = true")
 
