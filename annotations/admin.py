@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from annotations import services
+from annotations import score_packs
 from annotations.models import (
     DEFAULT_GRADES,
     Adjudication,
@@ -403,18 +404,52 @@ class AssignmentAdmin(admin.ModelAdmin):
     readonly_fields = ["pool", "assessor"]
 
 
+def _per_cutoff(values: dict[int, Any], fields: tuple[str, ...]) -> str:
+    """'k=5: ndcg 0.5, judged 1.0; k=10: ...' of packed values (the admin's text form)."""
+    return "; ".join(
+        f"k={k}: " + ", ".join(f"{name} {getattr(value, name)!r}" for name in fields)
+        for k, value in values.items()
+    )
+
+
 @admin.register(QueryScore)
 class QueryScoreAdmin(ReadOnlyAdmin):
-    list_display = ["run", "query", "k", "ndcg", "judged", "ndcg_condensed"]
-    list_filter = ["k", "run__collection"]
+    """One row per run and query, every cutoff packed (see `annotations.score_packs`)."""
+
+    list_display = ["run", "query", "cutoffs", "first_ndcg"]
+    list_filter = ["run__collection"]
     list_select_related = ["run", "query"]
+    fields = ["run", "query", "cutoffs", "scores"]
+    readonly_fields = ["scores"]
+
+    @admin.display(description="nDCG at the first cutoff")
+    def first_ndcg(self, obj: QueryScore) -> float:
+        return float(score_packs.floats(obj.ndcg)[0])
+
+    @admin.display(description="scores per cutoff")
+    def scores(self, obj: QueryScore) -> str:
+        values = score_packs.query_values(obj.cutoffs, obj.ndcg, obj.values)
+        return _per_cutoff(values, ("ndcg", "dcg", "judged", "ndcg_condensed"))
 
 
 @admin.register(RunScore)
 class RunScoreAdmin(ReadOnlyAdmin):
-    list_display = ["run", "k", "ndcg", "ndcg_condensed", "judged", "queries", "updated"]
-    list_filter = ["k", "run__collection"]
+    """One row per run, the means at every cutoff packed (see `annotations.score_packs`)."""
+
+    list_display = ["run", "cutoffs", "queries", "first_ndcg", "updated"]
+    list_filter = ["run__collection"]
     list_select_related = ["run"]
+    fields = ["run", "cutoffs", "queries", "updated", "scores"]
+    readonly_fields = ["scores"]
+
+    @admin.display(description="mean nDCG at the first cutoff")
+    def first_ndcg(self, obj: RunScore) -> float:
+        return float(score_packs.unpack_means(obj.means)[0, 0])
+
+    @admin.display(description="means per cutoff")
+    def scores(self, obj: RunScore) -> str:
+        values = score_packs.run_means(obj.cutoffs, obj.queries, obj.means, obj.sums, obj.overflow)
+        return _per_cutoff(values, ("ndcg", "ndcg_condensed", "judged", "ndcg_sum"))
 
 
 @admin.register(IdealScore)

@@ -146,7 +146,7 @@ def bulk_update(
                     f"AS v({aliases}) WHERE {match}",
                     [
                         *constants.values(),
-                        *[_array_literal(values[i]) for i in varying],
+                        *[_array_parameter(values[i]) for i in varying],
                         *fixed.values(),
                     ],
                 )
@@ -181,6 +181,14 @@ def bulk_delete(model: type[Model], *, key: Sequence[str], keys: Sequence[Sequen
     with connection.cursor() as cursor:
         cursor.executemany(f"DELETE FROM {table} WHERE {match}", [tuple(k) for k in keys])
     return len(keys)
+
+
+def _array_parameter(values: Sequence[Any]) -> str | list[bytes]:
+    """One column's values as an array parameter: bytea values go as a list (psycopg sends
+    them in binary), everything else as a text literal."""
+    if values and all(isinstance(value, bytes) for value in values):
+        return list(values)
+    return _array_literal(values)
 
 
 def _array_literal(values: Sequence[Any]) -> str:

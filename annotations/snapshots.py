@@ -35,6 +35,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotations import score_packs
 from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
 from annotations.selectors.leaderboards import (
     BoundsByQuery,
@@ -140,8 +141,15 @@ def _from_snapshot(
 def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
     """Compute the leaderboard at k (bounds from their cache), store it and return it."""
     started = time.perf_counter()
-    run_ids = sorted(
-        Run.objects.filter(collection=collection, run_scores__k=k).values_list("id", flat=True)
+    run_ids = (
+        sorted(
+            Run.objects.filter(
+                collection=collection,
+                run_scores__cutoffs=score_packs.layout(collection.sorted_cutoffs),
+            ).values_list("id", flat=True)
+        )
+        if k in collection.sorted_cutoffs
+        else []
     )
     bounds = bounds_cached(collection=collection, k=k, run_ids=run_ids)
     board = leaderboard_compute(collection=collection, k=k, bounds=bounds)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from annotations import score_packs
 from annotations.models.collections import Query
 from annotations.models.runs import Run
 
@@ -29,7 +30,11 @@ class IdealScore(models.Model):
 
 
 class QueryScore(models.Model):
-    """A run's scores for one evaluated query at one cutoff k."""
+    """A run's scores for one evaluated query at every cutoff of its collection, packed.
+
+    See `annotations.score_packs`: `cutoffs` is the layout, `ndcg` one float64 per cutoff,
+    `values` dcg, judged@k and nDCG' per cutoff. `at(k)` unpacks one cutoff.
+    """
 
     run = models.ForeignKey(
         Run, on_delete=models.CASCADE, related_name="query_scores", db_index=False
@@ -37,52 +42,60 @@ class QueryScore(models.Model):
     query = models.ForeignKey(
         Query, on_delete=models.CASCADE, related_name="scores", db_index=False
     )
-    k = models.PositiveIntegerField()
-    ndcg = models.FloatField()
-    dcg = models.FloatField()
-    judged = models.FloatField(help_text="Share of the top k that is judged")
-    ndcg_condensed = models.FloatField(help_text="nDCG' with unjudged documents removed")
+    cutoffs = models.TextField(help_text="The cutoffs k of the packed values, e.g. 5,10,20")
+    ndcg = models.BinaryField(help_text="nDCG@k per cutoff (float64, little-endian)")
+    values = models.BinaryField(help_text="DCG@k, judged@k and nDCG'@k per cutoff (float64)")
 
     class Meta:
-        ordering = ["run_id", "query_id", "k"]
+        ordering = ["run_id", "query_id"]
         constraints = [
-            models.UniqueConstraint(fields=["query", "run", "k"], name="query_score_unique"),
+            models.UniqueConstraint(fields=["query", "run"], name="query_score_unique"),
         ]
-        indexes = [models.Index(fields=["run", "k"], name="query_score_run_idx")]
+        indexes = [models.Index(fields=["run"], name="query_score_run_idx")]
 
     def __str__(self) -> str:
-        return f"nDCG@{self.k} of run {self.run_id} on query {self.query_id} = {self.ndcg}"
+        return f"scores of run {self.run_id} on query {self.query_id} at k={self.cutoffs}"
+
+    def at(self, k: int) -> score_packs.QueryValues:
+        """The scores at cutoff k; KeyError if the row has no value at k."""
+        return score_packs.query_values(self.cutoffs, self.ndcg, self.values)[k]
 
 
 class RunScore(models.Model):
-    """A run's mean scores at k over the collection's evaluated queries.
+    """A run's mean scores at every cutoff over the collection's evaluated queries, packed.
 
-    The `*_sum` fields hold the exact sum of the per-query values (every finite double is an
-    integer multiple of 2**-1074, so the sum is an exact binary fraction, kept as
-    'MANTISSA_HEX:SHIFT', see `annotations.exact`); the means are that sum divided by
-    `queries`, correctly rounded. An incremental update after
-    one query changes therefore gives the same bits as a recomputation from scratch.
+    The means are the correctly rounded mean of the exact sum of the per-query values
+    (every finite double is an integer multiple of 2**-1074, so the sum is an exact binary
+    fraction): `sums` holds the sums as `annotations.exact_arrays` limbs and `overflow` the
+    few that do not fit them as `annotations.exact` texts. An incremental update after one
+    query changes therefore gives the same bits as a recomputation from scratch. `queries`
+    is how many queries the means are over (the same at every cutoff).
     """
 
     run = models.ForeignKey(
         Run, on_delete=models.CASCADE, related_name="run_scores", db_index=False
     )
-    k = models.PositiveIntegerField()
+    cutoffs = models.TextField(help_text="The cutoffs k of the packed means, e.g. 5,10,20")
     queries = models.PositiveIntegerField(default=0)
-    ndcg = models.FloatField(default=0.0)
-    ndcg_condensed = models.FloatField(default=0.0)
-    judged = models.FloatField(default=0.0)
-    ndcg_sum = models.TextField(default="0:0")
-    ndcg_condensed_sum = models.TextField(default="0:0")
-    judged_sum = models.TextField(default="0:0")
+    means = models.BinaryField(help_text="nDCG@k, nDCG'@k and judged@k per cutoff (float64)")
+    sums = models.BinaryField(help_text="The exact sums of the means (int64 limbs)")
+    overflow = models.JSONField(
+        default=dict, help_text="Exact sums that do not fit the limbs: 'measure:position' -> text"
+    )
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["run_id", "k"]
-        constraints = [models.UniqueConstraint(fields=["run", "k"], name="run_score_unique")]
+        ordering = ["run_id"]
+        constraints = [models.UniqueConstraint(fields=["run"], name="run_score_unique")]
 
     def __str__(self) -> str:
-        return f"mean nDCG@{self.k} of run {self.run_id} = {self.ndcg}"
+        return f"means of run {self.run_id} at k={self.cutoffs}"
+
+    def at(self, k: int) -> score_packs.RunMeans:
+        """The means at cutoff k; KeyError if the row has no mean at k."""
+        return score_packs.run_means(
+            self.cutoffs, self.queries, self.means, self.sums, self.overflow
+        )[k]
 
 
 class LeaderboardSnapshot(models.Model):

@@ -1,53 +1,37 @@
-"""One query's scores from its grades and rankings; the lock all score writers take."""
+"""One query's scores for every run at once, the exact run-mean sums, and the score lock."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db import connection
 
-from annotations import scoring, selectors
-from annotations.bulk import (
-    execute,
-)
-from annotations.exact import ExactSum
+from annotations import exact, exact_arrays, score_packs, scoring, scoring_arrays, selectors
+from annotations.bulk import execute
 from annotations.models import Collection
+from annotations.score_packs import FloatArray, IntArray
 
-# (ndcg, ndcg_condensed, judged) of one run, query and k: the values that feed the run means.
-Triple = tuple[float, float, float]
-QUERY_SCORE_COLUMNS = ("run_id", "query_id", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
-RUN_SCORE_COLUMNS = (
-    "run_id", "k", "queries", "ndcg", "ndcg_condensed", "judged",
-    "ndcg_sum", "ndcg_condensed_sum", "judged_sum", "updated",
-)  # fmt: skip
+# Rows of a score matrix (runs, 4, K) that feed the run means, in MEAN_MEASURES order:
+# nDCG, nDCG', judged@k.
+MEAN_ROWS = [
+    scoring_arrays.MEASURES.index(name) for name in score_packs.MEAN_MEASURES
+]
+QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", "ndcg", "values")
+RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "queries", "means", "sums", "overflow", "updated")
 
 
 @dataclass
-class RunAccumulator:
-    """Exact sums of one run's per-query values at one k, plus how many queries count."""
+class QueryScores:
+    """One query's IDCG per k and its scores: `matrix[i]` is run `run_ids[i]`'s (4, K)."""
 
-    queries: int = 0
-    ndcg: ExactSum = field(default_factory=ExactSum)
-    condensed: ExactSum = field(default_factory=ExactSum)
-    judged: ExactSum = field(default_factory=ExactSum)
+    idcgs: dict[int, float]
+    run_ids: list[int]
+    matrix: FloatArray
 
-    def add(self, values: Triple) -> None:
-        self.ndcg.add(values[0])
-        self.condensed.add(values[1])
-        self.judged.add(values[2])
-
-    def row(self, run_id: int, k: int) -> tuple[object, ...]:
-        """The stored values in RUN_SCORE_COLUMNS order, all but the time of the update."""
-        n = self.queries
-        return (
-            run_id, k, n, self.ndcg.mean(n), self.condensed.mean(n), self.judged.mean(n),
-            self.ndcg.to_text(), self.condensed.to_text(), self.judged.to_text(),
-        )  # fmt: skip
-
-
-def triple(scores: scoring.CutoffScores) -> Triple:
-    return (scores.ndcg, scores.ndcg_condensed, scores.judged)
+    def row_of(self) -> dict[int, int]:
+        return {run_id: i for i, run_id in enumerate(self.run_ids)}
 
 
 def score_query(
@@ -55,10 +39,10 @@ def score_query(
     query_id: int,
     grades: Mapping[int, int],
     run_ids: Iterable[int] | None = None,
-) -> tuple[dict[int, float], dict[tuple[int, int], scoring.CutoffScores]]:
-    """The IDCG per k and every (run, k) score of one query, from its current grades."""
+) -> QueryScores:
+    """The IDCG per k and every run's scores of one query, from its current grades."""
     if not grades:
-        return {}, {}
+        return score_rankings(collection, grades, {})
     rankings = selectors.scoring_rankings(
         query_id=query_id, depth=max(collection.sorted_cutoffs), grades=grades, run_ids=run_ids
     )
@@ -67,16 +51,91 @@ def score_query(
 
 def score_rankings(
     collection: Collection, grades: Mapping[int, int], rankings: Mapping[int, Sequence[int]]
-) -> tuple[dict[int, float], dict[tuple[int, int], scoring.CutoffScores]]:
-    if not grades:
-        return {}, {}
+) -> QueryScores:
     ks = collection.sorted_cutoffs
+    if not grades:
+        return QueryScores({}, [], np.zeros((0, 4, len(ks))))
     idcgs = scoring.idcgs_for(grades.values(), ks, collection.gain)
-    scores: dict[tuple[int, int], scoring.CutoffScores] = {}
-    for run_id, ranking in rankings.items():
-        for k, value in scoring.query_scores(ranking, grades, ks, collection.gain, idcgs).items():
-            scores[(run_id, k)] = value
-    return idcgs, scores
+    run_ids, matrix = scoring_arrays.score_matrix(rankings, grades, ks, collection.gain, idcgs)
+    return QueryScores(idcgs, run_ids, matrix)
+
+
+@dataclass
+class ExactMeans:
+    """Exact sums of the run means of some runs at every cutoff, and how many queries count.
+
+    `sums[r]` holds run r's (3, K) sums as exact_arrays limbs; values off their grid (tiny
+    or huge doubles, never seen in practice but possible) are summed as exact integers in
+    `big` instead, keyed (run index, measure, position). `means()` gives the correctly
+    rounded means and the overflow texts of the packed RunScore rows.
+    """
+
+    runs: int
+    cutoffs: int
+    sums: IntArray = field(init=False)
+    counts: IntArray = field(init=False)
+    big: dict[tuple[int, int, int], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.sums = exact_arrays.zeros((self.runs, 3, self.cutoffs))
+        self.counts = np.zeros(self.runs, dtype=np.int64)
+
+    @classmethod
+    def stored(
+        cls, rows: Sequence[tuple[int, bytes, Mapping[str, str]]], cutoffs: int
+    ) -> ExactMeans:
+        """From stored RunScore rows (queries, sums, overflow), in this order."""
+        means = cls(len(rows), cutoffs)
+        for r, (queries, sums, overflow) in enumerate(rows):
+            means.counts[r] = queries
+            means.sums[r] = score_packs.unpack_sums(sums, cutoffs)
+            for key, text in overflow.items():
+                measure, index = map(int, key.split(":"))
+                means.big[(r, measure, index)] = exact.total_from_text(text)
+                means.sums[r, measure, index] = 0
+        return means
+
+    def move(self, rows: IntArray, old: FloatArray, new: FloatArray) -> None:
+        """Replace values `old` by `new` ((n, 3, K) each, 0.0 where absent) in runs `rows`."""
+        if not len(rows):
+            return
+        fits = exact_arrays.on_grid(old) & exact_arrays.on_grid(new)
+        for r, measure, index in self.big:
+            at = np.flatnonzero(rows == r)
+            fits[at, measure, index] = False  # a sum kept exactly stays so
+        if not fits.all():
+            for i, measure, index in zip(*np.nonzero(~fits), strict=True):
+                key = (int(rows[i]), int(measure), int(index))
+                total = self.big.get(key)
+                if total is None:
+                    total = exact_arrays.to_total(self.sums[key])
+                    self.sums[key] = 0
+                self.big[key] = (
+                    total - exact.scaled(float(old[i, measure, index]))
+                    + exact.scaled(float(new[i, measure, index]))
+                )  # fmt: skip
+            old = np.where(fits, old, 0.0)
+            new = np.where(fits, new, 0.0)
+        self.sums[rows] = exact_arrays.fold(self.sums[rows], old, new)
+
+    def means(self, rows: IntArray) -> tuple[FloatArray, list[dict[str, str]]]:
+        """The (n, 3, K) means of runs `rows` and each one's overflow texts."""
+        means = exact_arrays.means(self.sums[rows], self.counts[rows, np.newaxis, np.newaxis])
+        overflow: list[dict[str, str]] = [{} for _ in rows]
+        if self.big:
+            position = {int(r): i for i, r in enumerate(rows)}
+            for (r, measure, index), total in self.big.items():
+                i = position.get(r)
+                if i is None:
+                    continue
+                overflow[i][score_packs.overflow_key(measure, index)] = exact.total_to_text(total)
+                means[i, measure, index] = exact.total_mean(total, int(self.counts[r]))
+        return means, overflow
+
+
+def mean_values(matrix: FloatArray) -> FloatArray:
+    """The (runs, 3, K) values that feed the run means, from a (runs, 4, K) score matrix."""
+    return matrix[:, MEAN_ROWS, :]
 
 
 def synchronous_commit_off() -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotations import exact, scoring, selectors
+from annotations import score_packs, selectors
 from annotations.bulk import (
     bulk_delete,
     bulk_insert,
@@ -21,7 +22,9 @@ from annotations.bulk import (
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
-    Triple,
+    ExactMeans,
+    QueryScores,
+    mean_values,
     score_rankings,
     synchronous_commit_off,
 )
@@ -57,7 +60,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             (*selectors.effective_grades_statement(query_id=query_id), True),
             (*selectors.ranking_heads_statement(query_id=query_id), True),
             (
-                "SELECT run_id, k, ndcg, dcg, judged, ndcg_condensed "
+                "SELECT run_id, cutoffs, ndcg, \"values\" "
                 f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
                 [query_id],
                 True,
@@ -68,7 +71,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 True,
             ),
             (
-                "SELECT s.run_id, s.k, s.queries, s.ndcg_sum, s.ndcg_condensed_sum, s.judged_sum "
+                "SELECT s.run_id, s.cutoffs, s.queries, s.sums, s.overflow "
                 f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
                 f"ON r.id = s.run_id JOIN {query_table} q ON q.collection_id = r.collection_id "
                 "WHERE q.id = %s",
@@ -100,14 +103,14 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 if grades
                 else {}
             )
-            idcgs, new = score_rankings(collection, grades, rankings)
+            new = score_rankings(collection, grades, rankings)
             stored_rows, ideal_rows, run_rows = next(results), next(results), next(results)
         stored = {
-            (run_id, k): (ndcg, dcg, judged, condensed)
-            for run_id, k, ndcg, dcg, judged, condensed in stored_rows
+            run_id: (cutoffs, bytes(ndcg), bytes(values))
+            for run_id, cutoffs, ndcg, values in stored_rows
         }
         _store_query(
-            collection, query_id, idcgs, new,
+            collection, query_id, new,
             stored=stored, old_ideal=dict(ideal_rows), run_rows=run_rows, version=version,
         )  # fmt: skip
     return True
@@ -131,10 +134,9 @@ def _collection_from_row(row: tuple[Any, ...]) -> Collection:
 def _store_query(
     collection: Collection,
     query_id: int,
-    idcgs: dict[int, float],
-    new: dict[tuple[int, int], scoring.CutoffScores],
+    new: QueryScores,
     *,
-    stored: dict[tuple[int, int], tuple[float, float, float, float]],
+    stored: dict[int, tuple[str, bytes, bytes]],
     old_ideal: dict[int, float],
     run_rows: list[tuple[Any, ...]],
     version: int,
@@ -142,45 +144,29 @@ def _store_query(
     """Write what changed for one query, fold the differences into the run means and mark
     `version` scored.
 
-    `stored`, `old_ideal` and `run_rows` are the query's stored scores, its stored IDCGs and
-    the collection's stored run means, read under the collection lock. Rows are updated in
-    place (see `bulk_update`); only runs whose values changed are touched, unless the number
-    of evaluated queries changed, which moves every mean.
+    `stored`, `old_ideal` and `run_rows` are the query's stored scores (run -> layout and
+    packed values), its stored IDCGs and the collection's stored run means, read under the
+    collection lock. One packed row per run is written where its values changed; the run
+    means move by the exact difference of this query's values, all runs at once.
     """
-    # One pass over the new scores: rows to insert, rows to update (and which of their
-    # columns moved), and the (run, k) whose run means move, with their values before and
-    # after (nDCG, nDCG', judged@k).
+    ks = collection.sorted_cutoffs
+    layout = score_packs.layout(ks)
+    idcgs = new.idcgs
+    row_of = new.row_of()
     inserts: list[tuple[object, ...]] = []
     updates: list[tuple[object, ...]] = []
-    parts = [False, False, False, False]  # ndcg, dcg, judged, ndcg_condensed
-    moved: dict[tuple[int, int], tuple[Triple | None, Triple | None]] = {}
-    for key, score in new.items():
-        values = (score.ndcg, score.dcg, score.judged, score.ndcg_condensed)
-        was = stored.get(key)
-        if was == values:
-            continue
-        after = (score.ndcg, score.ndcg_condensed, score.judged)
+    for i, run_id in enumerate(new.run_ids):
+        ndcg, values = score_packs.pack_query(new.matrix[i])
+        was = stored.get(run_id)
         if was is None:
-            inserts.append((key[0], query_id, key[1], *values))
-            moved[key] = (None, after)
-            continue
-        updates.append((query_id, *key, *values))
-        for i in range(4):
-            if values[i] != was[i]:
-                parts[i] = True
-        before = (was[0], was[3], was[2])
-        if before != after:
-            moved[key] = (before, after)
-    gone = [key for key in stored if key not in new]
-    for key in gone:
-        was = stored[key]
-        moved[key] = ((was[0], was[3], was[2]), None)
+            inserts.append((run_id, query_id, layout, ndcg, values))
+        elif was != (layout, ndcg, values):
+            updates.append((query_id, run_id, layout, ndcg, values))
+    gone = [run_id for run_id in stored if run_id not in row_of]
     # Inserts and deletes first (rare: a query's first or last judgement, a run's first
     # result for it); COPY cannot run inside the pipeline below.
     bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, inserts)
-    bulk_delete(
-        QueryScore, key=("query_id", "run_id", "k"), keys=[(query_id, *key) for key in gone]
-    )
+    bulk_delete(QueryScore, key=("query_id", "run_id"), keys=[(query_id, r) for r in gone])
     bulk_delete(
         IdealScore, key=("query_id", "k"), keys=[(query_id, k) for k in old_ideal if k not in idcgs]
     )
@@ -190,21 +176,17 @@ def _store_query(
         [(query_id, k, v) for k, v in idcgs.items() if k not in old_ideal],
     )
     count_delta = int(bool(idcgs)) - int(bool(old_ideal))
-    zero_mode = collection.missing_queries == "zero"
-    moved_runs = {run_id for run_id, _ in moved}
-    every_mean = zero_mode and count_delta != 0
-    # The updates go out without waiting: the server applies the per-query scores while
-    # the run means are folded here.
+    run_ids, rows, broken = _fold_means(
+        collection, layout, new, stored, run_rows, count_delta=count_delta
+    )
+    # The updates go out without waiting: the server applies them back to back.
     with pipeline():
         synchronous_commit_off()
-        # Only the columns that change in some row (a change of the ideal DCG moves nDCG
-        # and nDCG' of every run, but no DCG and no judged@k).
-        picked = [3 + i for i in range(4) if parts[i]]
         bulk_update(
             QueryScore,
-            key=("query_id", "run_id", "k"),
-            columns=tuple(QUERY_SCORE_COLUMNS[j] for j in picked),
-            rows=[(row[0], row[1], row[2], *(row[j] for j in picked)) for row in updates],
+            key=("query_id", "run_id"),
+            columns=("cutoffs", "ndcg", "values"),
+            rows=updates,
         )
         bulk_update(
             IdealScore,
@@ -212,84 +194,96 @@ def _store_query(
             columns=("idcg",),
             rows=[(query_id, k, v) for k, v in idcgs.items() if old_ideal.get(k, v) != v],
         )
-        columns, rows = _fold_means(
-            run_rows,
-            moved,
-            runs=None if every_mean else moved_runs,
-            zero_mode=zero_mode,
-            count_delta=count_delta,
-        )
         bulk_update(
             RunScore,
-            key=("run_id", "k"),
-            columns=columns,
-            rows=rows,
+            key=("run_id",),
+            columns=("queries", "means", "sums", "overflow"),
+            rows=[(run_id, *row) for run_id, row in zip(run_ids, rows, strict=True)],
             constants={"updated": timezone.now()},
         )
+        if broken:
+            # Means whose per-query rows do not match them: rebuilt by their run's rescore.
+            bulk_update(
+                Run, key=("id",), columns=("scored_at",), rows=[(r, None) for r in broken]
+            )
         execute(
             f"UPDATE {Query._meta.db_table} SET scored_version = %s WHERE id = %s",
             [version, query_id],
         )
 
 
-# The three run means (each with its exact sum) in RunScore, in the order of a Triple.
-_MEANS = (("ndcg", "ndcg_sum"), ("ndcg_condensed", "ndcg_condensed_sum"), ("judged", "judged_sum"))
-
-
 def _fold_means(
+    collection: Collection,
+    layout: str,
+    new: QueryScores,
+    stored: dict[int, tuple[str, bytes, bytes]],
     run_rows: list[tuple[Any, ...]],
-    moved: Mapping[tuple[int, int], tuple[Triple | None, Triple | None]],
     *,
-    runs: set[int] | None,
-    zero_mode: bool,
     count_delta: int,
-) -> tuple[tuple[str, ...], list[tuple[object, ...]]]:
-    """The run mean rows that change when one query's values move as in `moved` ((run, k)
-    -> values before and after; None: absent), and the RunScore columns that change in any
-    of them.
+) -> tuple[list[int], list[tuple[object, ...]], list[int]]:
+    """The RunScore rows (queries, means, sums, overflow) that change when one query's
+    values move from `stored` to `new`, the runs they belong to, and the runs whose stored
+    per-query row has another layout than their means (to be rescored).
 
-    `run_rows` are the stored rows (run, k, queries, the three exact sums) of the `runs`
-    concerned (None: all). A sum whose value did not change, with an unchanged
-    count, is kept as stored and its column left out: parsing and formatting exact sums is
-    the costly part of this path, and a grade change rarely moves judged@k.
+    Only means in the current layout are folded: a run without one (never scored, or its
+    collection's cutoffs changed) is pending its own scoring, which builds it. All runs are
+    folded at once (exact_arrays); with `missing_queries == "zero"` a change in the number
+    of evaluated queries moves every mean.
     """
-    unmoved: tuple[Triple | None, Triple | None] = (None, None)
-    columns_moved = [False, False, False]
-    count_moved = False
-    rows: list[list[Any]] = []
-    # Only stored means are folded: a run without one is pending its own scoring, which
-    # builds it.
-    for run_id, k, queries, *stored in run_rows:
-        if runs is not None and run_id not in runs:
-            continue
-        before, after = moved.get((run_id, k), unmoved)
-        if zero_mode:
-            count = queries + count_delta
-        else:
-            count = queries + (after is not None) - (before is not None)
-        # run, k, count, three means (None: unchanged, not written), three sums
-        row: list[Any] = [run_id, k, count, None, None, None, *stored]
-        changed = count != queries
-        touched = changed
-        for i in range(3):
-            old_value = 0.0 if before is None else before[i]
-            new_value = 0.0 if after is None else after[i]
-            if old_value == new_value and not changed:
-                continue
-            row[3 + i], row[6 + i] = exact.fold(stored[i], old_value, new_value, count)
-            columns_moved[i] = touched = True
-        if touched:
-            count_moved = count_moved or changed
-            rows.append(row)
-    if count_moved:
-        columns_moved = [True, True, True]  # every mean divides by the new count
-    picked = [i for i in range(3) if columns_moved[i]]
-    for row in rows:  # a column written for some rows needs its value in all of them
-        for i in picked:
-            if row[3 + i] is None:
-                row[3 + i], row[6 + i] = exact.fold(row[6 + i], 0.0, 0.0, row[2])
-    columns = (("queries",) if count_moved else ()) + tuple(
-        name for i in picked for name in _MEANS[i]
+    ks = len(collection.sorted_cutoffs)
+    current = [row for row in run_rows if row[1] == layout]
+    if not current:
+        return [], [], []
+    run_ids = [row[0] for row in current]
+    means = ExactMeans.stored(
+        [(queries, bytes(sums), _json(overflow)) for _, _, queries, sums, overflow in current], ks
     )
-    indexes = ([2] if count_moved else []) + [j for i in picked for j in (3 + i, 6 + i)]
-    return columns, [(row[0], row[1], *(row[j] for j in indexes)) for row in rows]
+    old = np.zeros((len(run_ids), 3, ks))
+    fresh = np.zeros((len(run_ids), 3, ks))
+    before = np.zeros(len(run_ids), dtype=bool)
+    after = np.zeros(len(run_ids), dtype=bool)
+    row_of = new.row_of()
+    taken = [row_of.get(run_id) for run_id in run_ids]
+    at = [i for i, row in enumerate(taken) if row is not None]
+    if at:
+        fresh[at] = mean_values(new.matrix[[taken[i] for i in at]])
+        after[at] = True
+    broken: list[int] = []
+    for i, run_id in enumerate(run_ids):
+        was = stored.get(run_id)
+        if was is None:
+            continue
+        if was[0] != layout:
+            broken.append(run_id)
+            continue
+        old[i] = mean_values(score_packs.unpack_query(was[1], was[2])[np.newaxis])[0]
+        before[i] = True
+    if collection.missing_queries == "zero":
+        counts = means.counts + count_delta
+    else:
+        counts = means.counts + after - before
+    moved = (counts != means.counts) | (old != fresh).any(axis=(1, 2))
+    if broken:
+        moved &= ~np.isin(run_ids, broken)
+    rows = np.flatnonzero(moved)
+    means.counts = counts
+    means.move(rows, old[rows], fresh[rows])
+    values, overflow = means.means(rows)
+    written = [
+        (
+            int(means.counts[r]),
+            score_packs.pack_means(values[i]),
+            score_packs.pack_sums(means.sums[r]),
+            json.dumps(overflow[i]),
+        )
+        for i, r in enumerate(rows)
+    ]
+    return [run_ids[r] for r in rows], written, broken
+
+
+def _json(value: Any) -> dict[str, str]:
+    """A JSON column as read by raw SQL: loaded on PostgreSQL (jsonb), text on SQLite."""
+    if isinstance(value, str | bytes):
+        loaded: dict[str, str] = json.loads(value)
+        return loaded
+    return dict(value)

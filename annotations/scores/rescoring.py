@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations import scoring, selectors
+from annotations import score_packs, selectors
 from annotations.bulk import (
     bulk_delete,
     bulk_insert,
@@ -19,44 +22,41 @@ from annotations.models import Collection, IdealScore, Query, QueryScore, Run, R
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
     RUN_SCORE_COLUMNS,
-    RunAccumulator,
+    ExactMeans,
+    QueryScores,
     lock_collection,
+    mean_values,
     score_query,
-    triple,
 )
 from annotations.scores.queries import scores_recompute_query
-
-# The per-query values of a QueryScore row, in this order.
-_VALUES = ("ndcg", "dcg", "judged", "ndcg_condensed")
-
-
-def _values(score: scoring.CutoffScores) -> tuple[float, float, float, float]:
-    return (score.ndcg, score.dcg, score.judged, score.ndcg_condensed)
 
 
 @dataclass
 class _Means:
     """The run means of a rescoring, folded in query by query: the exact sums of every
-    (run, k), which is all a rescore holds beyond the query it is working on."""
+    run at every cutoff, which is all a rescore holds beyond the query it is working on."""
 
     collection: Collection
     run_ids: list[int]
-    runs: dict[tuple[int, int], RunAccumulator] = field(default_factory=dict)
+    exact: ExactMeans = field(init=False)
+    index: dict[int, int] = field(init=False)
     evaluated: int = 0
 
     def __post_init__(self) -> None:
-        for run_id in self.run_ids:
-            for k in self.collection.sorted_cutoffs:
-                self.runs[(run_id, k)] = RunAccumulator()
+        self.exact = ExactMeans(len(self.run_ids), len(self.collection.sorted_cutoffs))
+        self.index = {run_id: i for i, run_id in enumerate(self.run_ids)}
 
-    def add(self, scores: Mapping[tuple[int, int], scoring.CutoffScores]) -> None:
+    def add(self, scores: QueryScores) -> None:
         self.evaluated += 1
-        for key, score in scores.items():
-            accumulator = self.runs[key]
-            accumulator.add(triple(score))
-            accumulator.queries += 1
+        if not scores.run_ids:
+            return
+        rows = np.array([self.index[run_id] for run_id in scores.run_ids], dtype=np.int64)
+        values = mean_values(scores.matrix)
+        self.exact.move(rows, np.zeros_like(values), values)
+        self.exact.counts[rows] += 1
 
-    def finish(self, *, some_runs: bool) -> dict[tuple[int, int], RunAccumulator]:
+    def finish(self, *, some_runs: bool) -> list[tuple[object, ...]]:
+        """The RunScore rows in RUN_SCORE_COLUMNS order, all but the time of the update."""
         if self.collection.missing_queries == "zero":
             evaluated = self.evaluated
             if some_runs:
@@ -70,19 +70,41 @@ class _Means:
                     .distinct()
                     .count()
                 )
-            for accumulator in self.runs.values():
-                accumulator.queries = evaluated
-        return self.runs
+            self.exact.counts[:] = evaluated
+        rows = np.arange(len(self.run_ids), dtype=np.int64)
+        means, overflow = self.exact.means(rows)
+        layout = score_packs.layout(self.collection.sorted_cutoffs)
+        return [
+            (
+                run_id,
+                layout,
+                int(self.exact.counts[i]),
+                score_packs.pack_means(means[i]),
+                score_packs.pack_sums(self.exact.sums[i]),
+                json.dumps(overflow[i]),
+            )
+            for i, run_id in enumerate(self.run_ids)
+        ]
 
 
 def _scored_queries(
     collection: Collection, run_ids: list[int] | None = None
-) -> Iterator[tuple[int, dict[int, float], dict[tuple[int, int], scoring.CutoffScores]]]:
-    """(query id, IDCG per k, (run, k) -> scores) of every evaluated query, one at a time."""
+) -> Iterator[tuple[int, QueryScores]]:
+    """(query id, its scores) of every evaluated query, one at a time."""
     for query_id, grades in selectors.effective_grades_by_query(collection=collection):
-        idcgs, scores = score_query(collection, query_id, grades, run_ids=run_ids)
-        if idcgs:
-            yield query_id, idcgs, scores
+        scores = score_query(collection, query_id, grades, run_ids=run_ids)
+        if scores.idcgs:
+            yield query_id, scores
+
+
+def _packed_rows(
+    query_id: int, scores: QueryScores, layout: str
+) -> dict[tuple[int, int], tuple[str, bytes, bytes]]:
+    """(query, run) -> the packed QueryScore values of one query's scores."""
+    return {
+        (query_id, run_id): (layout, *score_packs.pack_query(scores.matrix[i]))
+        for i, run_id in enumerate(scores.run_ids)
+    }
 
 
 def _run_ids(collection: Collection) -> list[int]:
@@ -105,40 +127,39 @@ def scores_recompute_run(*, run_id: int) -> bool:
         QueryScore.objects.filter(run_id=run_id).delete()
         RunScore.objects.filter(run_id=run_id).delete()
         means = _Means(collection, [run_id])
+        layout = score_packs.layout(collection.sorted_cutoffs)
         rows: list[tuple[object, ...]] = []
-        for query_id, _, scores in _scored_queries(collection, run_ids=[run_id]):
+        for query_id, scores in _scored_queries(collection, run_ids=[run_id]):
             means.add(scores)
-            rows.extend((run_id, query_id, k, *_values(score)) for (_, k), score in scores.items())
+            rows.extend(
+                (run, query_id, *values)
+                for (_, run), values in _packed_rows(query_id, scores, layout).items()
+            )
             if len(rows) >= ROWS_PER_WRITE:
                 bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
                 rows = []
         bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
         now = timezone.now()
         bulk_insert(
-            RunScore,
-            RUN_SCORE_COLUMNS,
-            (
-                (*accumulator.row(*key), now)
-                for key, accumulator in means.finish(some_runs=True).items()
-            ),
+            RunScore, RUN_SCORE_COLUMNS, ((*row, now) for row in means.finish(some_runs=True))
         )
         Run.objects.filter(id=run_id).update(scored_at=now)
     return True
 
 
-# Rows a run's rescoring buffers per write; ids per `IN (...)` (within SQLite's limits).
-ROWS_PER_WRITE = 50_000
+# Packed rows a rescoring buffers per write (one per run and query); ids per `IN (...)`.
+ROWS_PER_WRITE = 5_000
 IDS_PER_STATEMENT = 500
 
 
-def _stored_query(query_id: int) -> tuple[dict[int, float], dict[tuple[int, int], tuple]]:
-    """One query's stored IDCGs (k -> value) and scores ((run, k) -> values)."""
+def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[str, bytes, bytes]]]:
+    """One query's stored IDCGs (k -> value) and packed scores (run -> layout, values)."""
     ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
     stored = {
-        (run_id, k): tuple(values)
-        for run_id, k, *values in QueryScore.objects.filter(query_id=query_id).values_list(
-            "run_id", "k", *_VALUES
-        )
+        run_id: (cutoffs, bytes(ndcg), bytes(values))
+        for run_id, cutoffs, ndcg, values in QueryScore.objects.filter(
+            query_id=query_id
+        ).values_list("run_id", "cutoffs", "ndcg", "values")
     }
     return ideal, stored
 
@@ -148,27 +169,29 @@ def scores_rescore_collection(*, collection_id: int) -> None:
 
     Memory holds one query's scores (every run and k) and the exact sums of the run means,
     never the collection's. Only rows whose values differ are written (updated in place,
-    inserted or deleted): a rescore that confirms the stored scores writes nothing, and one
-    that changes them leaves no dead rows behind for VACUUM, only in-place (HOT) updates
-    that PostgreSQL prunes by itself.
+    inserted or deleted): a rescore that confirms the stored scores writes nothing but the
+    run means.
     """
     with transaction.atomic():
         collection = lock_collection(collection_id)
         versions = _versions(collection)  # read before the judgements: marked scored below
         means = _Means(collection, _run_ids(collection))
+        layout = score_packs.layout(collection.sorted_cutoffs)
         seen: set[int] = set()
         ideal_rows = _Writes(IdealScore, key=("query_id", "k"), columns=("idcg",))
-        score_rows = _Writes(QueryScore, key=("query_id", "run_id", "k"), columns=_VALUES)
-        for query_id, idcgs, scores in _scored_queries(collection):
+        score_rows = _Writes(
+            QueryScore, key=("query_id", "run_id"), columns=("cutoffs", "ndcg", "values")
+        )
+        for query_id, scores in _scored_queries(collection):
             means.add(scores)
             ideal, stored = _stored_query(query_id)
             ideal_rows.sync(
                 stored={(query_id, k): (value,) for k, value in ideal.items()},
-                fresh={(query_id, k): (value,) for k, value in idcgs.items()},
+                fresh={(query_id, k): (value,) for k, value in scores.idcgs.items()},
             )
             score_rows.sync(
-                stored={(query_id, *key): values for key, values in stored.items()},
-                fresh={(query_id, *key): _values(score) for key, score in scores.items()},
+                stored={(query_id, run_id): values for run_id, values in stored.items()},
+                fresh=_packed_rows(query_id, scores, layout),
             )
             seen.add(query_id)
         ideal_rows.flush()
@@ -183,18 +206,15 @@ def scores_rescore_collection(*, collection_id: int) -> None:
         # Every run mean is rewritten, changed or not: `updated` tells when it was computed.
         _sync_rows(
             RunScore,
-            key=("run_id", "k"),
-            columns=RUN_SCORE_COLUMNS[2:-1],
+            key=("run_id",),
+            columns=RUN_SCORE_COLUMNS[1:-1],
             stored={
-                key: ()
-                for key in RunScore.objects.filter(run__collection=collection).values_list(
-                    "run_id", "k"
+                (run_id,): ()
+                for run_id in RunScore.objects.filter(run__collection=collection).values_list(
+                    "run_id", flat=True
                 )
             },
-            fresh={
-                key: accumulator.row(*key)[2:]
-                for key, accumulator in means.finish(some_runs=False).items()
-            },
+            fresh={(row[0],): row[1:] for row in means.finish(some_runs=False)},
             constants={"updated": now},
         )
         Run.objects.filter(collection=collection).update(scored_at=now)
@@ -209,7 +229,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
 @dataclass
 class _Writes:
     """The writes that make stored rows equal fresh ones, gathered over several queries and
-    sent a few tens of thousands of rows at a time."""
+    sent a few thousand rows at a time."""
 
     model: type[QueryScore | IdealScore]
     key: tuple[str, ...]
@@ -272,20 +292,25 @@ def scores_verify(*, collection: Collection) -> list[str]:
         return _differences(collection)
 
 
+def _per_cutoff(packed: tuple[str, bytes, bytes] | None) -> dict[int, tuple[float, ...]]:
+    """k -> (ndcg, dcg, judged, ndcg_condensed) of a packed per-query row (None: absent)."""
+    if packed is None:
+        return {}
+    return {k: tuple(values[1:]) for k, values in score_packs.query_values(*packed).items()}
+
+
 def _differences(collection: Collection) -> list[str]:
     qids = dict(Query.objects.filter(collection=collection).values_list("id", "qid"))
     names = dict(Run.objects.filter(collection=collection).values_list("id", "name"))
     versions = _versions(collection)
     means = _Means(collection, list(names))
+    layout = score_packs.layout(collection.sorted_cutoffs)
     ideal_differences: list[tuple[tuple[int, int], str]] = []
     score_differences: list[tuple[tuple[int, int, int], str]] = []
 
-    def compare(
-        query_id: int,
-        idcgs: Mapping[int, float],
-        scores: Mapping[tuple[int, int], scoring.CutoffScores],
-    ) -> None:
+    def compare(query_id: int, scores: QueryScores | None) -> None:
         ideal, stored = _stored_query(query_id)
+        idcgs = scores.idcgs if scores is not None else {}
         for k in sorted(set(ideal) | set(idcgs)):
             if ideal.get(k) != idcgs.get(k):
                 ideal_differences.append(
@@ -295,11 +320,20 @@ def _differences(collection: Collection) -> list[str]:
                         f"recomputed {idcgs.get(k)!r}",
                     )
                 )
-        for run_id, k in set(stored) | set(scores):
-            was = stored.get((run_id, k))
-            score = scores.get((run_id, k))
-            fresh = None if score is None else _values(score)
-            if was != fresh:
+        fresh_rows = (
+            {run: values for (_, run), values in _packed_rows(query_id, scores, layout).items()}
+            if scores is not None
+            else {}
+        )
+        for run_id in set(stored) | set(fresh_rows):
+            if stored.get(run_id) == fresh_rows.get(run_id):
+                continue
+            was_at = _per_cutoff(stored.get(run_id))
+            fresh_at = _per_cutoff(fresh_rows.get(run_id))
+            for k in sorted(set(was_at) | set(fresh_at)):
+                was, fresh = was_at.get(k), fresh_at.get(k)
+                if was == fresh:
+                    continue
                 score_differences.append(
                     (
                         (run_id, query_id, k),
@@ -311,35 +345,45 @@ def _differences(collection: Collection) -> list[str]:
                 )
 
     seen: set[int] = set()
-    for query_id, idcgs, scores in _scored_queries(collection):
+    for query_id, scores in _scored_queries(collection):
         means.add(scores)
         seen.add(query_id)
-        compare(query_id, idcgs, scores)
+        compare(query_id, scores)
     for query_id in qids:
         if query_id not in seen:
-            compare(query_id, {}, {})
+            compare(query_id, None)
     lines = [line for _, line in sorted(ideal_differences)]
     lines += [line for _, line in sorted(score_differences)]
-    run_fields = ("queries", "ndcg", "ndcg_condensed", "judged")
     stored_runs = {
-        (r, k): vals
-        for r, k, *vals in RunScore.objects.filter(run__collection=collection).values_list(
-            "run_id", "k", *run_fields
-        )
+        (row.run_id, k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
+        for row in RunScore.objects.filter(run__collection=collection)
+        for k, m in _run_means(row).items()
     }
-    computed = means.finish(some_runs=False)
+    computed = {
+        (row[0], k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
+        for row in means.finish(some_runs=False)
+        for k, m in score_packs.run_means(
+            str(row[1]), int(row[2]), row[3], row[4], json.loads(str(row[5]))  # type: ignore[arg-type]
+        ).items()
+    }
     for run_key in sorted(set(stored_runs) | set(computed)):
-        accumulator = computed.get(run_key)
-        fresh_run = None if accumulator is None else list(accumulator.row(*run_key)[2:6])
-        if stored_runs.get(run_key) != fresh_run:
+        if stored_runs.get(run_key) != computed.get(run_key):
             lines.append(
                 f"run={names[run_key[0]]} k={run_key[1]} means (queries, ndcg, ndcg', judged): "
-                f"stored {stored_runs.get(run_key)}, recomputed {fresh_run}"
+                f"stored {stored_runs.get(run_key)}, recomputed {computed.get(run_key)}"
             )
     for query_id, version in _versions(collection).items():
         if versions.get(query_id) != version:
             lines.append(f"query={qids[query_id]}: judgements changed during verification")
     return lines
+
+
+# The per-query values of a packed row at one k, in the order of `_per_cutoff`.
+_VALUES = ("ndcg", "dcg", "judged", "ndcg_condensed")
+
+
+def _run_means(row: RunScore) -> dict[int, Any]:
+    return score_packs.run_means(row.cutoffs, row.queries, row.means, row.sums, row.overflow)
 
 
 def scores_sweep_stale(*, collection: Collection | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models
 from django.db.models import F, QuerySet
@@ -21,8 +21,10 @@ from annotations.models import (
     Query,
     Ranking,
     Run,
-    RunScore,
 )
+
+if TYPE_CHECKING:
+    from annotations.selectors.stored_scores import RunMean
 
 
 def _aggregate(
@@ -377,13 +379,11 @@ def cutoff_from(collection: Collection, raw: str | None) -> int:
     return 10 if 10 in cutoffs else cutoffs[len(cutoffs) // 2]
 
 
-def leaderboard_rows(*, collection: Collection, k: int) -> list[RunScore]:
+def leaderboard_rows(*, collection: Collection, k: int) -> list[RunMean]:
     """Stored run means at k, best first (runs never scored are absent)."""
-    return list(
-        RunScore.objects.filter(run__collection=collection, k=k)
-        .select_related("run")
-        .order_by("-ndcg", "run__name")
-    )
+    from annotations.selectors.stored_scores import run_means_at
+
+    return run_means_at(collection, k)
 
 
 def pending_count(*, collection: Collection) -> int:

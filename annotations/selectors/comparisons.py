@@ -69,7 +69,7 @@ def runs_compare(*, a: Run, b: Run, k: int) -> Comparison:
     collection = a.collection
     evaluated = evaluated_queries(collection, k)
     qids = {query_id: qid for query_id, qid, _ in evaluated}
-    stored = stored_values([a.id, b.id], k)
+    stored = stored_values(collection, [a.id, b.id], k)
     ids = [query_id for query_id, _, _ in evaluated]
     first = query_vector(collection, ids, {q: v[0] for q, v in stored[a.id].items()})
     second = query_vector(collection, ids, {q: v[0] for q, v in stored[b.id].items()})

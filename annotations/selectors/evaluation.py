@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from annotations import score_packs
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 
 
@@ -32,21 +33,32 @@ def stored_query_scores(
     *, collection: Collection, runs: list[Run], ks: list[int]
 ) -> list[StoredQueryScore]:
     """Per-query stored scores of some runs at some cutoffs, by run name, qid, k."""
+    wanted = set(ks)
     rows = (
-        QueryScore.objects.filter(run__in=runs, k__in=ks)
-        .order_by("run__name", "query__qid", "k")
-        .values_list("run__name", "query__qid", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
+        QueryScore.objects.filter(run__in=runs)
+        .order_by("run__name", "query__qid")
+        .values_list("run__name", "query__qid", "cutoffs", "ndcg", "values")
+        .iterator(chunk_size=2000)
     )
-    return [StoredQueryScore(*row) for row in rows]
+    return [
+        StoredQueryScore(run, qid, *values)
+        for run, qid, cutoffs, ndcg, packed in rows
+        for k, values in score_packs.query_values(cutoffs, ndcg, packed).items()
+        if k in wanted
+    ]
 
 
 def stored_run_scores(*, runs: list[Run], ks: list[int]) -> list[StoredRunScore]:
-    rows = (
-        RunScore.objects.filter(run__in=runs, k__in=ks)
-        .order_by("run__name", "k")
-        .values_list("run__name", "k", "queries", "ndcg", "ndcg_condensed", "judged")
-    )
-    return [StoredRunScore(*row) for row in rows]
+    wanted = set(ks)
+    rows = RunScore.objects.filter(run__in=runs).select_related("run").order_by("run__name")
+    return [
+        StoredRunScore(row.run.name, k, m.queries, m.ndcg, m.ndcg_condensed, m.judged)
+        for row in rows
+        for k, m in score_packs.run_means(
+            row.cutoffs, row.queries, row.means, row.sums, row.overflow
+        ).items()
+        if k in wanted
+    ]
 
 
 def evaluated_qids(*, collection: Collection) -> list[str]:

@@ -13,16 +13,18 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotations import batch_statistics, exact, scoring, statistics
-from annotations.models import Collection, Run, RunScore
+from annotations.models import Collection, Run
 from annotations.selectors import effective_grades_by_query, top_documents
 from annotations.selectors.comparisons import PERMUTATION_SEED, PERMUTATIONS
 from annotations.selectors.scores_state import ScoresState, scores_state
 from annotations.selectors.stored_scores import (
+    RunMean,
     evaluated_queries,
     exact_mean,
     is_judged,
     paired_values,
     query_vector,
+    run_means_at,
     stored_ndcg,
 )
 
@@ -134,10 +136,10 @@ def top_grade_bounds_by_query(
     return bounds
 
 
-def _top_grade_mean(row: RunScore, vector: dict[int, float], promoted: dict[int, float]) -> float:
+def _top_grade_mean(row: RunMean, vector: dict[int, float], promoted: dict[int, float]) -> float:
     """The run's mean with the promoted values in place of the stored ones, exactly.
 
-    The stored exact sum (``RunScore.ndcg_sum``, over the same queries as the vector) moves
+    The stored exact sum (``RunMean.ndcg_sum``, over the same queries as the vector) moves
     by the promoted values' differences only: the correctly rounded mean of the whole
     vector at a fraction of the work. Should the stored sum not match the vector (it always
     does once the scores are stored), the vector is summed afresh.
@@ -173,11 +175,7 @@ def leaderboard_compute(
     are computed here. This is the expensive read: pages get it from a stored snapshot.
     """
     state = scores_state(collection=collection)
-    stored_means = list(
-        RunScore.objects.filter(run__collection=collection, k=k)
-        .select_related("run", "run__owner")
-        .order_by("-ndcg", "run__name")
-    )
+    stored_means = run_means_at(collection, k)
     scored_ids = {row.run_id for row in stored_means}
     unscored = [
         RunRef.of(run)
@@ -187,7 +185,7 @@ def leaderboard_compute(
         .order_by("name")
     ]
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
-    stored = stored_ndcg([row.run_id for row in stored_means], k)
+    stored = stored_ndcg(collection, [row.run_id for row in stored_means], k)
     vectors = {
         row.run_id: query_vector(collection, evaluated, stored[row.run_id]) for row in stored_means
     }

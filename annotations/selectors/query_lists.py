@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from annotations.models import (
     Adjudication,
@@ -16,9 +18,9 @@ from annotations.models import (
     Judgement,
     PoolEntry,
     Query,
-    QueryScore,
     Run,
 )
+from annotations.selectors.stored_scores import stored_rows_at
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,10 @@ def query_rows(*, collection: Collection, queries: Sequence[Query], k: int) -> l
     evaluated = set(
         IdealScore.objects.filter(query_id__in=ids, k=k).values_list("query_id", flat=True)
     )
-    stored = {
-        row["query_id"]: (row["total"], row["n"])
-        for row in QueryScore.objects.filter(query_id__in=ids, k=k)
-        .values("query_id")
-        .annotate(total=Sum("ndcg"), n=Count("id"))
-    }
+    per_query: dict[int, list[float]] = defaultdict(list)
+    for _, query_id, values in stored_rows_at(collection, k, query_ids=ids, measures=1):
+        per_query[query_id].append(values[0])
+    stored = {query_id: (math.fsum(values), len(values)) for query_id, values in per_query.items()}
     runs = Run.objects.filter(collection=collection).count()
     rows = []
     for query in queries:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
-from annotations.models import Document, IdealScore, Query, QueryScore, Ranking, Run
+from annotations.models import Document, IdealScore, Query, Ranking, Run
 from annotations.selectors import effective_grades, query_rankings
-from annotations.selectors.stored_scores import is_judged
+from annotations.selectors.stored_scores import is_judged, stored_rows_at
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,8 @@ def query_overview(*, query: Query, k: int) -> QueryOverview:
     """Every run's stored nDCG@k for the query (and its IDCG@k)."""
     collection = query.collection
     stored = {
-        run_id: (ndcg, judged)
-        for run_id, ndcg, judged in QueryScore.objects.filter(query=query, k=k).values_list(
-            "run_id", "ndcg", "judged"
-        )
+        run_id: (values[0], values[2])
+        for run_id, _, values in stored_rows_at(collection, k, query_ids=[query.id], measures=3)
     }
     answered = set(Ranking.objects.filter(query=query).values_list("run_id", flat=True))
     runs: list[RunOnQuery] = []

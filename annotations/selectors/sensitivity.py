@@ -86,7 +86,7 @@ def _compute(collection: Collection, k: int) -> Sensitivity:
         Run.objects.filter(collection=collection, scored_at__isnull=False).values_list("id", "name")
     )
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
-    stored = stored_ndcg(list(runs), k)
+    stored = stored_ndcg(collection, list(runs), k)
     vectors = {run_id: query_vector(collection, evaluated, stored[run_id]) for run_id in runs}
     effective_means = {runs[run_id]: mean_of(list(v.values())) for run_id, v in vectors.items()}
     effective = rank_correlation.ranking(effective_means)

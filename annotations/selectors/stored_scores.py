@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db import connection
-
+from annotations import score_packs
+from annotations.bulk import fetch_binary
 from annotations.exact import mean_of
 from annotations.models import Collection, IdealScore, QueryScore, Run, RunScore
 from annotations.selectors.scores_state import scores_state
@@ -48,16 +49,58 @@ def evaluated_queries(collection: Collection, k: int) -> list[tuple[int, str, st
     )
 
 
+def _cutoff_position(collection: Collection, k: int) -> tuple[str, int, int] | None:
+    """(layout, position of k, number of cutoffs) of the collection's packed rows; None if
+    the collection has no cutoff k."""
+    ks = collection.sorted_cutoffs
+    if k not in ks:
+        return None
+    return score_packs.layout(ks), ks.index(k), len(ks)
+
+
+def stored_rows_at(
+    collection: Collection,
+    k: int,
+    *,
+    run_ids: Sequence[int] | None = None,
+    query_ids: Sequence[int] | None = None,
+    measures: int = 4,
+) -> list[tuple[int, int, tuple[float, ...]]]:
+    """(run, query, values at k) of the packed per-query rows of some runs or queries, in
+    the collection's current layout: the first `measures` of (ndcg, dcg, judged,
+    ndcg_condensed). Only the 8 bytes of each value are read (SQL substr)."""
+    found = _cutoff_position(collection, k)
+    run_list = list(run_ids) if run_ids is not None else None
+    query_list = list(query_ids) if query_ids is not None else None
+    if found is None or run_list == [] or query_list == []:
+        return []
+    layout, i, count = found
+    table = QueryScore._meta.db_table
+    # ndcg holds one value per cutoff; values holds dcg, judged, ndcg' (count each).
+    parts = ["substr(ndcg, %s, 8)"] + ['substr("values", %s, 8)'] * (measures - 1)
+    params: list[object] = [8 * i + 1] + [8 * (m * count + i) + 1 for m in range(measures - 1)]
+    where = ["cutoffs = %s"]
+    params.append(layout)
+    for column, ids in (("run_id", run_list), ("query_id", query_list)):
+        if ids is not None:
+            where.append(f"{column} IN ({', '.join(['%s'] * len(ids))})")
+            params.extend(ids)
+    sql = f"SELECT run_id, query_id, {', '.join(parts)} FROM {table} WHERE {' AND '.join(where)}"
+    rows = fetch_binary(sql, params)
+    if not rows:
+        return []
+    values = score_packs.floats(b"".join(bytes(part) for row in rows for part in row[2:]))
+    values = values.reshape(len(rows), measures).tolist()
+    return [(row[0], row[1], tuple(v)) for row, v in zip(rows, values, strict=True)]
+
+
 def stored_values(
-    run_ids: Sequence[int], k: int
+    collection: Collection, run_ids: Sequence[int], k: int
 ) -> dict[int, dict[int, tuple[float, float, float, float]]]:
     """run id -> query id -> (ndcg, dcg, judged, ndcg_condensed) stored at k."""
     values: dict[int, dict[int, tuple[float, float, float, float]]] = defaultdict(dict)
-    rows = QueryScore.objects.filter(run_id__in=list(run_ids), k=k).values_list(
-        "run_id", "query_id", "ndcg", "dcg", "judged", "ndcg_condensed"
-    )
-    for run_id, query_id, ndcg, dcg, judged, condensed in rows:
-        values[run_id][query_id] = (ndcg, dcg, judged, condensed)
+    for run_id, query_id, found in stored_rows_at(collection, k, run_ids=run_ids):
+        values[run_id][query_id] = found  # type: ignore[assignment]
     return values
 
 
@@ -91,29 +134,59 @@ def exact_mean(values: Sequence[float]) -> float:
     return mean_of(values)
 
 
-def stored_ndcg(run_ids: Sequence[int], k: int) -> dict[int, dict[int, float]]:
-    """run id -> query id -> nDCG@k stored at k (one raw read: the leaderboard's hot input)."""
+def stored_ndcg(collection: Collection, run_ids: Sequence[int], k: int) -> dict[int, dict[int, float]]:
+    """run id -> query id -> nDCG@k stored at k (one read: the leaderboard's hot input)."""
     values: dict[int, dict[int, float]] = defaultdict(dict)
-    ids = list(run_ids)
-    if not ids:
-        return values
-    table = QueryScore._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT run_id, query_id, ndcg FROM {table} "
-            f"WHERE k = %s AND run_id IN ({', '.join(['%s'] * len(ids))})",
-            [k, *ids],
-        )
-        for run_id, query_id, ndcg in cursor.fetchall():
-            values[run_id][query_id] = ndcg
+    for run_id, query_id, found in stored_rows_at(collection, k, run_ids=run_ids, measures=1):
+        values[run_id][query_id] = found[0]
     return values
+
+
+@dataclass(frozen=True)
+class RunMean:
+    """A run's stored means at one k (see `score_packs.RunMeans`)."""
+
+    run: Run
+    k: int
+    queries: int
+    ndcg: float
+    ndcg_condensed: float
+    judged: float
+    ndcg_sum: str
+    updated: datetime
+
+    @property
+    def run_id(self) -> int:
+        return self.run.id
+
+
+def run_means_at(
+    collection: Collection, k: int, *, runs: Sequence[Run] | None = None
+) -> list[RunMean]:
+    """The stored means at k of the collection's runs (or of `runs`) whose means are in
+    the current layout, best first (nDCG@k descending, then name)."""
+    found = _cutoff_position(collection, k)
+    if found is None:
+        return []
+    layout = found[0]
+    rows = RunScore.objects.filter(cutoffs=layout).select_related("run", "run__owner")
+    if runs is not None:
+        rows = rows.filter(run__in=list(runs))
+    else:
+        rows = rows.filter(run__collection=collection)
+    means = [
+        RunMean(row.run, k, *row.at(k)[1:], updated=row.updated)  # type: ignore[misc]
+        for row in rows
+    ]
+    means.sort(key=lambda mean: (-mean.ndcg, mean.run.name))
+    return means
 
 
 def run_scores(*, run: Run, k: int) -> RunScores:
     """A run's stored per-query scores at k (zero-filled per the collection's rule) and means."""
     collection = run.collection
     evaluated = evaluated_queries(collection, k)
-    stored = stored_values([run.id], k)[run.id]
+    stored = stored_values(collection, [run.id], k)[run.id]
     per_query: list[QueryValue] = []
     for query_id, qid, title in evaluated:
         values = stored.get(query_id)
@@ -121,7 +194,7 @@ def run_scores(*, run: Run, k: int) -> RunScores:
             per_query.append(QueryValue(query_id, qid, title, *values, answered=True))
         elif collection.missing_queries == "zero":
             per_query.append(QueryValue(query_id, qid, title, 0.0, 0.0, 0.0, 0.0, answered=False))
-    mean = RunScore.objects.filter(run=run, k=k).first()
+    mean = next(iter(run_means_at(collection, k, runs=[run])), None)
     state = scores_state(collection=collection)
     return RunScores(
         run=run,

@@ -1,0 +1,129 @@
+"""Per-query scores and run means packed: one row per (run, query) and one per run.
+
+A judgement used to rewrite runs x cutoffs rows of each table; packed, it rewrites one row
+per run. Stored scores are derived data: the migration drops the per-cutoff rows and marks
+every run unscored, and the next sweep (the worker's beat, the first read in inline mode, or
+`manage.py rescore`) rebuilds them from the judgements.
+"""
+
+from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
+
+# Packed values are stored out of line and uncompressed: doubles barely compress, and a
+# read of one cutoff's value (SQL substr) then fetches only the bytes it needs.
+PACKED_COLUMNS = {
+    "annotations_queryscore": ("ndcg", "values"),
+    "annotations_runscore": ("means", "sums"),
+}
+
+
+def clear_scores(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    apps.get_model("annotations", "QueryScore").objects.all().delete()
+    apps.get_model("annotations", "RunScore").objects.all().delete()
+    apps.get_model("annotations", "LeaderboardSnapshot").objects.all().delete()
+    apps.get_model("annotations", "Run").objects.update(scored_at=None)
+
+
+def external_storage(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    for table, columns in PACKED_COLUMNS.items():
+        for column in columns:
+            schema_editor.execute(
+                f'ALTER TABLE {table} ALTER COLUMN "{column}" SET STORAGE EXTERNAL'
+            )
+
+
+class Migration(migrations.Migration):
+    dependencies = [("annotations", "0011_impact")]
+
+    operations = [
+        migrations.RunPython(clear_scores, clear_scores),
+        migrations.RemoveConstraint(model_name="queryscore", name="query_score_unique"),
+        migrations.RemoveIndex(model_name="queryscore", name="query_score_run_idx"),
+        migrations.RemoveConstraint(model_name="runscore", name="run_score_unique"),
+        migrations.RemoveField(model_name="queryscore", name="k"),
+        migrations.RemoveField(model_name="queryscore", name="ndcg"),
+        migrations.RemoveField(model_name="queryscore", name="dcg"),
+        migrations.RemoveField(model_name="queryscore", name="judged"),
+        migrations.RemoveField(model_name="queryscore", name="ndcg_condensed"),
+        migrations.RemoveField(model_name="runscore", name="k"),
+        migrations.RemoveField(model_name="runscore", name="ndcg"),
+        migrations.RemoveField(model_name="runscore", name="ndcg_condensed"),
+        migrations.RemoveField(model_name="runscore", name="judged"),
+        migrations.RemoveField(model_name="runscore", name="ndcg_sum"),
+        migrations.RemoveField(model_name="runscore", name="ndcg_condensed_sum"),
+        migrations.RemoveField(model_name="runscore", name="judged_sum"),
+        migrations.AddField(
+            model_name="queryscore",
+            name="cutoffs",
+            field=models.TextField(
+                default="", help_text="The cutoffs k of the packed values, e.g. 5,10,20"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="queryscore",
+            name="ndcg",
+            field=models.BinaryField(
+                default=b"", help_text="nDCG@k per cutoff (float64, little-endian)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="queryscore",
+            name="values",
+            field=models.BinaryField(
+                default=b"", help_text="DCG@k, judged@k and nDCG'@k per cutoff (float64)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="runscore",
+            name="cutoffs",
+            field=models.TextField(
+                default="", help_text="The cutoffs k of the packed means, e.g. 5,10,20"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="runscore",
+            name="means",
+            field=models.BinaryField(
+                default=b"", help_text="nDCG@k, nDCG'@k and judged@k per cutoff (float64)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="runscore",
+            name="sums",
+            field=models.BinaryField(
+                default=b"", help_text="The exact sums of the means (int64 limbs)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="runscore",
+            name="overflow",
+            field=models.JSONField(
+                default=dict,
+                help_text="Exact sums that do not fit the limbs: 'measure:position' -> text",
+            ),
+        ),
+        migrations.AlterModelOptions(name="queryscore", options={"ordering": ["run_id", "query_id"]}),
+        migrations.AlterModelOptions(name="runscore", options={"ordering": ["run_id"]}),
+        migrations.AddConstraint(
+            model_name="queryscore",
+            constraint=models.UniqueConstraint(fields=("query", "run"), name="query_score_unique"),
+        ),
+        migrations.AddIndex(
+            model_name="queryscore",
+            index=models.Index(fields=["run"], name="query_score_run_idx"),
+        ),
+        migrations.AddConstraint(
+            model_name="runscore",
+            constraint=models.UniqueConstraint(fields=("run",), name="run_score_unique"),
+        ),
+        migrations.RunPython(external_storage, migrations.RunPython.noop),
+    ]
