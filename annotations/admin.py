@@ -9,8 +9,7 @@ from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from annotations import services
-from annotations import score_packs
+from annotations import score_packs, services
 from annotations.models import (
     DEFAULT_GRADES,
     Adjudication,

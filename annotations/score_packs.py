@@ -95,12 +95,13 @@ def unpack_query(ndcg: bytes | memoryview, values: bytes | memoryview) -> FloatA
     return np.concatenate([first[np.newaxis], rest.reshape(3, first.size)])
 
 
-def query_values(text: str, ndcg: bytes, values: bytes) -> dict[int, QueryValues]:
+def query_values(
+    text: str, ndcg: bytes | memoryview, values: bytes | memoryview
+) -> dict[int, QueryValues]:
     """k -> values of one packed per-query row."""
     matrix = unpack_query(ndcg, values)
     return {
-        k: QueryValues(k, *(float(v) for v in matrix[:, i]))
-        for i, k in enumerate(cutoffs_of(text))
+        k: QueryValues(k, *(float(v) for v in matrix[:, i])) for i, k in enumerate(cutoffs_of(text))
     }
 
 

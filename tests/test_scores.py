@@ -23,17 +23,13 @@ from annotations.models import (
 )
 from annotations.scores import scheduling
 from tests.factories import CollectionFactory, UserFactory
+from tests.stored import ndcg_by_key, query_score, run_score
 
 WRITE = Callable[..., Path]
 
 
 def stored_ndcg(collection: Collection) -> dict[tuple[str, str, int], float]:
-    return {
-        (run, qid, k): value
-        for run, qid, k, value in QueryScore.objects.filter(
-            query__collection=collection
-        ).values_list("run__name", "query__qid", "k", "ndcg")
-    }
+    return ndcg_by_key(query__collection=collection)
 
 
 def oracle(
@@ -64,12 +60,12 @@ def oracle(
 
 
 def test_worked_example_is_stored_exactly(worked_example: Collection) -> None:
-    row = QueryScore.objects.get(query__qid="q1", k=6)
+    row = query_score(query__qid="q1", k=6)
     assert row.ndcg == pytest.approx(0.7850023719699, abs=1e-12)
     assert round(row.dcg, 3) == 6.861
     assert round(IdealScore.objects.get(k=6).idcg, 3) == 8.740
     assert row.judged == 1.0
-    assert RunScore.objects.get(k=6).ndcg == row.ndcg
+    assert run_score(k=6).ndcg == row.ndcg
     assert stored_ndcg(worked_example) == oracle(worked_example)
 
 

@@ -15,9 +15,7 @@ from annotations.score_packs import FloatArray, IntArray
 
 # Rows of a score matrix (runs, 4, K) that feed the run means, in MEAN_MEASURES order:
 # nDCG, nDCG', judged@k.
-MEAN_ROWS = [
-    scoring_arrays.MEASURES.index(name) for name in score_packs.MEAN_MEASURES
-]
+MEAN_ROWS = [scoring_arrays.MEASURES.index(name) for name in score_packs.MEAN_MEASURES]
 QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", "ndcg", "values")
 RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "queries", "means", "sums", "overflow", "updated")
 

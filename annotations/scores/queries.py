@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import numpy as np
-
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -60,7 +59,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             (*selectors.effective_grades_statement(query_id=query_id), True),
             (*selectors.ranking_heads_statement(query_id=query_id), True),
             (
-                "SELECT run_id, cutoffs, ndcg, \"values\" "
+                'SELECT run_id, cutoffs, ndcg, "values" '
                 f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
                 [query_id],
                 True,
@@ -203,9 +202,7 @@ def _store_query(
         )
         if broken:
             # Means whose per-query rows do not match them: rebuilt by their run's rescore.
-            bulk_update(
-                Run, key=("id",), columns=("scored_at",), rows=[(r, None) for r in broken]
-            )
+            bulk_update(Run, key=("id",), columns=("scored_at",), rows=[(r, None) for r in broken])
         execute(
             f"UPDATE {Query._meta.db_table} SET scored_version = %s WHERE id = %s",
             [version, query_id],
@@ -220,7 +217,7 @@ def _fold_means(
     run_rows: list[tuple[Any, ...]],
     *,
     count_delta: int,
-) -> tuple[list[int], list[tuple[object, ...]], list[int]]:
+) -> tuple[list[int], list[tuple[Any, ...]], list[int]]:
     """The RunScore rows (queries, means, sums, overflow) that change when one query's
     values move from `stored` to `new`, the runs they belong to, and the runs whose stored
     per-query row has another layout than their means (to be rescored).
@@ -243,10 +240,10 @@ def _fold_means(
     before = np.zeros(len(run_ids), dtype=bool)
     after = np.zeros(len(run_ids), dtype=bool)
     row_of = new.row_of()
-    taken = [row_of.get(run_id) for run_id in run_ids]
-    at = [i for i, row in enumerate(taken) if row is not None]
+    taken = [(i, row_of[run_id]) for i, run_id in enumerate(run_ids) if run_id in row_of]
+    at = [i for i, _ in taken]
     if at:
-        fresh[at] = mean_values(new.matrix[[taken[i] for i in at]])
+        fresh[at] = mean_values(new.matrix[[row for _, row in taken]])
         after[at] = True
     broken: list[int] = []
     for i, run_id in enumerate(run_ids):

@@ -55,7 +55,7 @@ class _Means:
         self.exact.move(rows, np.zeros_like(values), values)
         self.exact.counts[rows] += 1
 
-    def finish(self, *, some_runs: bool) -> list[tuple[object, ...]]:
+    def finish(self, *, some_runs: bool) -> list[tuple[Any, ...]]:
         """The RunScore rows in RUN_SCORE_COLUMNS order, all but the time of the update."""
         if self.collection.missing_queries == "zero":
             evaluated = self.evaluated
@@ -241,8 +241,8 @@ class _Writes:
     def sync(
         self,
         *,
-        stored: Mapping[tuple[int, ...], tuple[object, ...]],
-        fresh: Mapping[tuple[int, ...], tuple[object, ...]],
+        stored: Mapping[Any, tuple[Any, ...]],
+        fresh: Mapping[Any, tuple[Any, ...]],
     ) -> None:
         for key, values in fresh.items():
             was = stored.get(key)
@@ -266,8 +266,8 @@ def _sync_rows(
     *,
     key: tuple[str, ...],
     columns: tuple[str, ...],
-    stored: Mapping[tuple[int, ...], tuple[object, ...]],
-    fresh: Mapping[tuple[int, ...], tuple[object, ...]],
+    stored: Mapping[Any, tuple[Any, ...]],
+    fresh: Mapping[Any, tuple[Any, ...]],
     constants: Mapping[str, object] | None = None,
 ) -> None:
     """Make the stored rows equal `fresh` (key -> values) with the fewest writes."""
@@ -363,7 +363,7 @@ def _differences(collection: Collection) -> list[str]:
         (row[0], k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
         for row in means.finish(some_runs=False)
         for k, m in score_packs.run_means(
-            str(row[1]), int(row[2]), row[3], row[4], json.loads(str(row[5]))  # type: ignore[arg-type]
+            row[1], row[2], row[3], row[4], json.loads(row[5])
         ).items()
     }
     for run_key in sorted(set(stored_runs) | set(computed)):

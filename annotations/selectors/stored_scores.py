@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from annotations import score_packs
 from annotations.bulk import fetch_binary
@@ -78,7 +79,7 @@ def stored_rows_at(
     table = QueryScore._meta.db_table
     # ndcg holds one value per cutoff; values holds dcg, judged, ndcg' (count each).
     parts = ["substr(ndcg, %s, 8)"] + ['substr("values", %s, 8)'] * (measures - 1)
-    params: list[object] = [8 * i + 1] + [8 * (m * count + i) + 1 for m in range(measures - 1)]
+    params: list[Any] = [8 * i + 1] + [8 * (m * count + i) + 1 for m in range(measures - 1)]
     where = ["cutoffs = %s"]
     params.append(layout)
     for column, ids in (("run_id", run_list), ("query_id", query_list)):
@@ -89,8 +90,8 @@ def stored_rows_at(
     rows = fetch_binary(sql, params)
     if not rows:
         return []
-    values = score_packs.floats(b"".join(bytes(part) for row in rows for part in row[2:]))
-    values = values.reshape(len(rows), measures).tolist()
+    packed = score_packs.floats(b"".join(bytes(part) for row in rows for part in row[2:]))
+    values = packed.reshape(len(rows), measures).tolist()
     return [(row[0], row[1], tuple(v)) for row, v in zip(rows, values, strict=True)]
 
 
@@ -134,7 +135,9 @@ def exact_mean(values: Sequence[float]) -> float:
     return mean_of(values)
 
 
-def stored_ndcg(collection: Collection, run_ids: Sequence[int], k: int) -> dict[int, dict[int, float]]:
+def stored_ndcg(
+    collection: Collection, run_ids: Sequence[int], k: int
+) -> dict[int, dict[int, float]]:
     """run id -> query id -> nDCG@k stored at k (one read: the leaderboard's hot input)."""
     values: dict[int, dict[int, float]] = defaultdict(dict)
     for run_id, query_id, found in stored_rows_at(collection, k, run_ids=run_ids, measures=1):
