@@ -556,7 +556,9 @@ def step_rescore(args: argparse.Namespace, out: dict) -> None:
     )
     out["seconds"] = time.perf_counter() - started
     out["peak_mb"] = maxrss_mb()
-    out["query_scores"] = QueryScore.objects.filter(run__collection=collection).count()
+    out["query_scores"] = QueryScore.objects.filter(run__collection=collection).count() * len(
+        collection.sorted_cutoffs
+    )
     out["stale_queries"] = _pending(collection)
     out["queries"] = Query.objects.filter(collection=collection).count()
 
@@ -617,11 +619,14 @@ def _stored_ndcg(collection, query_qids=None) -> dict[tuple[str, str, int], floa
     rows = QueryScore.objects.filter(run__collection=collection)
     if query_qids is not None:
         rows = rows.filter(query__qid__in=list(query_qids))
+    from annotations import score_packs
+
     return {
-        (run, qid, k): ndcg
-        for run, qid, k, ndcg in rows.values_list("run__name", "query__qid", "k", "ndcg").iterator(
-            chunk_size=20000
-        )
+        (run, qid, k): float(value)
+        for run, qid, cutoffs, ndcg in rows.values_list(
+            "run__name", "query__qid", "cutoffs", "ndcg"
+        ).iterator(chunk_size=20000)
+        for k, value in zip(score_packs.cutoffs_of(cutoffs), score_packs.floats(ndcg), strict=True)
     }
 
 

@@ -245,16 +245,15 @@ def _fold_means(
     if at:
         fresh[at] = mean_values(new.matrix[[row for _, row in taken]])
         after[at] = True
-    broken: list[int] = []
-    for i, run_id in enumerate(run_ids):
-        was = stored.get(run_id)
-        if was is None:
-            continue
-        if was[0] != layout:
-            broken.append(run_id)
-            continue
-        old[i] = mean_values(score_packs.unpack_query(was[1], was[2])[np.newaxis])[0]
-        before[i] = True
+    broken = [run_id for run_id in run_ids if run_id in stored and stored[run_id][0] != layout]
+    had = [i for i, run_id in enumerate(run_ids) if run_id in stored and run_id not in broken]
+    if had:
+        # One buffer per column for all runs: a single conversion instead of one per run.
+        packed = [stored[run_ids[i]] for i in had]
+        ndcg = score_packs.floats(b"".join(row[1] for row in packed)).reshape(len(had), 1, ks)
+        rest = score_packs.floats(b"".join(row[2] for row in packed)).reshape(len(had), 3, ks)
+        old[had] = mean_values(np.concatenate([ndcg, rest], axis=1))
+        before[had] = True
     if collection.missing_queries == "zero":
         counts = means.counts + count_delta
     else:

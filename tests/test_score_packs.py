@@ -1,0 +1,102 @@
+"""Packed scores: layouts, round trips, and exact run means on and off the limbs' grid."""
+
+import json
+
+import numpy as np
+import pytest
+
+from annotations import exact, exact_arrays, score_packs
+from annotations.scores.computing import ExactMeans
+
+
+def test_a_layout_reads_back_and_finds_each_cutoff() -> None:
+    text = score_packs.layout([1, 5, 10, 1000])
+    assert text == "1,5,10,1000"
+    assert score_packs.cutoffs_of(text) == [1, 5, 10, 1000]
+    assert score_packs.position(text, 10) == 2
+    assert score_packs.position(text, 20) is None
+
+
+@pytest.mark.parametrize("text", ["", "5,,10", "10,5", "5,5", "0,5", "a"])
+def test_a_malformed_layout_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="layout"):
+        score_packs.cutoffs_of(text)
+
+
+def test_per_query_values_round_trip_bit_for_bit() -> None:
+    rng = np.random.default_rng(3)
+    matrix = rng.random((4, 7))
+    matrix[0, 0] = -0.0
+    ndcg, values = score_packs.pack_query(matrix)
+    assert len(ndcg) == 7 * 8 and len(values) == 3 * 7 * 8
+    back = score_packs.unpack_query(memoryview(ndcg), values)
+    assert back.view(np.int64).tolist() == matrix.view(np.int64).tolist()
+    at = score_packs.query_values("1,2,3,4,5,6,7", ndcg, values)[3]
+    assert at == score_packs.QueryValues(3, *matrix[:, 2].tolist())
+    with pytest.raises(ValueError, match="packed values"):
+        score_packs.unpack_query(ndcg, values[:-8])
+
+
+def _reference(values: list[list[float]], count: int) -> list[float]:
+    """Each column's correctly rounded mean over `count`, one big integer at a time."""
+    return [exact.total_mean(sum(map(exact.scaled, column)), count) for column in zip(*values)]
+
+
+def test_exact_means_keep_off_grid_values_exact() -> None:
+    # 1e-30 and 2**-100 are not multiples of 2**-96: those sums leave the limbs for the
+    # overflow texts, and every mean still equals the big-integer reference bit for bit.
+    rng = np.random.default_rng(11)
+    per_query = [rng.random((3, 4)) for _ in range(25)]
+    per_query[3][0, 1] = 1e-30
+    per_query[7][2, 3] = 2.0**-100
+    means = ExactMeans(runs=1, cutoffs=4)
+    rows = np.array([0])
+    for values in per_query:
+        means.move(rows, np.zeros((1, 3, 4)), values[np.newaxis])
+        means.counts[0] += 1
+    got, overflow = means.means(rows)
+    assert set(overflow[0]) == {"0:1", "2:3"}
+    for measure in range(3):
+        expected = _reference([v[measure].tolist() for v in per_query], 25)
+        assert got[0, measure].tolist() == expected
+
+
+def test_exact_means_survive_storage_and_moves_back_to_on_grid_values() -> None:
+    rng = np.random.default_rng(5)
+    values = [rng.random((2, 3, 2)) for _ in range(10)]
+    values[0][1, 0, 1] = 1e-25  # run 1, nDCG at the second cutoff: off the grid
+    means = ExactMeans(runs=2, cutoffs=2)
+    rows = np.array([0, 1])
+    for v in values:
+        means.move(rows, np.zeros_like(v), v)
+    means.counts[:] = 10
+    _, overflow = means.means(rows)
+    stored = ExactMeans.stored(
+        [
+            (10, score_packs.pack_sums(means.sums[r]), json.loads(json.dumps(overflow[r])))
+            for r in range(2)
+        ],
+        cutoffs=2,
+    )
+    # Replace the tiny value by an ordinary one: the sum stays exact (kept as text).
+    replacement = values[0].copy()
+    replacement[1, 0, 1] = 0.25
+    stored.move(rows, values[0], replacement)
+    got, overflow = stored.means(rows)
+    assert list(overflow[1]) == ["0:1"] and overflow[0] == {}
+    values[0] = replacement
+    for r in range(2):
+        for measure in range(3):
+            expected = _reference([v[r, measure].tolist() for v in values], 10)
+            assert got[r, measure].tolist() == expected
+    total = score_packs.exact_total(stored.sums[1], overflow[1], 0, 1)
+    assert total == sum(exact.scaled(float(v[1, 0, 1])) for v in values)
+
+
+def test_run_means_text_gives_the_exact_sum() -> None:
+    sums = exact_arrays.sum_values(np.array([[[0.5, 0.25]] * 3]), axis=0)  # (3, 2, limbs)
+    text = score_packs.run_means(
+        "5,10", 1, score_packs.pack_means(np.full((3, 2), 0.5)), score_packs.pack_sums(sums), {}
+    )
+    assert text[10].ndcg_sum == exact.ExactSum([0.25]).to_text()
+    assert text[5] == score_packs.RunMeans(5, 1, 0.5, 0.5, 0.5, exact.ExactSum([0.5]).to_text())
