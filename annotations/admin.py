@@ -427,7 +427,7 @@ class QueryScoreAdmin(ReadOnlyAdmin):
 
     @admin.display(description="scores per cutoff")
     def scores(self, obj: QueryScore) -> str:
-        values = score_packs.query_values(obj.cutoffs, obj.ndcg, obj.values)
+        values = obj.per_cutoff()
         return _per_cutoff(values, ("ndcg", "dcg", "judged", "ndcg_condensed"))
 
 
@@ -443,11 +443,11 @@ class RunScoreAdmin(ReadOnlyAdmin):
 
     @admin.display(description="mean nDCG at the first cutoff")
     def first_ndcg(self, obj: RunScore) -> float:
-        return float(score_packs.unpack_means(obj.means)[0, 0])
+        return next(iter(obj.per_cutoff().values())).ndcg
 
     @admin.display(description="means per cutoff")
     def scores(self, obj: RunScore) -> str:
-        values = score_packs.run_means(obj.cutoffs, obj.queries, obj.means, obj.sums, obj.overflow)
+        values = obj.per_cutoff()
         return _per_cutoff(values, ("ndcg", "ndcg_condensed", "judged", "ndcg_sum"))
 
 

@@ -137,7 +137,10 @@ def bulk_update(
                 [f"t.{quote(k)} = %s" for k in fixed]
                 + [f"t.{quote(k)} = v.{quote(k)}" for k in key if k not in fixed]
             )
-            unnest = ", ".join(f"%s::{types[i]}[]" for i in varying)
+            # bytea arrays travel in binary (%b): no escaping of every byte as text.
+            unnest = ", ".join(
+                f"{'%b' if _all_bytes(values[i]) else '%s'}::{types[i]}[]" for i in varying
+            )
             aliases = ", ".join(quote(names[i]) for i in varying)
             # Server-side binding: the parameters are not spliced into the SQL text.
             with psycopg.Cursor(connection.connection) as raw:
@@ -183,10 +186,14 @@ def bulk_delete(model: type[Model], *, key: Sequence[str], keys: Sequence[Sequen
     return len(keys)
 
 
+def _all_bytes(values: Sequence[Any]) -> bool:
+    return bool(values) and all(isinstance(value, bytes) for value in values)
+
+
 def _array_parameter(values: Sequence[Any]) -> str | list[bytes]:
-    """One column's values as an array parameter: bytea values go as a list (psycopg sends
-    them in binary), everything else as a text literal."""
-    if values and all(isinstance(value, bytes) for value in values):
+    """One column's values as an array parameter: bytea values as a list (sent in binary),
+    everything else as a text literal."""
+    if _all_bytes(values):
         return list(values)
     return _array_literal(values)
 

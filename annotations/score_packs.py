@@ -6,11 +6,13 @@ run. The layout of a row is its cutoffs, ascending, written as text ("5,10,20"):
 take the value at k from the position of k, and a row written for other cutoffs (a
 collection whose cutoffs changed, pending its rescore) is told apart by its layout.
 
-Per-query values: ``ndcg`` (one float64 per cutoff, apart because leaderboards read only
-it, one element per row) and ``values`` (dcg, judged@k, nDCG' per cutoff, in that order).
-Run means: ``means`` (nDCG, nDCG', judged@k per cutoff), ``sums`` their exact sums as
-`exact_arrays` limbs, and ``overflow`` the exact sums that do not fit those limbs, as
-`exact` texts keyed "measure:position".
+Per-query values: one column per measure (``ndcg``, ``dcg``, ``judged``, ``ndcg_condensed``),
+one float64 per cutoff each: a judgement that moves only the IDCG rewrites two of them, and
+a reader of one cutoff reads 8 bytes of a column. Run means: ``sums``, the exact sums of
+nDCG, nDCG' and judged@k per cutoff as `exact_arrays` limbs (32 bits each), and
+``overflow`` the exact sums that do not fit those limbs, as `exact` texts keyed
+"measure:position"; a mean is its sum divided by ``queries``, correctly rounded, decoded
+when read (a division per value, nothing recomputed).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ MEAN_MEASURES = ("ndcg", "ndcg_condensed", "judged")
 # The per-query measures of a score matrix row (scoring_arrays.MEASURES).
 QUERY_MEASURES = ("ndcg", "dcg", "judged", "ndcg_condensed")
 _FLOAT = np.dtype("<f8")
-_LIMB = np.dtype("<i8")
 
 
 def layout(ks: Sequence[int]) -> str:
@@ -81,28 +82,26 @@ class QueryValues(NamedTuple):
     ndcg_condensed: float
 
 
-def pack_query(scores: FloatArray) -> tuple[bytes, bytes]:
-    """(ndcg, values) of one run's (4, K) score matrix in QUERY_MEASURES order."""
-    return float_bytes(scores[0]), float_bytes(scores[1:])
+def pack_query(scores: FloatArray) -> tuple[bytes, bytes, bytes, bytes]:
+    """The four packed columns (QUERY_MEASURES order) of one run's (4, K) score matrix."""
+    return tuple(float_bytes(row) for row in scores)  # type: ignore[return-value]
 
 
-def unpack_query(ndcg: bytes | memoryview, values: bytes | memoryview) -> FloatArray:
-    """The (4, K) matrix in QUERY_MEASURES order from a row's two packed columns."""
-    first = floats(ndcg)
-    rest = floats(values)
-    if rest.size != 3 * first.size:
-        raise ValueError(f"{rest.size} packed values for {first.size} cutoffs")
-    return np.concatenate([first[np.newaxis], rest.reshape(3, first.size)])
+def unpack_query(*columns: bytes | memoryview) -> FloatArray:
+    """The (4, K) matrix in QUERY_MEASURES order from a row's four packed columns."""
+    rows = [floats(column) for column in columns]
+    if len(rows) != len(QUERY_MEASURES) or len({row.size for row in rows}) != 1:
+        raise ValueError(f"packed values of sizes {[row.size for row in rows]}")
+    return np.stack(rows)
 
 
-def query_values(
-    text: str, ndcg: bytes | memoryview, values: bytes | memoryview
-) -> dict[int, QueryValues]:
-    """k -> values of one packed per-query row."""
-    matrix = unpack_query(ndcg, values)
-    return {
-        k: QueryValues(k, *(float(v) for v in matrix[:, i])) for i, k in enumerate(cutoffs_of(text))
-    }
+def query_values(text: str, *columns: bytes | memoryview) -> dict[int, QueryValues]:
+    """k -> values of one packed per-query row (its four columns)."""
+    matrix = unpack_query(*columns)
+    ks = cutoffs_of(text)
+    if matrix.shape[1] != len(ks):
+        raise ValueError(f"{matrix.shape[1]} packed values for the layout {text!r}")
+    return {k: QueryValues(k, *(float(v) for v in matrix[:, i])) for i, k in enumerate(ks)}
 
 
 # --- run means ----------------------------------------------------------------------------
@@ -119,28 +118,29 @@ class RunMeans(NamedTuple):
     ndcg_sum: str
 
 
-def pack_means(means: FloatArray) -> bytes:
-    """A run's (3, K) means in MEAN_MEASURES order."""
-    return float_bytes(means)
-
-
-def unpack_means(data: bytes | memoryview) -> FloatArray:
-    values = floats(data)
-    if values.size % 3:
-        raise ValueError(f"{values.size} packed means are not three per cutoff")
-    return values.reshape(3, values.size // 3)
+# Limbs 0..3 of a sum are below 2**32 and its top limb below 2**30 in magnitude (on-grid
+# values are below 2**31 and at most 2**31 of them are summed): 32 bits each suffice.
+_STORED_LIMB = np.dtype("<i4")
 
 
 def pack_sums(sums: IntArray) -> bytes:
-    """A run's (3, K, LIMBS) exact sums."""
-    return np.ascontiguousarray(sums, dtype=_LIMB).tobytes()
+    """A run's (3, K, LIMBS) normalised exact sums, 32 bits per limb."""
+    limbs = np.ascontiguousarray(sums, dtype=np.int64)
+    if limbs.size and not (
+        int(limbs[..., -1].min()) >= -(2**31) and int(limbs[..., -1].max()) < 2**31
+    ):
+        raise ValueError("an exact sum too large to pack")
+    # Limbs 0..3 (in [0, 2**32)) keep their low 32 bits: read back as unsigned.
+    return limbs.astype(_STORED_LIMB).tobytes()
 
 
 def unpack_sums(data: bytes | memoryview, cutoffs: int) -> IntArray:
-    values = np.frombuffer(bytes(data), dtype=_LIMB).astype(np.int64, copy=False)
+    values = np.frombuffer(bytes(data), dtype=_STORED_LIMB).astype(np.int64)
     if values.size != 3 * cutoffs * exact_arrays.LIMBS:
         raise ValueError(f"{values.size} packed limbs for {cutoffs} cutoffs")
-    return values.reshape(3, cutoffs, exact_arrays.LIMBS)
+    sums = values.reshape(3, cutoffs, exact_arrays.LIMBS)
+    sums[..., :-1] &= 0xFFFFFFFF  # the lower limbs are unsigned
+    return sums
 
 
 def overflow_key(measure: int, index: int) -> str:
@@ -155,17 +155,22 @@ def exact_total(sums: IntArray, overflow: Mapping[str, str], measure: int, index
     return exact_arrays.to_total(sums[measure, index])
 
 
+def means_of(sums: IntArray, overflow: Mapping[str, str], queries: int) -> FloatArray:
+    """The (3, K) correctly rounded means of a run's exact sums over `queries`."""
+    means = exact_arrays.means(sums, np.int64(queries))
+    for key, text in overflow.items():
+        measure, index = map(int, key.split(":"))
+        means[measure, index] = exact.total_mean(exact.total_from_text(text), queries)
+    return means
+
+
 def run_means(
-    text: str,
-    queries: int,
-    means: bytes | memoryview,
-    sums: bytes | memoryview,
-    overflow: Mapping[str, str],
+    text: str, queries: int, sums: bytes | memoryview, overflow: Mapping[str, str]
 ) -> dict[int, RunMeans]:
     """k -> means of one packed run row."""
     ks = cutoffs_of(text)
-    values = unpack_means(means)
     limbs = unpack_sums(sums, len(ks))
+    values = means_of(limbs, overflow, queries)
     return {
         k: RunMeans(
             k,

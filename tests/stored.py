@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from annotations import score_packs
+import numpy as np
+
+from annotations import exact_arrays, score_packs
 from annotations.models import QueryScore, RunScore
 
 
@@ -12,12 +15,12 @@ def query_rows(**filters: Any) -> list[tuple[str, str, score_packs.QueryValues]]
     """(run name, qid, values at one k) of every stored per-query score matching `filters`
     (QueryScore lookups, e.g. run=..., query__qid=...), every cutoff unpacked."""
     rows = QueryScore.objects.filter(**filters).values_list(
-        "run__name", "query__qid", "cutoffs", "ndcg", "values"
+        "run__name", "query__qid", "cutoffs", *score_packs.QUERY_MEASURES
     )
     return [
         (run, qid, values)
-        for run, qid, cutoffs, ndcg, packed in rows
-        for values in score_packs.query_values(cutoffs, ndcg, packed).values()
+        for run, qid, cutoffs, *columns in rows
+        for values in score_packs.query_values(cutoffs, *columns).values()
     ]
 
 
@@ -36,12 +39,81 @@ def run_rows(**filters: Any) -> list[tuple[str, score_packs.RunMeans]]:
     return [
         (row.run.name, means)
         for row in RunScore.objects.filter(**filters).select_related("run")
-        for means in score_packs.run_means(
-            row.cutoffs, row.queries, row.means, row.sums, row.overflow
-        ).values()
+        for means in row.per_cutoff().values()
     ]
 
 
 def run_score(*, k: int, **filters: Any) -> score_packs.RunMeans:
     """The stored means at k of the one run matching `filters`."""
     return RunScore.objects.get(**filters).at(k)
+
+
+def packed_query_fields(ks: Sequence[int], **values: float) -> dict[str, Any]:
+    """The packed fields (cutoffs, one column per measure) of a per-query row holding the values
+    at every cutoff in `ks` (measure -> value, each of QUERY_MEASURES; 0.0 where absent),
+    for QueryScore.objects.create(run=..., query=..., **fields)."""
+    unknown = set(values) - set(score_packs.QUERY_MEASURES)
+    if unknown:
+        raise ValueError(f"not a per-query measure: {sorted(unknown)}")
+    matrix = np.array(
+        [[float(values.get(measure, 0.0))] * len(ks) for measure in score_packs.QUERY_MEASURES]
+    )
+    columns = score_packs.pack_query(matrix)
+    return {
+        "cutoffs": score_packs.layout(ks),
+        **dict(zip(score_packs.QUERY_MEASURES, columns, strict=True)),
+    }
+
+
+def packed_run_fields(ks: Sequence[int], *, queries: int = 0) -> dict[str, Any]:
+    """The packed fields of a run mean row with zero means at every cutoff in `ks`, for
+    RunScore.objects.create(run=..., **fields)."""
+    return {
+        "cutoffs": score_packs.layout(ks),
+        "queries": queries,
+        "sums": score_packs.pack_sums(np.zeros((3, len(ks), exact_arrays.LIMBS), dtype=np.int64)),
+        "overflow": {},
+    }
+
+
+def rewrite_query_scores(*, k: int, values: Mapping[str, float], **filters: Any) -> int:
+    """Overwrite, in their packed bytes, the stored values at k (measure -> value, e.g.
+    {"ndcg": 0.5}) of every (run, query) matching `filters`: the values at the other cutoffs
+    and the other measures stay as they were (a stored value gone wrong on purpose). The
+    number of rows rewritten; KeyError if a row has no value at k."""
+    rows = list(QueryScore.objects.filter(**filters))
+    for row in rows:
+        where = score_packs.position(row.cutoffs, k)
+        if where is None:
+            raise KeyError(k)
+        columns = [getattr(row, measure) for measure in score_packs.QUERY_MEASURES]
+        matrix = score_packs.unpack_query(*columns).copy()
+        for measure, value in values.items():
+            matrix[score_packs.QUERY_MEASURES.index(measure), where] = value
+        for measure, column in zip(
+            score_packs.QUERY_MEASURES, score_packs.pack_query(matrix), strict=True
+        ):
+            setattr(row, measure, column)
+        row.save(update_fields=list(score_packs.QUERY_MEASURES))
+    return len(rows)
+
+
+def packed_query_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
+    """QueryScore id -> (cutoffs, one column per measure) as stored, bytes compared bit for
+    bit."""
+    return {
+        pk: (cutoffs, *map(bytes, columns))
+        for pk, cutoffs, *columns in QueryScore.objects.filter(**filters).values_list(
+            "id", "cutoffs", *score_packs.QUERY_MEASURES
+        )
+    }
+
+
+def packed_run_rows(**filters: Any) -> dict[int, tuple[str, int, bytes, Any]]:
+    """run id -> (cutoffs, queries, sums, overflow) of the stored run means."""
+    return {
+        run_id: (cutoffs, queries, bytes(sums), overflow)
+        for run_id, cutoffs, queries, sums, overflow in RunScore.objects.filter(
+            **filters
+        ).values_list("run_id", "cutoffs", "queries", "sums", "overflow")
+    }

@@ -27,19 +27,24 @@ def test_per_query_values_round_trip_bit_for_bit() -> None:
     rng = np.random.default_rng(3)
     matrix = rng.random((4, 7))
     matrix[0, 0] = -0.0
-    ndcg, values = score_packs.pack_query(matrix)
-    assert len(ndcg) == 7 * 8 and len(values) == 3 * 7 * 8
-    back = score_packs.unpack_query(memoryview(ndcg), values)
+    columns = score_packs.pack_query(matrix)
+    assert [len(column) for column in columns] == [7 * 8] * 4
+    back = score_packs.unpack_query(memoryview(columns[0]), *columns[1:])
     assert back.view(np.int64).tolist() == matrix.view(np.int64).tolist()
-    at = score_packs.query_values("1,2,3,4,5,6,7", ndcg, values)[3]
+    at = score_packs.query_values("1,2,3,4,5,6,7", *columns)[3]
     assert at == score_packs.QueryValues(3, *matrix[:, 2].tolist())
     with pytest.raises(ValueError, match="packed values"):
-        score_packs.unpack_query(ndcg, values[:-8])
+        score_packs.unpack_query(*columns[:3], columns[3][:-8])
+    with pytest.raises(ValueError, match="layout"):
+        score_packs.query_values("1,2,3", *columns)
 
 
 def _reference(values: list[list[float]], count: int) -> list[float]:
     """Each column's correctly rounded mean over `count`, one big integer at a time."""
-    return [exact.total_mean(sum(map(exact.scaled, column)), count) for column in zip(*values)]
+    return [
+        exact.total_mean(sum(map(exact.scaled, column)), count)
+        for column in zip(*values, strict=True)
+    ]
 
 
 def test_exact_means_keep_off_grid_values_exact() -> None:
@@ -95,8 +100,20 @@ def test_exact_means_survive_storage_and_moves_back_to_on_grid_values() -> None:
 
 def test_run_means_text_gives_the_exact_sum() -> None:
     sums = exact_arrays.sum_values(np.array([[[0.5, 0.25]] * 3]), axis=0)  # (3, 2, limbs)
-    text = score_packs.run_means(
-        "5,10", 1, score_packs.pack_means(np.full((3, 2), 0.5)), score_packs.pack_sums(sums), {}
-    )
+    text = score_packs.run_means("5,10", 1, score_packs.pack_sums(sums), {})
     assert text[10].ndcg_sum == exact.ExactSum([0.25]).to_text()
     assert text[5] == score_packs.RunMeans(5, 1, 0.5, 0.5, 0.5, exact.ExactSum([0.5]).to_text())
+    assert text[10].ndcg == 0.25
+
+
+def test_sums_pack_in_32_bits_per_limb_and_read_back_exactly() -> None:
+    rng = np.random.default_rng(2)
+    values = rng.random((40, 3, 5)) - 0.3  # negative sums too
+    values[0, 0, 0] = 2.0**30
+    sums = exact_arrays.sum_values(values, axis=0)
+    packed = score_packs.pack_sums(sums)
+    assert len(packed) == 3 * 5 * exact_arrays.LIMBS * 4
+    back = score_packs.unpack_sums(packed, 5)
+    assert back.tolist() == sums.tolist()
+    means = score_packs.means_of(back, {}, 40)
+    assert means.tolist() == exact_arrays.means(sums, 40).tolist()

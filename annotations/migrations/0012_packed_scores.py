@@ -13,8 +13,8 @@ from django.db.migrations.state import StateApps
 # Packed values are stored out of line and uncompressed: doubles barely compress, and a
 # read of one cutoff's value (SQL substr) then fetches only the bytes it needs.
 PACKED_COLUMNS = {
-    "annotations_queryscore": ("ndcg", "values"),
-    "annotations_runscore": ("means", "sums"),
+    "annotations_queryscore": ("ndcg", "dcg", "judged", "ndcg_condensed"),
+    "annotations_runscore": ("sums",),
 }
 
 
@@ -73,9 +73,25 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="queryscore",
-            name="values",
+            name="dcg",
             field=models.BinaryField(
-                default=b"", help_text="DCG@k, judged@k and nDCG'@k per cutoff (float64)"
+                default=b"", help_text="DCG@k per cutoff (float64, little-endian)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="queryscore",
+            name="judged",
+            field=models.BinaryField(
+                default=b"", help_text="judged@k per cutoff (float64, little-endian)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="queryscore",
+            name="ndcg_condensed",
+            field=models.BinaryField(
+                default=b"", help_text="nDCG'@k per cutoff (float64, little-endian)"
             ),
             preserve_default=False,
         ),
@@ -89,17 +105,9 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="runscore",
-            name="means",
-            field=models.BinaryField(
-                default=b"", help_text="nDCG@k, nDCG'@k and judged@k per cutoff (float64)"
-            ),
-            preserve_default=False,
-        ),
-        migrations.AddField(
-            model_name="runscore",
             name="sums",
             field=models.BinaryField(
-                default=b"", help_text="The exact sums of the means (int64 limbs)"
+                default=b"", help_text="Exact sums of nDCG, nDCG' and judged@k (32-bit limbs)"
             ),
             preserve_default=False,
         ),

@@ -32,8 +32,8 @@ class IdealScore(models.Model):
 class QueryScore(models.Model):
     """A run's scores for one evaluated query at every cutoff of its collection, packed.
 
-    See `annotations.score_packs`: `cutoffs` is the layout, `ndcg` one float64 per cutoff,
-    `values` dcg, judged@k and nDCG' per cutoff. `at(k)` unpacks one cutoff.
+    See `annotations.score_packs`: `cutoffs` is the layout; each measure is one float64 per
+    cutoff. `at(k)` unpacks one cutoff.
     """
 
     run = models.ForeignKey(
@@ -44,7 +44,9 @@ class QueryScore(models.Model):
     )
     cutoffs = models.TextField(help_text="The cutoffs k of the packed values, e.g. 5,10,20")
     ndcg = models.BinaryField(help_text="nDCG@k per cutoff (float64, little-endian)")
-    values = models.BinaryField(help_text="DCG@k, judged@k and nDCG'@k per cutoff (float64)")
+    dcg = models.BinaryField(help_text="DCG@k per cutoff (float64, little-endian)")
+    judged = models.BinaryField(help_text="judged@k per cutoff (float64, little-endian)")
+    ndcg_condensed = models.BinaryField(help_text="nDCG'@k per cutoff (float64, little-endian)")
 
     class Meta:
         ordering = ["run_id", "query_id"]
@@ -58,7 +60,13 @@ class QueryScore(models.Model):
 
     def at(self, k: int) -> score_packs.QueryValues:
         """The scores at cutoff k; KeyError if the row has no value at k."""
-        return score_packs.query_values(self.cutoffs, self.ndcg, self.values)[k]
+        return self.per_cutoff()[k]
+
+    def per_cutoff(self) -> dict[int, score_packs.QueryValues]:
+        """k -> the scores at k."""
+        return score_packs.query_values(
+            self.cutoffs, self.ndcg, self.dcg, self.judged, self.ndcg_condensed
+        )
 
 
 class RunScore(models.Model):
@@ -66,10 +74,11 @@ class RunScore(models.Model):
 
     The means are the correctly rounded mean of the exact sum of the per-query values
     (every finite double is an integer multiple of 2**-1074, so the sum is an exact binary
-    fraction): `sums` holds the sums as `annotations.exact_arrays` limbs and `overflow` the
-    few that do not fit them as `annotations.exact` texts. An incremental update after one
-    query changes therefore gives the same bits as a recomputation from scratch. `queries`
-    is how many queries the means are over (the same at every cutoff).
+    fraction): `sums` holds the sums of nDCG, nDCG' and judged@k as
+    `annotations.exact_arrays` limbs and `overflow` the few that do not fit them as
+    `annotations.exact` texts. An incremental update after one query changes therefore
+    gives the same bits as a recomputation from scratch. `queries` is how many queries the
+    means are over (the same at every cutoff); `at(k)` divides, correctly rounded.
     """
 
     run = models.ForeignKey(
@@ -77,8 +86,7 @@ class RunScore(models.Model):
     )
     cutoffs = models.TextField(help_text="The cutoffs k of the packed means, e.g. 5,10,20")
     queries = models.PositiveIntegerField(default=0)
-    means = models.BinaryField(help_text="nDCG@k, nDCG'@k and judged@k per cutoff (float64)")
-    sums = models.BinaryField(help_text="The exact sums of the means (int64 limbs)")
+    sums = models.BinaryField(help_text="Exact sums of nDCG, nDCG' and judged@k (32-bit limbs)")
     overflow = models.JSONField(
         default=dict, help_text="Exact sums that do not fit the limbs: 'measure:position' -> text"
     )
@@ -93,9 +101,11 @@ class RunScore(models.Model):
 
     def at(self, k: int) -> score_packs.RunMeans:
         """The means at cutoff k; KeyError if the row has no mean at k."""
-        return score_packs.run_means(
-            self.cutoffs, self.queries, self.means, self.sums, self.overflow
-        )[k]
+        return self.per_cutoff()[k]
+
+    def per_cutoff(self) -> dict[int, score_packs.RunMeans]:
+        """k -> the means at k."""
+        return score_packs.run_means(self.cutoffs, self.queries, self.sums, self.overflow)
 
 
 class LeaderboardSnapshot(models.Model):

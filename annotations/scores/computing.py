@@ -16,8 +16,8 @@ from annotations.score_packs import FloatArray, IntArray
 # Rows of a score matrix (runs, 4, K) that feed the run means, in MEAN_MEASURES order:
 # nDCG, nDCG', judged@k.
 MEAN_ROWS = [scoring_arrays.MEASURES.index(name) for name in score_packs.MEAN_MEASURES]
-QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", "ndcg", "values")
-RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "queries", "means", "sums", "overflow", "updated")
+QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *score_packs.QUERY_MEASURES)
+RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "queries", "sums", "overflow", "updated")
 
 
 @dataclass
@@ -65,7 +65,7 @@ class ExactMeans:
     `sums[r]` holds run r's (3, K) sums as exact_arrays limbs; values off their grid (tiny
     or huge doubles, never seen in practice but possible) are summed as exact integers in
     `big` instead, keyed (run index, measure, position). `means()` gives the correctly
-    rounded means and the overflow texts of the packed RunScore rows.
+    rounded means; `overflow(rows)` the overflow texts of the packed RunScore rows.
     """
 
     runs: int
@@ -122,18 +122,26 @@ class ExactMeans:
             new = np.where(fits, new, 0.0)
         self.sums[rows] = exact_arrays.fold(self.sums[rows], old, new)
 
-    def means(self, rows: IntArray) -> tuple[FloatArray, list[dict[str, str]]]:
-        """The (n, 3, K) means of runs `rows` and each one's overflow texts."""
-        means = exact_arrays.means(self.sums[rows], self.counts[rows, np.newaxis, np.newaxis])
+    def overflow(self, rows: IntArray) -> list[dict[str, str]]:
+        """Each of runs `rows`' sums kept off the limbs, as exact texts ("measure:position")."""
         overflow: list[dict[str, str]] = [{} for _ in rows]
         if self.big:
             position = {int(r): i for i, r in enumerate(rows)}
             for (r, measure, index), total in self.big.items():
                 i = position.get(r)
-                if i is None:
-                    continue
-                overflow[i][score_packs.overflow_key(measure, index)] = exact.total_to_text(total)
-                means[i, measure, index] = exact.total_mean(total, int(self.counts[r]))
+                if i is not None:
+                    key = score_packs.overflow_key(measure, index)
+                    overflow[i][key] = exact.total_to_text(total)
+        return overflow
+
+    def means(self, rows: IntArray) -> tuple[FloatArray, list[dict[str, str]]]:
+        """The (n, 3, K) means of runs `rows` and each one's overflow texts."""
+        means = exact_arrays.means(self.sums[rows], self.counts[rows, np.newaxis, np.newaxis])
+        overflow = self.overflow(rows)
+        for (r, measure, index), total in self.big.items():
+            at = np.flatnonzero(rows == r)
+            if at.size:
+                means[at, measure, index] = exact.total_mean(total, int(self.counts[r]))
         return means, overflow
 
 

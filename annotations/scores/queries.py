@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from annotations.bulk import (
 )
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import (
+    MEAN_ROWS,
     QUERY_SCORE_COLUMNS,
     ExactMeans,
     QueryScores,
@@ -59,7 +61,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             (*selectors.effective_grades_statement(query_id=query_id), True),
             (*selectors.ranking_heads_statement(query_id=query_id), True),
             (
-                'SELECT run_id, cutoffs, ndcg, "values" '
+                "SELECT run_id, cutoffs, ndcg, dcg, judged, ndcg_condensed "
                 f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
                 [query_id],
                 True,
@@ -105,8 +107,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             new = score_rankings(collection, grades, rankings)
             stored_rows, ideal_rows, run_rows = next(results), next(results), next(results)
         stored = {
-            run_id: (cutoffs, bytes(ndcg), bytes(values))
-            for run_id, cutoffs, ndcg, values in stored_rows
+            run_id: (cutoffs, *map(bytes, columns)) for run_id, cutoffs, *columns in stored_rows
         }
         _store_query(
             collection, query_id, new,
@@ -135,7 +136,7 @@ def _store_query(
     query_id: int,
     new: QueryScores,
     *,
-    stored: dict[int, tuple[str, bytes, bytes]],
+    stored: dict[int, tuple[Any, ...]],
     old_ideal: dict[int, float],
     run_rows: list[tuple[Any, ...]],
     version: int,
@@ -153,14 +154,21 @@ def _store_query(
     idcgs = new.idcgs
     row_of = new.row_of()
     inserts: list[tuple[object, ...]] = []
-    updates: list[tuple[object, ...]] = []
+    # Updated rows grouped by the columns that moved: a change of the IDCG alone moves nDCG
+    # and nDCG' of every run but no DCG and no judged@k, which are then not rewritten.
+    updates: dict[tuple[int, ...], list[tuple[object, ...]]] = defaultdict(list)
     for i, run_id in enumerate(new.run_ids):
-        ndcg, values = score_packs.pack_query(new.matrix[i])
+        columns = score_packs.pack_query(new.matrix[i])
         was = stored.get(run_id)
         if was is None:
-            inserts.append((run_id, query_id, layout, ndcg, values))
-        elif was != (layout, ndcg, values):
-            updates.append((query_id, run_id, layout, ndcg, values))
+            inserts.append((run_id, query_id, layout, *columns))
+            continue
+        if was[0] != layout:
+            moved = tuple(range(len(columns)))
+        else:
+            moved = tuple(j for j, column in enumerate(columns) if column != was[1 + j])
+        if moved:
+            updates[moved].append((query_id, run_id, layout, *(columns[j] for j in moved)))
     gone = [run_id for run_id in stored if run_id not in row_of]
     # Inserts and deletes first (rare: a query's first or last judgement, a run's first
     # result for it); COPY cannot run inside the pipeline below.
@@ -181,12 +189,13 @@ def _store_query(
     # The updates go out without waiting: the server applies them back to back.
     with pipeline():
         synchronous_commit_off()
-        bulk_update(
-            QueryScore,
-            key=("query_id", "run_id"),
-            columns=("cutoffs", "ndcg", "values"),
-            rows=updates,
-        )
+        for moved, changed in updates.items():
+            bulk_update(
+                QueryScore,
+                key=("query_id", "run_id"),
+                columns=("cutoffs", *(score_packs.QUERY_MEASURES[j] for j in moved)),
+                rows=changed,
+            )
         bulk_update(
             IdealScore,
             key=("query_id", "k"),
@@ -196,7 +205,7 @@ def _store_query(
         bulk_update(
             RunScore,
             key=("run_id",),
-            columns=("queries", "means", "sums", "overflow"),
+            columns=("queries", "sums", "overflow"),
             rows=[(run_id, *row) for run_id, row in zip(run_ids, rows, strict=True)],
             constants={"updated": timezone.now()},
         )
@@ -213,7 +222,7 @@ def _fold_means(
     collection: Collection,
     layout: str,
     new: QueryScores,
-    stored: dict[int, tuple[str, bytes, bytes]],
+    stored: dict[int, tuple[Any, ...]],
     run_rows: list[tuple[Any, ...]],
     *,
     count_delta: int,
@@ -249,10 +258,15 @@ def _fold_means(
     had = [i for i, run_id in enumerate(run_ids) if run_id in stored and run_id not in broken]
     if had:
         # One buffer per column for all runs: a single conversion instead of one per run.
+        # One buffer per measure for all runs: a single conversion instead of one per run.
         packed = [stored[run_ids[i]] for i in had]
-        ndcg = score_packs.floats(b"".join(row[1] for row in packed)).reshape(len(had), 1, ks)
-        rest = score_packs.floats(b"".join(row[2] for row in packed)).reshape(len(had), 3, ks)
-        old[had] = mean_values(np.concatenate([ndcg, rest], axis=1))
+        old[had] = np.stack(
+            [
+                score_packs.floats(b"".join(row[1 + j] for row in packed)).reshape(len(had), ks)
+                for j in MEAN_ROWS
+            ],
+            axis=1,
+        )
         before[had] = True
     if collection.missing_queries == "zero":
         counts = means.counts + count_delta
@@ -264,14 +278,9 @@ def _fold_means(
     rows = np.flatnonzero(moved)
     means.counts = counts
     means.move(rows, old[rows], fresh[rows])
-    values, overflow = means.means(rows)
+    overflow = means.overflow(rows)
     written = [
-        (
-            int(means.counts[r]),
-            score_packs.pack_means(values[i]),
-            score_packs.pack_sums(means.sums[r]),
-            json.dumps(overflow[i]),
-        )
+        (int(means.counts[r]), score_packs.pack_sums(means.sums[r]), json.dumps(overflow[i]))
         for i, r in enumerate(rows)
     ]
     return [run_ids[r] for r in rows], written, broken

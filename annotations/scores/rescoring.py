@@ -72,14 +72,13 @@ class _Means:
                 )
             self.exact.counts[:] = evaluated
         rows = np.arange(len(self.run_ids), dtype=np.int64)
-        means, overflow = self.exact.means(rows)
+        overflow = self.exact.overflow(rows)
         layout = score_packs.layout(self.collection.sorted_cutoffs)
         return [
             (
                 run_id,
                 layout,
                 int(self.exact.counts[i]),
-                score_packs.pack_means(means[i]),
                 score_packs.pack_sums(self.exact.sums[i]),
                 json.dumps(overflow[i]),
             )
@@ -99,7 +98,7 @@ def _scored_queries(
 
 def _packed_rows(
     query_id: int, scores: QueryScores, layout: str
-) -> dict[tuple[int, int], tuple[str, bytes, bytes]]:
+) -> dict[tuple[int, int], tuple[Any, ...]]:
     """(query, run) -> the packed QueryScore values of one query's scores."""
     return {
         (query_id, run_id): (layout, *score_packs.pack_query(scores.matrix[i]))
@@ -152,14 +151,14 @@ ROWS_PER_WRITE = 5_000
 IDS_PER_STATEMENT = 500
 
 
-def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[str, bytes, bytes]]]:
-    """One query's stored IDCGs (k -> value) and packed scores (run -> layout, values)."""
+def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[Any, ...]]]:
+    """One query's stored IDCGs (k -> value) and packed scores (run -> layout, columns)."""
     ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
     stored = {
-        run_id: (cutoffs, bytes(ndcg), bytes(values))
-        for run_id, cutoffs, ndcg, values in QueryScore.objects.filter(
-            query_id=query_id
-        ).values_list("run_id", "cutoffs", "ndcg", "values")
+        run_id: (cutoffs, *map(bytes, columns))
+        for run_id, cutoffs, *columns in QueryScore.objects.filter(query_id=query_id).values_list(
+            "run_id", "cutoffs", *score_packs.QUERY_MEASURES
+        )
     }
     return ideal, stored
 
@@ -180,7 +179,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
         seen: set[int] = set()
         ideal_rows = _Writes(IdealScore, key=("query_id", "k"), columns=("idcg",))
         score_rows = _Writes(
-            QueryScore, key=("query_id", "run_id"), columns=("cutoffs", "ndcg", "values")
+            QueryScore, key=("query_id", "run_id"), columns=QUERY_SCORE_COLUMNS[2:]
         )
         for query_id, scores in _scored_queries(collection):
             means.add(scores)
@@ -292,7 +291,7 @@ def scores_verify(*, collection: Collection) -> list[str]:
         return _differences(collection)
 
 
-def _per_cutoff(packed: tuple[str, bytes, bytes] | None) -> dict[int, tuple[float, ...]]:
+def _per_cutoff(packed: tuple[Any, ...] | None) -> dict[int, tuple[float, ...]]:
     """k -> (ndcg, dcg, judged, ndcg_condensed) of a packed per-query row (None: absent)."""
     if packed is None:
         return {}
@@ -362,9 +361,7 @@ def _differences(collection: Collection) -> list[str]:
     computed = {
         (row[0], k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
         for row in means.finish(some_runs=False)
-        for k, m in score_packs.run_means(
-            row[1], row[2], row[3], row[4], json.loads(row[5])
-        ).items()
+        for k, m in score_packs.run_means(row[1], row[2], row[3], json.loads(row[4])).items()
     }
     for run_key in sorted(set(stored_runs) | set(computed)):
         if stored_runs.get(run_key) != computed.get(run_key):
@@ -383,7 +380,7 @@ _VALUES = ("ndcg", "dcg", "judged", "ndcg_condensed")
 
 
 def _run_means(row: RunScore) -> dict[int, Any]:
-    return score_packs.run_means(row.cutoffs, row.queries, row.means, row.sums, row.overflow)
+    return row.per_cutoff()
 
 
 def scores_sweep_stale(*, collection: Collection | None = None) -> int:

@@ -37,13 +37,13 @@ def stored_query_scores(
     rows = (
         QueryScore.objects.filter(run__in=runs)
         .order_by("run__name", "query__qid")
-        .values_list("run__name", "query__qid", "cutoffs", "ndcg", "values")
+        .values_list("run__name", "query__qid", "cutoffs", *score_packs.QUERY_MEASURES)
         .iterator(chunk_size=2000)
     )
     return [
         StoredQueryScore(run, qid, *values)
-        for run, qid, cutoffs, ndcg, packed in rows
-        for k, values in score_packs.query_values(cutoffs, ndcg, packed).items()
+        for run, qid, cutoffs, *columns in rows
+        for k, values in score_packs.query_values(cutoffs, *columns).items()
         if k in wanted
     ]
 
@@ -54,9 +54,7 @@ def stored_run_scores(*, runs: list[Run], ks: list[int]) -> list[StoredRunScore]
     return [
         StoredRunScore(row.run.name, k, m.queries, m.ndcg, m.ndcg_condensed, m.judged)
         for row in rows
-        for k, m in score_packs.run_means(
-            row.cutoffs, row.queries, row.means, row.sums, row.overflow
-        ).items()
+        for k, m in row.per_cutoff().items()
         if k in wanted
     ]
 

@@ -75,13 +75,12 @@ def stored_rows_at(
     query_list = list(query_ids) if query_ids is not None else None
     if found is None or run_list == [] or query_list == []:
         return []
-    layout, i, count = found
+    layout, i, _ = found
     table = QueryScore._meta.db_table
-    # ndcg holds one value per cutoff; values holds dcg, judged, ndcg' (count each).
-    parts = ["substr(ndcg, %s, 8)"] + ['substr("values", %s, 8)'] * (measures - 1)
-    params: list[Any] = [8 * i + 1] + [8 * (m * count + i) + 1 for m in range(measures - 1)]
+    columns = score_packs.QUERY_MEASURES[:measures]
+    parts = [f"substr({column}, {8 * i + 1}, 8)" for column in columns]
     where = ["cutoffs = %s"]
-    params.append(layout)
+    params: list[Any] = [layout]
     for column, ids in (("run_id", run_list), ("query_id", query_list)):
         if ids is not None:
             where.append(f"{column} IN ({', '.join(['%s'] * len(ids))})")
