@@ -43,6 +43,16 @@ def unpack_ids(data: bytes | memoryview, count: int | None = None) -> list[int]:
     return _unpack("q", data, count).tolist()
 
 
+def unpack_id_array(data: bytes | memoryview, count: int | None = None) -> npt.NDArray[np.int64]:
+    """`unpack_ids` as an int64 array (no Python ints): the scoring path's read."""
+    raw = memoryview(data)
+    if count is not None:
+        raw = raw[: count * 8]
+    if len(raw) % 8:
+        raise ValueError(f"{len(raw)} bytes are not a whole number of 'q' items")
+    return np.frombuffer(raw, dtype="<i8").astype(np.int64)
+
+
 def pack_scores(scores: Sequence[float]) -> bytes:
     """Scores as IEEE doubles: every bit of the submitted value survives."""
     return _pack("d", scores)

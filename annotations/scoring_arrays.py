@@ -93,7 +93,7 @@ class _GradeTable:
 
     def read(
         self,
-        sequences: list[Sequence[int]],
+        sequences: list[Sequence[int] | NDArray[np.int64]],
         todo: NDArray[np.int64],
         begins: NDArray[np.int64],
         ends: NDArray[np.int64],
@@ -105,10 +105,17 @@ class _GradeTable:
             pieces.append(sequences[run][begin:end])
             count += end - begin
             if count >= _CHUNK:
-                parts.append(self(np.fromiter(chain.from_iterable(pieces), np.int64, count)))
+                parts.append(self(_ids(pieces, count)))
                 pieces, count = [], 0
-        parts.append(self(np.fromiter(chain.from_iterable(pieces), np.int64, count)))
+        parts.append(self(_ids(pieces, count)))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _ids(pieces: list[Sequence[int] | NDArray[np.int64]], count: int) -> NDArray[np.int64]:
+    """The ids of consecutive ranking slices as one array (arrays joined without Python ints)."""
+    if pieces and all(isinstance(piece, np.ndarray) for piece in pieces):
+        return np.concatenate(pieces).astype(np.int64, copy=False)  # type: ignore[arg-type]
+    return np.fromiter(chain.from_iterable(pieces), np.int64, count)
 
 
 def _cumulative_at(
@@ -129,7 +136,7 @@ def _cumulative_at(
 
 
 def score_matrix(
-    rankings: Mapping[int, Sequence[int]],
+    rankings: Mapping[int, Sequence[int] | NDArray[np.int64]],
     grades: Mapping[int, int],
     ks: Sequence[int],
     scheme: str,

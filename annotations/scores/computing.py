@@ -48,7 +48,9 @@ def score_query(
 
 
 def score_rankings(
-    collection: Collection, grades: Mapping[int, int], rankings: Mapping[int, Sequence[int]]
+    collection: Collection,
+    grades: Mapping[int, int],
+    rankings: Mapping[int, Sequence[int] | IntArray],
 ) -> QueryScores:
     ks = collection.sorted_cutoffs
     if not grades:

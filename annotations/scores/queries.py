@@ -72,7 +72,9 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 True,
             ),
             (
-                "SELECT s.run_id, s.cutoffs, s.queries, s.sums, s.overflow "
+                # An empty overflow (nearly always) arrives as NULL: nothing to parse.
+                "SELECT s.run_id, s.cutoffs, s.queries, s.sums, "
+                "CASE WHEN s.overflow = '{}' THEN NULL ELSE s.overflow END "
                 f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
                 f"ON r.id = s.run_id JOIN {query_table} q ON q.collection_id = r.collection_id "
                 "WHERE q.id = %s",
@@ -287,7 +289,10 @@ def _fold_means(
 
 
 def _json(value: Any) -> dict[str, str]:
-    """A JSON column as read by raw SQL: loaded on PostgreSQL (jsonb), text on SQLite."""
+    """A JSON column as read by raw SQL: loaded on PostgreSQL (jsonb), text on SQLite;
+    None for an empty one."""
+    if value is None:
+        return {}
     if isinstance(value, str | bytes):
         loaded: dict[str, str] = json.loads(value)
         return loaded

@@ -6,6 +6,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from django.db import connection, models
 from django.db.models import F, QuerySet
 from django.db.models.functions import Substr
@@ -182,21 +184,35 @@ def ranking_heads_statement(*, query_id: int) -> tuple[str, list[Any]]:
 
 def scoring_rankings_from_rows(
     rows: Iterable[tuple[int, int, bytes]], *, query_id: int, depth: int, grades: Mapping[int, int]
-) -> dict[int, list[int]]:
-    """Rankings from rows of (run, size, prefix of the packed ids); only the first `depth`
-    times SCORING_PREFIX_FACTOR ids are used, and the few rankings whose prefix holds too
-    few judged documents are read whole."""
-    judged = {doc for doc, grade in grades.items() if scoring.is_judged(grade)}
-    rankings: dict[int, list[int]] = {}
-    short: list[int] = []
+) -> dict[int, npt.NDArray[np.int64]]:
+    """Rankings (arrays of document ids) from rows of (run, size, prefix of the packed ids);
+    only the first `depth` times SCORING_PREFIX_FACTOR ids are used, and the few rankings
+    whose prefix holds too few judged documents are read whole."""
+    judged = np.fromiter(
+        (doc for doc, grade in grades.items() if scoring.is_judged(grade)), dtype=np.int64
+    )
+    rankings: dict[int, npt.NDArray[np.int64]] = {}
     prefix = depth * SCORING_PREFIX_FACTOR
+    sizes: list[int] = []
     for run_id, size, documents in rows:
-        ids = packing.unpack_ids(documents, prefix)
-        rankings[run_id] = ids
-        if size > len(ids) and len(judged.intersection(ids)) < depth:
-            short.append(run_id)
+        rankings[run_id] = packing.unpack_id_array(documents, prefix)
+        sizes.append(size)
+    if not rankings:
+        return rankings
+    # Judged documents in each prefix, all runs at once.
+    arrays = list(rankings.values())
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    hits = np.concatenate(([0], np.cumsum(np.isin(np.concatenate(arrays), judged))))
+    ends = np.cumsum(lengths)
+    seen = hits[ends] - hits[ends - lengths]
+    short = [
+        run_id
+        for run_id, size, length, count in zip(rankings, sizes, lengths, seen, strict=True)
+        if size > length and count < depth
+    ]
     if short:
-        rankings.update(query_rankings(query_id=query_id, run_ids=short))
+        for run_id, ids in query_rankings(query_id=query_id, run_ids=short).items():
+            rankings[run_id] = np.array(ids, dtype=np.int64)
     return rankings
 
 
@@ -206,7 +222,7 @@ def scoring_rankings(
     depth: int,
     grades: Mapping[int, int],
     run_ids: Iterable[int] | None = None,
-) -> dict[int, list[int]]:
+) -> dict[int, npt.NDArray[np.int64]]:
     """Run id -> as much of each ranking as scoring at cutoffs up to `depth` needs.
 
     nDCG@k and judged@k need the top `depth` documents; the condensed list needs the first
