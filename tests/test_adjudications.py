@@ -14,10 +14,9 @@ from annotations.models import (
     JudgementHistory,
     Pool,
     Query,
-    QueryScore,
-    RunScore,
 )
 from tests.factories import CollectionFactory, DocumentFactory, UserFactory
+from tests.stored import query_score, run_score
 
 
 def user(name: str):  # type: ignore[no-untyped-def]
@@ -25,7 +24,7 @@ def user(name: str):  # type: ignore[no-untyped-def]
 
 
 def ndcg(run: str, qid: str = "q1", k: int = 5) -> float:
-    return QueryScore.objects.get(run__name=run, query__qid=qid, k=k).ndcg
+    return query_score(run__name=run, query__qid=qid, k=k).ndcg
 
 
 def judge(collection: Collection, docno: str, **grades: int) -> None:
@@ -68,7 +67,7 @@ def test_adjudication_overrides_the_aggregate_and_the_scores_follow(
     # bm25 ranks d1 first (nDCG 1); dense ranks it third: (3 / log2 4) / 3 = 0.5.
     assert ndcg("bm25") == 1.0
     assert ndcg("dense") == 0.5
-    assert RunScore.objects.get(run__name="dense", k=5).ndcg == 0.5
+    assert run_score(run__name="dense", k=5).ndcg == 0.5
     assert scores.scores_verify(collection=disputed) == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from annotations.models import (
     RunScore,
 )
 from tests.factories import CollectionFactory, DocumentFactory, UserFactory
+from tests.stored import packed_query_rows, query_score, run_score
 
 
 @pytest.fixture(autouse=True)
@@ -104,9 +106,22 @@ def test_an_organiser_opens_the_list_and_an_entry_of_every_registered_model(
             if entry.status_code != 200:
                 failures[f"{model._meta.label} entry"] = entry.status_code
     assert failures == {}
-    # The scores were computed after commit, so their lists are not trivially empty.
-    scores = client.get(reverse("admin:annotations_runscore_changelist")).content.decode()
-    assert "example" in scores
+    # The scores were computed after commit, so their lists are not trivially empty; each
+    # row shows its cutoffs and its nDCG at the first one.
+    means = client.get(reverse("admin:annotations_runscore_changelist")).content.decode()
+    assert "example" in means and '<td class="field-cutoffs">5,6,10</td>' in means
+    assert "mean ndcg at the first cutoff" in means.lower()
+    assert first_ndcg_cell(means) == pytest.approx(run_score(k=5).ndcg, rel=1e-12)
+    per_query = client.get(reverse("admin:annotations_queryscore_changelist")).content.decode()
+    assert "example" in per_query and '<td class="field-cutoffs">5,6,10</td>' in per_query
+    assert "ndcg at the first cutoff" in per_query.lower()
+    assert first_ndcg_cell(per_query) == pytest.approx(query_score(k=5).ndcg, rel=1e-12)
+
+
+def first_ndcg_cell(html: str) -> float:
+    """The one value of a changelist's "nDCG at the first cutoff" column."""
+    (cell,) = re.findall(r'<td class="field-first_ndcg">([^<]*)</td>', html)
+    return float(cell)
 
 
 def test_the_admin_index_lists_the_judging_models(db: None, organiser_client: Client) -> None:
@@ -303,19 +318,22 @@ def test_an_organiser_deletes_a_scored_run_with_its_scores(
     )
     run, other = Run.objects.get(name="example"), Run.objects.get(name="other")
     assert QueryScore.objects.filter(run=run).exists() and run.scored_at is not None
-    kept = list(QueryScore.objects.filter(run=other).values_list("k", "ndcg"))
+    kept = packed_query_rows(run=other)
+    assert len(kept) == 1
     client = Client()
     client.force_login(organiser)
     page = client.get(url(Run, "delete", run.pk))
     assert page.status_code == 200
     text = page.content.decode()
-    assert "Cannot delete" not in text and "per-query scores: 3" in text.lower()
+    # One packed per-query row (q1, every cutoff) and one row of means.
+    assert "Cannot delete" not in text
+    assert "per-query scores: 1" in text.lower() and "run scores: 1" in text.lower()
     assert client.post(url(Run, "delete", run.pk), {"post": "yes"}).status_code == 302
     assert not Run.objects.filter(pk=run.pk).exists()
     assert not Ranking.objects.filter(run_id=run.pk).exists()
     assert not QueryScore.objects.filter(run_id=run.pk).exists()
     assert not RunScore.objects.filter(run_id=run.pk).exists()
-    assert list(QueryScore.objects.filter(run=other).values_list("k", "ndcg")) == kept
+    assert packed_query_rows(run=other) == kept
 
 
 def test_the_delete_action_deletes_several_scored_runs(

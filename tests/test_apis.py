@@ -11,8 +11,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotations import services
-from annotations.models import Collection, Judgement, JudgementHistory, Membership, QueryScore, Run
+from annotations.models import Collection, Judgement, JudgementHistory, Membership, Run
 from tests.factories import UserFactory
+from tests.stored import query_rows
 
 API = "/api/v1/collections"
 DEMO = f"{API}/demo"
@@ -574,9 +575,7 @@ def test_a_cutoff_outside_the_collections_is_a_400(world: World, k: str) -> None
 
 def test_run_scores_give_full_precision_per_query_values(world: World) -> None:
     body = world.client("owner").get(f"{DEMO}/runs/base/scores/?k=2").json()
-    stored = dict(
-        QueryScore.objects.filter(run__name="base", k=2).values_list("query__qid", "ndcg")
-    )
+    stored = {qid: values.ndcg for _, qid, values in query_rows(run__name="base") if values.k == 2}
     assert {row["qid"]: row["ndcg"] for row in body["per_query"]} == stored  # bit for bit
     assert body["pending"] is False and body["queries"] == 2
 

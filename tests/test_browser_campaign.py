@@ -10,9 +10,10 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from annotations.models import Judgement, Run, RunScore
+from annotations.models import Judgement, Run
 from annotations.selectors.comparisons import runs_compare
 from tests.factories import UserFactory
+from tests.stored import run_score
 
 pytestmark = pytest.mark.browser
 
@@ -124,7 +125,7 @@ def test_a_whole_campaign_runs_in_the_browser(  # type: ignore[no-untyped-def]
     assert Judgement.objects.filter(assessor__username="nina").count() == 4
 
     # 7. The open leaderboard follows: beta's top document d3 is now relevant.
-    after = RunScore.objects.get(run__name="beta", k=2).ndcg
+    after = run_score(run__name="beta", k=2).ndcg
     assert f"{after:.4f}" != before
     expect(beta).to_have_text(f"{after:.4f}", timeout=10_000)
 

@@ -12,9 +12,8 @@ from annotations.models import (
     Judgement,
     JudgementHistory,
     Pool,
-    QueryScore,
-    RunScore,
 )
+from tests.stored import query_score, run_score
 
 pytestmark = pytest.mark.browser
 
@@ -78,8 +77,8 @@ def test_assessor_grades_a_whole_assignment_by_keyboard_and_revisits_one(
     # bm25 ranks d1 d2 d6 d4: DCG@5 = 2 + 1/log2 3 + 3/2; the ideal list is 3 2 1.
     log3 = math.log2(3)
     expected = (2 + 1 / log3 + 3 / 2) / (3 + 2 / log3 + 1 / 2)
-    assert QueryScore.objects.get(run=bm25, query=q1, k=5).ndcg == pytest.approx(expected)
-    assert RunScore.objects.get(run=bm25, k=5).ndcg == pytest.approx(expected)
+    assert query_score(run=bm25, query=q1, k=5).ndcg == pytest.approx(expected)
+    assert run_score(run=bm25, k=5).ndcg == pytest.approx(expected)
 
 
 def grade_by_keyboard(page, assignment: Assignment, keys: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
@@ -133,9 +132,9 @@ def test_done_when_two_assessors_overlap_and_the_organiser_adjudicates(
 
     log3 = math.log2(3)
     ideal = 3 + 1 / log3  # d1 adjudicated 3, d6 at the lower median 1
-    bm25 = QueryScore.objects.get(run__name="bm25", query__qid="q1", k=5).ndcg
+    bm25 = query_score(run__name="bm25", query__qid="q1", k=5).ndcg
     assert bm25 == pytest.approx((3 + 1 / 2) / ideal)
-    assert RunScore.objects.get(run__name="dense", k=5).ndcg == pytest.approx((1 + 3 / 2) / ideal)
+    assert run_score(run__name="dense", k=5).ndcg == pytest.approx((1 + 3 / 2) / ideal)
     sources = list(
         JudgementHistory.objects.filter(document__docno="d1").values_list("source", flat=True)
     )

@@ -5,8 +5,9 @@ from typing import Any
 import pytest
 
 from annotations import services
-from annotations.models import Collection, Membership, RunScore
+from annotations.models import Collection, Membership
 from tests.factories import UserFactory
+from tests.stored import run_score
 
 
 @pytest.mark.browser
@@ -36,7 +37,7 @@ def test_leaderboard_refreshes_by_itself_after_a_judgement(  # type: ignore[no-u
         grade=3,
         source="form",
     )
-    new = RunScore.objects.get(run__name="example", k=6).ndcg
+    new = run_score(run__name="example", k=6).ndcg
     assert f"{new:.4f}" != "0.7850"
     expect(row.locator("td.ndcg")).to_have_text(f"{new:.4f}", timeout=10_000)
     expect(row.locator("td.ci")).to_have_text(f"[{new:.4f}, {new:.4f}]")

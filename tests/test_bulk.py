@@ -1,14 +1,18 @@
 """Bulk row writes keep every value exactly, on PostgreSQL and on SQLite."""
 
+import json
 import math
 import random
+import struct
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 from django.db import connection
 
+from annotations import score_packs
 from annotations.bulk import bulk_delete, bulk_insert, bulk_update
-from annotations.models import Collection, QueryScore, Run, RunScore
+from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from tests.factories import CollectionFactory, QueryFactory
 
 pytestmark = pytest.mark.django_db
@@ -17,106 +21,250 @@ AWKWARD_FLOATS = [
     0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1, 1 / 3,
     0.7850023719699042, 1e-300, -2.5, 123456789.12345679,
 ]  # fmt: skip
+AWKWARD_TEXTS = [
+    "plain", 'with "quotes"', "back\\slash", "", "NULL", "comma,brace}{", "tab\tnew\nline",
+]  # fmt: skip
+# Bytes that an array literal or COPY text would have to escape, and the empty value.
+AWKWARD_BYTES = [
+    b"", b"\x00", b"\\", b'"', b"{,}", b"NULL", b"\\x00", b"\t\n\r", bytes(range(256)),
+]  # fmt: skip
+MEASURES = score_packs.QUERY_MEASURES  # one bytes column per measure
+QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *MEASURES)
+RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "queries", "sums", "overflow", "updated")
+EARLIER = datetime(2026, 1, 1, tzinfo=UTC)
+LATER = datetime(2026, 12, 1, 12, 30, tzinfo=UTC)
 
 
 def _runs(collection: Collection, count: int) -> list[Run]:
     return [Run.objects.create(collection=collection, name=f"r{i}") for i in range(count)]
 
 
-def test_bulk_update_round_trips_floats_texts_and_constants() -> None:
-    collection = CollectionFactory(slug="bulk")
-    runs = _runs(collection, 4)
-    columns = ("run_id", "k", "queries", "ndcg", "ndcg_condensed", "judged")
-    columns += ("ndcg_sum", "ndcg_condensed_sum", "judged_sum", "updated")
-    earlier = datetime(2026, 1, 1, tzinfo=UTC)
+def _queries(collection: Collection, count: int) -> list[Query]:
+    return [QueryFactory(collection=collection) for _ in range(count)]
+
+
+def _packed(rng: random.Random, cutoffs: int) -> tuple[bytes, ...]:
+    """One bytes column per measure: `cutoffs` awkward or random float64s each."""
+    return tuple(
+        struct.pack(
+            f"<{cutoffs}d", *(rng.choice([*AWKWARD_FLOATS, rng.random()]) for _ in range(cutoffs))
+        )
+        for _ in MEASURES
+    )
+
+
+def _same_at_every_measure(
+    ndcg: float, dcg: float, judged: float, condensed: float
+) -> tuple[bytes, ...]:
+    """The packed columns of a one-cutoff row."""
+    return score_packs.pack_query(np.array([[ndcg], [dcg], [judged], [condensed]]))
+
+
+def _stored_query_scores() -> dict[tuple[int, int], tuple[object, ...]]:
+    """(query, run) -> (cutoffs, *bytes columns) as stored."""
+    return {
+        (query_id, run_id): (cutoffs, *map(bytes, columns))
+        for run_id, query_id, cutoffs, *columns in QueryScore.objects.values_list(
+            *QUERY_SCORE_COLUMNS
+        )
+    }
+
+
+def test_bulk_update_round_trips_floats() -> None:
+    collection = CollectionFactory(slug="bulk-floats")
+    queries = _queries(collection, 3)
+    ks = (5, 10, 20, 100)
     bulk_insert(
-        RunScore,
-        columns,
-        [
-            (run.id, k, 0, 0.0, 0.0, 0.0, "0:0", "0:0", "0:0", earlier)
-            for run in runs
-            for k in (5, 10)
-        ],
+        IdealScore, ("query_id", "k", "idcg"), [(q.id, k, 1.0) for q in queries for k in ks]
+    )
+    rng = random.Random(5)
+    rows = [(q.id, k, rng.choice([*AWKWARD_FLOATS, rng.random()])) for q in queries for k in ks]
+    assert bulk_update(IdealScore, key=("query_id", "k"), columns=("idcg",), rows=rows) == len(rows)
+    stored = {
+        (q, k): idcg for q, k, idcg in IdealScore.objects.values_list("query_id", "k", "idcg")
+    }
+    for query_id, k, want in rows:
+        have = stored[(query_id, k)]
+        assert have == want
+        if connection.vendor == "postgresql":  # SQLite stores -0.0 as the integer 0
+            assert math.copysign(1, want) == math.copysign(1, have)
+
+
+def test_bulk_update_round_trips_texts_integers_json_and_constants() -> None:
+    collection = CollectionFactory(slug="bulk")
+    runs = _runs(collection, 8)
+    bulk_insert(
+        RunScore, RUN_SCORE_COLUMNS, [(run.id, "5", 0, b"\x01", "{}", EARLIER) for run in runs]
     )
     rng = random.Random(3)
-    texts = ["plain", 'with "quotes"', "back\\slash", "", "NULL", "comma,brace}{", "tab\tnew\nline"]
-    rows = []
-    for run in runs:
-        for k in (5, 10):
-            rows.append(
-                (
-                    run.id, k, rng.randrange(1000),
-                    rng.choice(AWKWARD_FLOATS), rng.random(), rng.choice(AWKWARD_FLOATS),
-                    rng.choice(texts), rng.choice(texts), rng.choice(texts),
-                )
-            )  # fmt: skip
-    later = datetime(2026, 12, 1, 12, 30, tzinfo=UTC)
+    rows = [
+        (
+            run.id,
+            rng.choice(AWKWARD_TEXTS),
+            rng.randrange(1000),
+            json.dumps({f"0:{i}": text for i, text in enumerate(rng.sample(AWKWARD_TEXTS, 3))}),
+        )
+        for run in runs
+    ]
     assert bulk_update(
         RunScore,
-        key=("run_id", "k"),
-        columns=columns[2:-1],
+        key=("run_id",),
+        columns=("cutoffs", "queries", "overflow"),
         rows=rows,
-        constants={"updated": later},
+        constants={"updated": LATER},
     ) == len(rows)
-    stored = {(row[0], row[1]): row[2:] for row in RunScore.objects.values_list(*columns)}
-    for run_id, k, *values in rows:
-        got = stored[(run_id, k)]
-        assert list(got[:-1]) == values
-        if connection.vendor == "postgresql":  # SQLite stores -0.0 as the integer 0
-            for want, have in zip(values[1:4], got[1:4], strict=True):
-                assert math.copysign(1, want) == math.copysign(1, have)
-        assert got[-1] == later
+    stored = {
+        run_id: (cutoffs, queries, overflow, updated, bytes(sums))
+        for run_id, cutoffs, queries, overflow, updated, sums in RunScore.objects.values_list(
+            "run_id", "cutoffs", "queries", "overflow", "updated", "sums"
+        )
+    }
+    # The column not updated (sums) is as inserted.
+    assert stored == {
+        run_id: (cutoffs, queries, json.loads(overflow), LATER, b"\x01")
+        for run_id, cutoffs, queries, overflow in rows
+    }
+
+
+def test_bulk_update_writes_bytes_columns_exactly() -> None:
+    """Packed scores (float64 bits, -0.0 and subnormals included) and bytes that text
+    formats would have to escape come back byte for byte, alone or with a text column."""
+    collection = CollectionFactory(slug="bulk-bytes")
+    runs, queries = _runs(collection, 4), _queries(collection, 3)
+    rng = random.Random(11)
+    bulk_insert(
+        QueryScore,
+        QUERY_SCORE_COLUMNS,
+        [(r.id, q.id, "5", *_packed(rng, 1)) for r in runs for q in queries],
+    )
+    expected = _stored_query_scores()
+    assert len(expected) == len(runs) * len(queries)
+    packed = [
+        (q.id, r.id, "5,10,20", *_packed(rng, 3))
+        for r in runs
+        for q in queries
+        if rng.random() < 0.8
+    ]
+    assert 0 < len(packed) < len(expected)  # the rows not updated stay as inserted
+    assert bulk_update(
+        QueryScore, key=("query_id", "run_id"), columns=("cutoffs", *MEASURES), rows=packed
+    ) == len(packed)
+    for query_id, run_id, *values in packed:
+        expected[(query_id, run_id)] = tuple(values)
+    assert _stored_query_scores() == expected
+    # Bytes only, of every length, some shared by several rows; two of the columns.
+    awkward = [
+        (q.id, r.id, rng.choice(AWKWARD_BYTES), AWKWARD_BYTES[-1]) for r in runs for q in queries
+    ]
+    bulk_update(QueryScore, key=("query_id", "run_id"), columns=MEASURES[1:3], rows=awkward)
+    for query_id, run_id, dcg, judged in awkward:
+        cutoffs, ndcg, _, _, condensed = expected[(query_id, run_id)]
+        expected[(query_id, run_id)] = (cutoffs, ndcg, dcg, judged, condensed)
+    assert _stored_query_scores() == expected
+    # The run means' exact sums, with the other columns of their update.
+    bulk_insert(RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 0, b"", "{}", EARLIER) for r in runs])
+    sums = [(r.id, "5,10", 2, rng.choice(AWKWARD_BYTES) + rng.randbytes(48), "{}") for r in runs]
+    bulk_update(
+        RunScore, key=("run_id",), columns=("cutoffs", "queries", "sums", "overflow"),
+        rows=sums, constants={"updated": LATER},
+    )  # fmt: skip
+    stored = {
+        run_id: (cutoffs, queries, bytes(packed_sums))
+        for run_id, cutoffs, queries, packed_sums in RunScore.objects.values_list(
+            "run_id", "cutoffs", "queries", "sums"
+        )
+    }
+    assert stored == {
+        run_id: (cutoffs, queries, data) for run_id, cutoffs, queries, data, _ in sums
+    }
 
 
 def test_bulk_update_with_a_key_shared_by_every_row_touches_only_those_rows() -> None:
     collection = CollectionFactory(slug="bulk-key")
     runs = _runs(collection, 3)
     first, second = QueryFactory(collection=collection), QueryFactory(collection=collection)
-    columns = ("run_id", "query_id", "k", "ndcg", "dcg", "judged", "ndcg_condensed")
     bulk_insert(
         QueryScore,
-        columns,
-        [(run.id, query.id, 5, 0.5, 1.0, 1.0, 0.5) for run in runs for query in (first, second)],
+        QUERY_SCORE_COLUMNS,
+        [
+            (run.id, query.id, "5", *_same_at_every_measure(0.5, 1.0, 1.0, 0.5))
+            for run in runs
+            for query in (first, second)
+        ],
     )
     bulk_update(
         QueryScore,
-        key=("query_id", "run_id", "k"),
-        columns=("ndcg", "dcg", "judged", "ndcg_condensed"),
-        rows=[(first.id, run.id, 5, 0.25, 2.0, 0.8, 1 / 3) for run in runs],
+        key=("query_id", "run_id"),
+        columns=("cutoffs", *MEASURES),
+        rows=[
+            (first.id, run.id, "5", *_same_at_every_measure(0.25, 2.0, 0.8, 1 / 3)) for run in runs
+        ],
     )
-    values = QueryScore.objects.values_list("query_id", "ndcg", "dcg", "judged", "ndcg_condensed")
-    assert sorted(set(values)) == sorted(
-        {(first.id, 0.25, 2.0, 0.8, 1 / 3), (second.id, 0.5, 1.0, 1.0, 0.5)}
-    )
+    values = {(row.query_id, row.at(5)[1:]) for row in QueryScore.objects.all()}
+    assert values == {(first.id, (0.25, 2.0, 0.8, 1 / 3)), (second.id, (0.5, 1.0, 1.0, 0.5))}
     # one row alone: every key column is shared
     bulk_update(
         QueryScore,
-        key=("query_id", "run_id", "k"),
+        key=("query_id", "run_id"),
         columns=("ndcg",),
-        rows=[(second.id, runs[0].id, 5, 0.125)],
+        rows=[(second.id, runs[0].id, score_packs.float_bytes([0.125]))],
     )
-    assert QueryScore.objects.get(query=second, run=runs[0]).ndcg == 0.125
-    assert QueryScore.objects.get(query=second, run=runs[1]).ndcg == 0.5
+    assert QueryScore.objects.get(query=second, run=runs[0]).at(5)[1:] == (0.125, 1.0, 1.0, 0.5)
+    assert QueryScore.objects.get(query=second, run=runs[1]).at(5).ndcg == 0.5
 
 
 def test_bulk_writes_of_nothing_do_nothing() -> None:
-    assert bulk_insert(RunScore, ("run_id", "k"), []) == 0
-    assert bulk_update(RunScore, key=("run_id", "k"), columns=("queries",), rows=[]) == 0
+    assert bulk_insert(RunScore, ("run_id", "cutoffs"), []) == 0
+    assert bulk_update(RunScore, key=("run_id",), columns=("queries",), rows=[]) == 0
+    assert bulk_delete(RunScore, key=("run_id",), keys=[]) == 0
 
 
 def test_bulk_delete_removes_exactly_the_given_keys() -> None:
     collection = CollectionFactory(slug="bulk-delete")
-    runs = _runs(collection, 3)
-    columns = ("run_id", "k", "queries", "ndcg", "ndcg_condensed", "judged")
-    columns += ("ndcg_sum", "ndcg_condensed_sum", "judged_sum", "updated")
-    now = datetime(2026, 1, 1, tzinfo=UTC)
+    runs, queries = _runs(collection, 3), _queries(collection, 2)
+    columns = _same_at_every_measure(0.5, 1.0, 1.0, 0.5)
     bulk_insert(
-        RunScore,
-        columns,
-        [(run.id, k, 1, 0.5, 0.5, 1.0, "1:1", "1:1", "1:0", now) for run in runs for k in (5, 10)],
+        QueryScore,
+        QUERY_SCORE_COLUMNS,
+        [(run.id, query.id, "5", *columns) for run in runs for query in queries],
     )
-    assert bulk_delete(RunScore, key=("run_id", "k"), keys=[(runs[0].id, 5), (runs[2].id, 10)]) == 2
-    assert sorted(RunScore.objects.values_list("run_id", "k")) == sorted(
-        [(runs[0].id, 10), (runs[1].id, 5), (runs[1].id, 10), (runs[2].id, 5)]
+    gone = [(queries[0].id, runs[0].id), (queries[1].id, runs[2].id)]
+    assert bulk_delete(QueryScore, key=("query_id", "run_id"), keys=gone) == 2
+    assert sorted(QueryScore.objects.values_list("query_id", "run_id")) == sorted(
+        (query.id, run.id) for run in runs for query in queries if (query.id, run.id) not in gone
     )
-    assert bulk_delete(RunScore, key=("run_id", "k"), keys=[]) == 0
+    assert bulk_delete(QueryScore, key=("query_id", "run_id"), keys=[]) == 0
+    bulk_insert(RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 1, b"", "{}", EARLIER) for r in runs])
+    assert bulk_delete(RunScore, key=("run_id",), keys=[(runs[1].id,)]) == 1
+    assert sorted(RunScore.objects.values_list("run_id", flat=True)) == [runs[0].id, runs[2].id]
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_bulk_update_takes_the_bytes_like_values_bulk_insert_takes(
+    kind: type, request: pytest.FixtureRequest
+) -> None:
+    """bulk_insert writes bytes, bytearray and memoryview values alike; bulk_update should
+    too (today's callers pass bytes only: pack_query and pack_sums build them)."""
+    if connection.vendor == "postgresql":
+        # Production bug (annotations/bulk.py, _all_bytes/_array_parameter): only a column
+        # whose values are all `bytes` is sent as bytea; any other bytes-like value goes
+        # through the text array literal as str(value), so a memoryview is stored as the
+        # text "<memory at 0x...>" and a bytearray is refused as invalid bytea.
+        request.applymarker(
+            pytest.mark.xfail(strict=True, reason="bulk_update on PostgreSQL: bytes only")
+        )
+    collection = CollectionFactory(slug=f"bulk-{kind.__name__}")
+    (run,), (query,) = _runs(collection, 1), _queries(collection, 1)
+    bulk_insert(
+        QueryScore,
+        QUERY_SCORE_COLUMNS,
+        [(run.id, query.id, "5", *_same_at_every_measure(0.5, 1.0, 1.0, 0.5))],
+    )
+    value = bytes(range(256))
+    bulk_update(
+        QueryScore,
+        key=("query_id", "run_id"),
+        columns=("dcg",),
+        rows=[(query.id, run.id, kind(value))],
+    )
+    assert bytes(QueryScore.objects.get().dcg) == value

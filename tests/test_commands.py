@@ -26,10 +26,10 @@ from annotations.models import (
     Membership,
     Query,
     Run,
-    RunScore,
 )
 from annotations.services.imports import LOOKUP_CHUNK
 from tests.factories import UserFactory
+from tests.stored import run_rows
 
 WriteFile = Callable[[str, "str | bytes"], Path]
 
@@ -109,7 +109,7 @@ def database_snapshot() -> dict[str, object]:
             (run.collection.slug, run.name, rows_of(run))
             for run in Run.objects.order_by("collection__slug", "name")
         ],
-        "run_scores": sorted(RunScore.objects.values_list("run__name", "k", "ndcg")),
+        "run_scores": sorted((name, m.k, m.ndcg) for name, m in run_rows()),
         "users": sorted(get_user_model().objects.values_list("username", flat=True)),
     }
 

@@ -13,8 +13,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotations import services
-from annotations.models import AssignmentItem, Collection, RunScore
+from annotations.models import AssignmentItem, Collection
 from annotations.selectors import dashboards
+from tests.stored import run_rows
 
 Capture = Callable[..., AbstractContextManager[Any]]
 
@@ -68,7 +69,7 @@ def test_the_dashboard_charts_coverage_from_the_stored_run_scores(campaign: Coll
     data = json.loads(
         re.search(r'id="dashboard-chart-data" type="application/json">(.*?)</script>', html)[1]
     )
-    stored = {score.run.name: score.judged for score in RunScore.objects.filter(k=5)}
+    stored = {name: means.judged for name, means in run_rows() if means.k == 5}
     assert dict(zip(data["runs"], data["coverage"], strict=True)) == stored
     assert sum(data["per_day"]) == 3  # three grades recorded today
     assert "unsure" not in html  # a skip is no judgement

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from annotations import services, snapshots, statistics
-from annotations.models import Collection, QueryScore, Run
+from annotations.models import Collection, Run
 from annotations.selectors import (
     comparisons,
     leaderboards,
@@ -17,6 +17,7 @@ from annotations.selectors import (
     stored_scores,
 )
 from tests.factories import CollectionFactory, UserFactory
+from tests.stored import rewrite_query_scores
 
 L3 = math.log2(3)  # the discount at rank 2
 # q1: d1=3, d2=1; q2: d3=2 (d4 unjudged); q3: d5=0 (evaluated, nothing relevant known)
@@ -124,7 +125,7 @@ def test_run_scores_zero_fill_unanswered_queries_from_stored_values(tiny: Collec
         ("q1", True), ("q2", True), ("q3", False),
     ]  # fmt: skip
     assert scores.per_query[1].ndcg == A_Q2 and scores.per_query[1].judged == 0.5
-    QueryScore.objects.filter(run=run_a, query__qid="q1").update(ndcg=0.25)
+    assert rewrite_query_scores(k=2, values={"ndcg": 0.25}, run=run_a, query__qid="q1") == 1
     assert (
         stored_scores.run_scores(run=run_a, k=2).per_query[0].ndcg == 0.25
     )  # stored, not recomputed

@@ -34,6 +34,7 @@ from tests.factories import (
     RunFactory,
     UserFactory,
 )
+from tests.stored import packed_query_fields, packed_run_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -190,16 +191,27 @@ def test_a_membership_role_is_held_once_per_user_and_collection() -> None:
     assert Membership.objects.filter(user=user).count() == 2
 
 
-def test_stored_scores_are_unique_per_run_query_and_cutoff(pair: tuple[Query, Document]) -> None:
+def test_stored_scores_are_unique_per_run_and_query_and_ideal_per_cutoff(
+    pair: tuple[Query, Document],
+) -> None:
+    """One packed per-query row per (run, query) and one row of means per run, whatever
+    cutoffs they hold; the ideal DCGs stay one row per query and cutoff."""
     query, _ = pair
     run = RunFactory(collection=query.collection)
     values = {"ndcg": 0.5, "dcg": 1.0, "judged": 1.0, "ndcg_condensed": 0.5}
-    QueryScore.objects.create(run=run, query=query, k=5, **values)
-    with refused_by_database():
-        QueryScore.objects.create(run=run, query=query, k=5, **values)
-    RunScore.objects.create(run=run, k=5)
-    with refused_by_database():
-        RunScore.objects.create(run=run, k=5)
+    QueryScore.objects.create(run=run, query=query, **packed_query_fields([5], **values))
+    for cutoffs in ([5], [10], [5, 10]):
+        with refused_by_database():
+            QueryScore.objects.create(
+                run=run, query=query, **packed_query_fields(cutoffs, **values)
+            )
+    other = RunFactory(collection=query.collection)
+    QueryScore.objects.create(run=other, query=query, **packed_query_fields([5], **values))
+    RunScore.objects.create(run=run, **packed_run_fields([5]))
+    for cutoffs in ([5], [10]):
+        with refused_by_database():
+            RunScore.objects.create(run=run, **packed_run_fields(cutoffs))
+    RunScore.objects.create(run=other, **packed_run_fields([5]))
     IdealScore.objects.create(query=query, k=5, idcg=2.0)
     with refused_by_database():
         IdealScore.objects.create(query=query, k=5, idcg=3.0)

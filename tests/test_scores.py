@@ -23,7 +23,16 @@ from annotations.models import (
 )
 from annotations.scores import scheduling
 from tests.factories import CollectionFactory, UserFactory
-from tests.stored import ndcg_by_key, query_score, run_score
+from tests.stored import (
+    ndcg_by_key,
+    packed_query_fields,
+    packed_query_rows,
+    query_rows,
+    query_score,
+    rewrite_query_scores,
+    run_rows,
+    run_score,
+)
 
 WRITE = Callable[..., Path]
 
@@ -71,7 +80,7 @@ def test_worked_example_is_stored_exactly(worked_example: Collection) -> None:
 
 def test_worked_example_with_exponential_gain(worked_example: Collection) -> None:
     services.collection_update(collection=worked_example, gain="exponential")
-    row = QueryScore.objects.get(query__qid="q1", k=6)
+    row = query_score(query__qid="q1", k=6)
     assert row.ndcg == pytest.approx(0.7510833867922, abs=1e-12)
     assert round(row.dcg, 3) == 13.848
     assert round(IdealScore.objects.get(k=6).idcg, 3) == 18.438
@@ -147,10 +156,8 @@ def test_import_then_rescore_verify_and_oracle_agree(
     assert scores.scores_verify(collection=collection) == []
     assert stored_ndcg(collection) == oracle(collection)
     condensed = {
-        (run, qid, k): value
-        for run, qid, k, value in QueryScore.objects.filter(
-            query__collection=collection
-        ).values_list("run__name", "query__qid", "k", "ndcg_condensed")
+        (run, qid, values.k): values.ndcg_condensed
+        for run, qid, values in query_rows(query__collection=collection)
     }
     assert condensed == oracle(collection, judged_only=True)
 
@@ -192,28 +199,43 @@ def test_run_replace_and_delete_update_scores(
     services.run_import(
         collection=worked_example, source=write_file("better.txt", better), replace=True
     )
-    row = QueryScore.objects.get(query__qid="q1", k=6)
+    row = query_score(query__qid="q1", k=6)
     assert row.dcg == pytest.approx(3 + 3 / 1.5849625007211563 + 3 / 2, abs=1e-12)
     assert scores.scores_verify(collection=worked_example) == []
     services.run_delete(run=Run.objects.get(name="example"))
     assert not QueryScore.objects.exists() and not RunScore.objects.exists()
 
 
-def test_a_rescore_rewrites_only_what_differs(worked_example: Collection) -> None:
+def test_a_rescore_rewrites_only_what_differs(
+    worked_example: Collection, write_file: WRITE
+) -> None:
     """Confirming the stored scores writes no per-query row; a changed row is updated in
     place (same primary key), not deleted and inserted again."""
-    before = dict(QueryScore.objects.values_list("id", "ndcg"))
-    QueryScore.objects.filter(k=6).update(ndcg=0.5)  # a stored value gone wrong
+    other = "q1 Q0 d8 1 3.0 other\nq1 Q0 d4 2 2.0 other\nq1 Q0 d2 3 1.0 other\n"
+    services.run_import(collection=worked_example, source=write_file("other.txt", other))
+    before = packed_query_rows()
+    assert len(before) == 2  # one packed row per run
+    wrong = QueryScore.objects.get(run__name="example").pk
+    at_other_cutoffs = {k: query_score(run__name="example", k=k) for k in (5, 10)}
+    # A stored value gone wrong: nDCG@6 of one row, its other cutoffs and measures kept.
+    assert rewrite_query_scores(k=6, values={"ndcg": 0.5}, run__name="example") == 1
+    assert query_score(run__name="example", k=6).ndcg == 0.5
+    assert {k: query_score(run__name="example", k=k) for k in (5, 10)} == at_other_cutoffs
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT id, xmin::text FROM annotations_queryscore WHERE k <> 6")
+            cursor.execute(
+                "SELECT id, xmin::text FROM annotations_queryscore WHERE id <> %s", [wrong]
+            )
             untouched = dict(cursor.fetchall())
+        assert len(untouched) == 1
     call_command("rescore", worked_example.slug)
-    assert dict(QueryScore.objects.values_list("id", "ndcg")) == before
+    assert packed_query_rows() == before  # same ids, same bits
     assert scores.scores_verify(collection=worked_example) == []
     if connection.vendor == "postgresql":  # the rows that were right were not rewritten
         with connection.cursor() as cursor:
-            cursor.execute("SELECT id, xmin::text FROM annotations_queryscore WHERE k <> 6")
+            cursor.execute(
+                "SELECT id, xmin::text FROM annotations_queryscore WHERE id <> %s", [wrong]
+            )
             assert dict(cursor.fetchall()) == untouched
 
 
@@ -222,13 +244,14 @@ def test_a_rescore_drops_the_scores_of_a_query_no_longer_judged(
 ) -> None:
     """A query without judgements keeps no scores: verify names the stray rows and a
     rescore, which works one query at a time, deletes them and leaves the rest as it was."""
-    before = sorted(QueryScore.objects.values_list("id", "ndcg"))
-    means = sorted(RunScore.objects.values_list("run_id", "k", "ndcg", "ndcg_sum"))
+    before = packed_query_rows()
+    means = sorted(run_rows())
     unjudged = Query.objects.create(collection=worked_example, qid="q-unjudged")
     run = Run.objects.get(name="example")
     QueryScore.objects.create(
-        run=run, query=unjudged, k=6, ndcg=0.5, dcg=1.0, judged=0.5, ndcg_condensed=0.5
-    )
+        run=run, query=unjudged,
+        **packed_query_fields([5, 6, 10], ndcg=0.5, dcg=1.0, judged=0.5, ndcg_condensed=0.5),
+    )  # fmt: skip
     IdealScore.objects.create(query=unjudged, k=6, idcg=2.0)
     differences = scores.scores_verify(collection=worked_example)
     assert any("query=q-unjudged k=6: stored" in line for line in differences)
@@ -236,15 +259,16 @@ def test_a_rescore_drops_the_scores_of_a_query_no_longer_judged(
     scores.scores_rescore_collection(collection_id=worked_example.id)
     assert not QueryScore.objects.filter(query=unjudged).exists()
     assert not IdealScore.objects.filter(query=unjudged).exists()
-    assert sorted(QueryScore.objects.values_list("id", "ndcg")) == before
-    assert sorted(RunScore.objects.values_list("run_id", "k", "ndcg", "ndcg_sum")) == means
+    assert packed_query_rows() == before
+    assert sorted(run_rows()) == means
     assert scores.scores_verify(collection=worked_example) == []
     assert stored_ndcg(worked_example) == oracle(worked_example)
 
 
 def test_collection_cutoff_change_rescores_everything(worked_example: Collection) -> None:
     services.collection_update(collection=worked_example, cutoffs=[2, 6])
-    assert sorted(RunScore.objects.values_list("k", flat=True)) == [2, 6]
+    assert sorted(means.k for _, means in run_rows()) == [2, 6]
+    assert set(QueryScore.objects.values_list("cutoffs", flat=True)) == {"2,6"}
     assert scores.scores_verify(collection=worked_example) == []
 
 
@@ -284,10 +308,7 @@ def test_judgement_saved_with_the_orm_still_rescores(worked_example: Collection)
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
     judgement.grade = 0
     judgement.save()
-    assert (
-        QueryScore.objects.get(query__qid="q1", k=6).ndcg
-        == oracle(worked_example)[("example", "q1", 6)]
-    )
+    assert query_score(query__qid="q1", k=6).ndcg == oracle(worked_example)[("example", "q1", 6)]
 
 
 def test_periodic_sweep_task_heals_pending_queries(

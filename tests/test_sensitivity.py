@@ -7,9 +7,10 @@ import pytest
 from scipy.stats import kendalltau
 
 from annotations import services
-from annotations.models import Collection, RunScore
+from annotations.models import Collection
 from annotations.selectors.sensitivity import assessor_sensitivity
 from tests.factories import UserFactory
+from tests.stored import run_rows
 
 # Two queries, three runs. alice judged everything; bob re-judged three pairs of q1.
 ALICE = """\
@@ -41,9 +42,7 @@ def _with_bob(campaign: Collection) -> Any:
 
 
 def _means(collection: Collection) -> dict[str, float]:
-    return dict(
-        RunScore.objects.filter(run__collection=collection, k=2).values_list("run__name", "ndcg")
-    )
+    return {name: m.ndcg for name, m in run_rows(run__collection=collection) if m.k == 2}
 
 
 def test_each_assessors_ranking_equals_a_collection_judged_with_their_grades(

@@ -19,13 +19,12 @@ from annotations.models import (
     Judgement,
     JudgementHistory,
     Query,
-    QueryScore,
     Run,
-    RunScore,
 )
 from annotations.services import ImportSummary
 from annotations.trec import TrecFormatError
 from tests.factories import CollectionFactory, DocumentFactory, QueryFactory, UserFactory
+from tests.stored import query_score, run_score
 
 WriteFile = Callable[[str, "str | bytes"], Path]
 
@@ -41,7 +40,7 @@ def stream(text: str) -> io.BytesIO:
 
 
 def ndcg_at_6(run_name: str = "example") -> float:
-    return QueryScore.objects.get(run__name=run_name, query__qid="q1", k=6).ndcg
+    return query_score(run__name=run_name, query__qid="q1", k=6).ndcg
 
 
 def dcg(grades: list[int]) -> float:
@@ -221,7 +220,7 @@ def test_replacing_a_run_rescores_it_and_leaves_other_runs_alone(
     services.run_import(collection=worked_example, source=stream(ideal), replace=True)
     assert ndcg_at_6() == pytest.approx(1.0)
     assert ndcg_at_6("other") == other_before
-    assert RunScore.objects.get(run__name="example", k=6).ndcg == pytest.approx(1.0)
+    assert run_score(run__name="example", k=6).ndcg == pytest.approx(1.0)
     assert Run.objects.get(name="example").scored_at is not None
 
 

@@ -8,9 +8,10 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotations import scores, selectors, services
-from annotations.models import Collection, Judgement, JudgementHistory, Membership, RunScore
+from annotations.models import Collection, Judgement, JudgementHistory, Membership
 from annotations.services.stale import pool_of_stale_build
 from tests.factories import CollectionFactory, UserFactory
+from tests.stored import run_score
 
 DOCS = {"d1": "solar cells", "d2": "wind farms", "d3": "tidal power"}
 RUN = "q1 Q0 d1 1 3 sys\nq1 Q0 d2 2 2 sys\nq1 Q0 d3 3 1 sys\n"
@@ -42,7 +43,7 @@ def _change_d1(collection: Collection, write_file: Callable[..., Path]) -> None:
 
 
 def _ndcg(collection: Collection) -> float:
-    return RunScore.objects.get(run__collection=collection, k=3).ndcg
+    return run_score(run__collection=collection, k=3).ndcg
 
 
 def test_a_changed_document_marks_its_judgements_stale_with_history(

@@ -11,8 +11,9 @@ import pytest
 from django.db import connection
 
 from annotations import services
-from annotations.models import Collection, Judgement, Query, QueryScore
+from annotations.models import Collection, Judgement, Query
 from tests.conftest import celery_broker, require_component
+from tests.stored import query_score
 from tests.test_scores import oracle, stored_ndcg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +84,7 @@ def test_worker_recomputes_scores_after_judgement_changes(
     inline: list[object] = []
     monkeypatch.setattr(scheduling, "run_inline", lambda *args: inline.append(args))
     query = Query.objects.get(qid="q1")
-    before = QueryScore.objects.get(query=query, k=6).ndcg
+    before = query_score(query=query, k=6).ndcg
     judgement = Judgement.objects.get(query=query, document__docno="d1")
     for grade in (0, 1, 2):
         services.judgement_record(
@@ -95,7 +96,7 @@ def test_worker_recomputes_scores_after_judgement_changes(
         assert inline == []
         _wait_until_scored(query)
         assert stored_ndcg(worked_example) == oracle(worked_example)
-    assert QueryScore.objects.get(query=query, k=6).ndcg != before
+    assert query_score(query=query, k=6).ndcg != before
     assert celery_worker.poll() is None
 
 

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from scipy.stats import kendalltau
 
 from annotations import selectors, services
-from annotations.models import Collection, Judgement, RunScore
+from annotations.models import Collection, Judgement
 from annotations.selectors.versions import (
     Mark,
     leaderboard_as_of,
@@ -16,6 +16,7 @@ from annotations.selectors.versions import (
 )
 from annotations.services.versions import qrels_version_tag
 from tests.factories import UserFactory
+from tests.stored import run_rows
 
 QRELS = """\
 q1 0 d1 3
@@ -94,9 +95,7 @@ def test_the_leaderboard_as_of_a_version_equals_a_collection_loaded_with_its_qre
     fresh = load_trec("fresh", _as_text(campaign, Mark.of_version(version)), RUNS, [2, 3])
     for k in (2, 3):
         board = leaderboard_as_of(collection=campaign, mark=Mark.of_version(version), k=k)
-        stored = dict(
-            RunScore.objects.filter(run__collection=fresh, k=k).values_list("run__name", "ndcg")
-        )
+        stored = {name: m.ndcg for name, m in run_rows(run__collection=fresh) if m.k == k}
         assert {row.run: row.ndcg for row in board.rows} == stored  # bit for bit
         assert board.ranking == sorted(stored, key=lambda n: (-stored[n], n))
 
