@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from annotations import exact, exact_arrays, score_packs
+from annotations import exact, exact_arrays, score_packs, scores, services
+from annotations.models import Judgement, Query, RunScore
 from annotations.scores.computing import ExactMeans
 
 
@@ -117,3 +118,26 @@ def test_sums_pack_in_32_bits_per_limb_and_read_back_exactly() -> None:
     assert back.tolist() == sums.tolist()
     means = score_packs.means_of(back, {}, 40)
     assert means.tolist() == exact_arrays.means(sums, 40).tolist()
+
+
+@pytest.mark.django_db
+def test_a_sum_kept_as_text_folds_exactly_through_a_judgement(worked_example, assessor) -> None:  # type: ignore[no-untyped-def]
+    # The stored nDCG sum at the first cutoff moved to the overflow texts (where a sum of
+    # off-grid values lives): a judgement folds into it exactly, and it stays there.
+    row = RunScore.objects.get()
+    sums = score_packs.unpack_sums(row.sums, len(score_packs.cutoffs_of(row.cutoffs)))
+    before = row.per_cutoff()
+    row.overflow = {"0:0": exact_arrays.to_text(sums[0, 0])}
+    sums[0, 0] = 0
+    row.sums = score_packs.pack_sums(sums)
+    row.save()
+    assert RunScore.objects.get().per_cutoff() == before
+    query = Query.objects.get()
+    judgement = Judgement.objects.filter(query=query, grade__gt=0).select_related("document")[0]
+    services.judgement_record(
+        query=query, document=judgement.document, assessor=assessor, grade=0, source="api"
+    )
+    stored = RunScore.objects.get()
+    assert list(stored.overflow) == ["0:0"]
+    assert scores.scores_verify(collection=worked_example) == []
+    assert stored.per_cutoff() != before
