@@ -1,12 +1,13 @@
 """Packed scores: layouts, round trips, and exact run means on and off the limbs' grid."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
 from annotations import exact, exact_arrays, score_packs, scores, services
-from annotations.models import Judgement, Query, RunScore
+from annotations.models import Judgement, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import ExactMeans
 
 
@@ -141,3 +142,22 @@ def test_a_sum_kept_as_text_folds_exactly_through_a_judgement(worked_example, as
     assert list(stored.overflow) == ["0:0"]
     assert scores.scores_verify(collection=worked_example) == []
     assert stored.per_cutoff() != before
+
+
+@pytest.mark.django_db
+def test_the_upgrade_clears_scores_and_the_sweep_rebuilds_them(worked_example) -> None:  # type: ignore[no-untyped-def]
+    # Migration 0012 drops the stored scores and marks every run unscored; the sweep (the
+    # worker's beat, an inline read, `rescore --stale`) brings back the same numbers.
+    from django.apps import apps
+
+    migration = importlib.import_module("annotations.migrations.0012_packed_scores")
+    before = {
+        "query": [row.per_cutoff() for row in QueryScore.objects.all()],
+        "run": [row.per_cutoff() for row in RunScore.objects.all()],
+    }
+    migration.clear_scores(apps, None)
+    assert not QueryScore.objects.exists() and not RunScore.objects.exists()
+    assert Run.objects.get().scored_at is None
+    assert scores.scores_sweep_stale(collection=worked_example) == 1
+    assert [row.per_cutoff() for row in QueryScore.objects.all()] == before["query"]
+    assert [row.per_cutoff() for row in RunScore.objects.all()] == before["run"]
