@@ -214,7 +214,8 @@ class RunAdmin(admin.ModelAdmin):
         self, objs: Any, request: HttpRequest
     ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
         """What deleting these runs removes, counted (a run holds one ranking per query and
-        a score per query and cutoff); organisers may delete them all."""
+        a packed score row per query and one for its means); organisers may delete them
+        all."""
         runs = list(objs)
         counted = {
             "rankings": Ranking.objects.filter(run__in=runs).count(),

@@ -187,14 +187,16 @@ def bulk_delete(model: type[Model], *, key: Sequence[str], keys: Sequence[Sequen
 
 
 def _all_bytes(values: Sequence[Any]) -> bool:
-    return bool(values) and all(isinstance(value, bytes) for value in values)
+    return bool(values) and all(
+        isinstance(value, bytes | bytearray | memoryview) for value in values
+    )
 
 
 def _array_parameter(values: Sequence[Any]) -> str | list[bytes]:
     """One column's values as an array parameter: bytea values as a list (sent in binary),
     everything else as a text literal."""
     if _all_bytes(values):
-        return list(values)
+        return [bytes(value) for value in values]
     return _array_literal(values)
 
 

@@ -240,19 +240,9 @@ def test_bulk_delete_removes_exactly_the_given_keys() -> None:
 
 
 @pytest.mark.parametrize("kind", [bytearray, memoryview])
-def test_bulk_update_takes_the_bytes_like_values_bulk_insert_takes(
-    kind: type, request: pytest.FixtureRequest
-) -> None:
-    """bulk_insert writes bytes, bytearray and memoryview values alike; bulk_update should
-    too (today's callers pass bytes only: pack_query and pack_sums build them)."""
-    if connection.vendor == "postgresql":
-        # Production bug (annotations/bulk.py, _all_bytes/_array_parameter): only a column
-        # whose values are all `bytes` is sent as bytea; any other bytes-like value goes
-        # through the text array literal as str(value), so a memoryview is stored as the
-        # text "<memory at 0x...>" and a bytearray is refused as invalid bytea.
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="bulk_update on PostgreSQL: bytes only")
-        )
+def test_bulk_update_takes_the_bytes_like_values_bulk_insert_takes(kind: type) -> None:
+    """bulk_insert writes bytes, bytearray and memoryview values alike; bulk_update too (on
+    PostgreSQL they travel as one binary bytea array)."""
     collection = CollectionFactory(slug=f"bulk-{kind.__name__}")
     (run,), (query,) = _runs(collection, 1), _queries(collection, 1)
     bulk_insert(
