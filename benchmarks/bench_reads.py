@@ -155,6 +155,9 @@ def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
         "DJANGO_SECRET_KEY": SECRET_KEY,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DJANGO_SECURE_COOKIES": "false",
+        # Plain HTTP on the loopback: no redirect to https, no HSTS.
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DJANGO_SECURE_HSTS_SECONDS": "0",
         "NDCG_THROTTLE_USER": "100000000/minute",
         "NDCG_THROTTLE_ANON": "100000000/minute",
     }
