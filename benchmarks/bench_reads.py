@@ -93,7 +93,10 @@ def prepare(url: str) -> dict[str, str]:
     token, _ = Token.objects.get_or_create(user=user)
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+    # The backend that holds users (django-axes' comes first and only guards logins).
+    session[BACKEND_SESSION_KEY] = next(
+        name for name in settings.AUTHENTICATION_BACKENDS if not name.startswith("axes.")
+    )
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
     runs = list(
