@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,12 +37,16 @@ class ImpactInputs:
     scheme: str
 
 
-def impact_inputs(*, collection: Collection, k: int) -> ImpactInputs:
-    """The runs' top k per query from the stored rankings, the effective grades, the scale."""
+def impact_inputs(
+    *, collection: Collection, k: int, query_ids: Iterable[int] | None = None
+) -> ImpactInputs:
+    """The runs' top k per query from the stored rankings, the effective grades, the scale
+    (of every query, or of `query_ids` only)."""
     run_ids = sorted(Run.objects.filter(collection=collection).values_list("id", flat=True))
     index = {run_id: a for a, run_id in enumerate(run_ids)}
     rankings: dict[int, dict[int, list[int]]] = defaultdict(dict)
-    for run_id, query_id, documents in top_documents(run_ids=run_ids, depth=k):
+    wanted = None if query_ids is None else sorted(set(query_ids))
+    for run_id, query_id, documents in top_documents(run_ids=run_ids, query_ids=wanted, depth=k):
         if documents:
             rankings[query_id][run_id] = documents
     graded = dict(effective_grades_by_query(collection=collection, query_ids=list(rankings)))

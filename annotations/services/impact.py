@@ -21,7 +21,7 @@ from annotations.models import (
     Pool,
     PoolEntry,
 )
-from annotations.selectors.impact import ImpactInputs, impact_inputs, impact_of
+from annotations.selectors.impact import impact_inputs, impact_of
 from annotations.selectors.leaderboards import Leaderboard
 from annotations.selectors.scores_state import scores_state
 
@@ -177,9 +177,12 @@ def assignment_items_reprioritise(*, pool: Pool) -> int:
 # --- the leaderboard's flip marks ------------------------------------------------------
 
 
-def _queued(inputs: ImpactInputs, collection: Collection) -> dict[tuple[int, int], int]:
+def _queued(collection: Collection, k: int) -> dict[tuple[int, int], int]:
     """(run a id, run b id) -> unjudged entries of impact-ordered pools that the two runs
-    rank differently in their top k (so judging them moves the pair's difference)."""
+    rank differently in their top k (so judging them moves the pair's difference).
+
+    Only the queries of those pools are read: without impact-ordered pools nothing is.
+    """
     queued_pairs = set(
         PoolEntry.objects.filter(pool__collection=collection, pool__order=Pool.IMPACT)
         .values_list("query_id", "document_id")
@@ -188,6 +191,9 @@ def _queued(inputs: ImpactInputs, collection: Collection) -> dict[tuple[int, int
     counts: dict[tuple[int, int], int] = defaultdict(int)
     if not queued_pairs:
         return counts
+    inputs = impact_inputs(
+        collection=collection, k=k, query_ids={query_id for query_id, _ in queued_pairs}
+    )
     for q, query_id in enumerate(inputs.query_ids):
         weights = inputs.tops[q].weights
         for d, document_id in enumerate(inputs.pools[q]):
@@ -209,8 +215,7 @@ def flips_refresh(*, collection: Collection, board: Leaderboard) -> list[dict[st
     pools whose judging moves the pair's difference.
     """
     rows = board.rows
-    inputs = impact_inputs(collection=collection, k=board.k) if len(rows) > 1 else None
-    counts = _queued(inputs, collection) if inputs is not None else {}
+    counts = _queued(collection, board.k) if len(rows) > 1 else {}
     adjacent: list[dict[str, object]] = []
     for upper, lower in itertools.pairwise(rows):
         low_of_upper = min(upper.ndcg, upper.ndcg_top_grade)
