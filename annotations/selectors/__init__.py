@@ -150,6 +150,7 @@ def query_rankings(
 # Scoring first reads this many times max(k) documents of each ranking; the condensed list
 # (unjudged documents removed) rarely needs more, and rankings that do are read whole.
 SCORING_PREFIX_FACTOR = 4
+_TABLE_SPAN = 1 << 22
 
 
 def scoring_rankings_statement(
@@ -188,9 +189,9 @@ def scoring_rankings_from_rows(
     """Rankings (arrays of document ids) from rows of (run, size, prefix of the packed ids);
     only the first `depth` times SCORING_PREFIX_FACTOR ids are used, and the few rankings
     whose prefix holds too few judged documents are read whole."""
-    judged = np.fromiter(
-        (doc for doc, grade in grades.items() if scoring.is_judged(grade)), dtype=np.int64
-    )
+    graded = np.fromiter(grades.keys(), dtype=np.int64, count=len(grades))
+    values = np.fromiter(grades.values(), dtype=np.int64, count=len(grades))
+    judged = graded[values >= 0]  # scoring.is_judged
     rankings: dict[int, npt.NDArray[np.int64]] = {}
     prefix = depth * SCORING_PREFIX_FACTOR
     sizes: list[int] = []
@@ -202,7 +203,11 @@ def scoring_rankings_from_rows(
     # Judged documents in each prefix, all runs at once.
     arrays = list(rankings.values())
     lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-    hits = np.concatenate(([0], np.cumsum(np.isin(np.concatenate(arrays), judged))))
+    # A lookup table over the judged ids' span is ten times faster than sorting, and small
+    # for the ids of one query's judgements; very spread ids are sorted instead.
+    span = int(judged.max() - judged.min()) if judged.size else 0
+    found = np.isin(np.concatenate(arrays), judged, kind="table" if span < _TABLE_SPAN else "sort")
+    hits = np.concatenate(([0], np.cumsum(found)))
     ends = np.cumsum(lengths)
     seen = hits[ends] - hits[ends - lengths]
     short = [
