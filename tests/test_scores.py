@@ -328,3 +328,37 @@ def test_periodic_sweep_task_heals_pending_queries(
     assert tasks.scores_sweep_stale() == 1
     assert not Query.objects.get(qid="q1").scores_pending
     assert stored_ndcg(worked_example) == oracle(worked_example)
+
+
+def test_rankings_whose_prefix_holds_too_few_judged_documents_are_read_whole(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    """At cutoffs up to 5 scoring reads the first 20 ids of each ranking; with judgements
+    this sparse the condensed list needs documents far below them, and nDCG' still equals
+    trec_eval -J's."""
+    rng = random.Random(13)
+    collection = CollectionFactory(slug="sparse", cutoffs=[1, 5])
+    docs = [f"d{i}" for i in range(400)]
+    for tag in ("alpha", "beta", "gamma"):
+        lines = [
+            f"q{q} Q0 {docno} {rank} {300 - rank} {tag}"
+            for q in range(2)
+            for rank, docno in enumerate(rng.sample(docs, 300), start=1)
+        ]
+        services.run_import(
+            collection=collection, source=write_file(f"{tag}.txt", "\n".join(lines))
+        )
+    qrels = [
+        f"q{q} 0 d{d} {rng.randint(1, 3)}" for q in range(2) for d in rng.sample(range(400), 12)
+    ]
+    services.judgements_import(
+        collection=collection, source=write_file("qrels.txt", "\n".join(qrels)),
+        assessor=UserFactory(username="sparse-importer"),
+    )  # fmt: skip
+    assert scores.scores_verify(collection=collection) == []
+    condensed = {
+        (run, qid, values.k): values.ndcg_condensed
+        for run, qid, values in query_rows(query__collection=collection)
+    }
+    assert condensed == oracle(collection, judged_only=True)
+    assert any(value > 0 for value in condensed.values())
