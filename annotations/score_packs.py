@@ -28,8 +28,9 @@ from annotations import exact, exact_arrays
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-# The three run means, in the order of `means`, `sums` and Triple.
+# The three run means, in the order of a run's sums and Triple, and their sums' columns.
 MEAN_MEASURES = ("ndcg", "ndcg_condensed", "judged")
+SUM_COLUMNS = tuple(f"{measure}_sums" for measure in MEAN_MEASURES)
 # The per-query measures of a score matrix row (scoring_arrays.MEASURES).
 QUERY_MEASURES = ("ndcg", "dcg", "judged", "ndcg_condensed")
 _FLOAT = np.dtype("<f8")
@@ -124,7 +125,8 @@ _STORED_LIMB = np.dtype("<i4")
 
 
 def pack_sums(sums: IntArray) -> bytes:
-    """A run's (3, K, LIMBS) normalised exact sums, 32 bits per limb."""
+    """Normalised exact sums (any shape ending in LIMBS: one measure's (K, LIMBS), or a
+    run's (3, K, LIMBS)), 32 bits per limb."""
     limbs = np.ascontiguousarray(sums, dtype=np.int64)
     if limbs.size and not (
         int(limbs[..., -1].min()) >= -(2**31) and int(limbs[..., -1].max()) < 2**31
@@ -134,11 +136,13 @@ def pack_sums(sums: IntArray) -> bytes:
     return limbs.astype(_STORED_LIMB).tobytes()
 
 
-def unpack_sums(data: bytes | memoryview, cutoffs: int) -> IntArray:
+def unpack_sums(data: bytes | memoryview, cutoffs: int, measures: int = 1) -> IntArray:
+    """The (cutoffs, LIMBS) sums of one measure, or (measures, cutoffs, LIMBS) of several."""
     values = np.frombuffer(bytes(data), dtype=_STORED_LIMB).astype(np.int64)
-    if values.size != 3 * cutoffs * exact_arrays.LIMBS:
+    if values.size != measures * cutoffs * exact_arrays.LIMBS:
         raise ValueError(f"{values.size} packed limbs for {cutoffs} cutoffs")
-    sums = values.reshape(3, cutoffs, exact_arrays.LIMBS)
+    shape = (cutoffs, exact_arrays.LIMBS) if measures == 1 else (measures, cutoffs, 5)
+    sums = values.reshape(shape)
     sums[..., :-1] &= 0xFFFFFFFF  # the lower limbs are unsigned
     return sums
 
@@ -164,12 +168,17 @@ def means_of(sums: IntArray, overflow: Mapping[str, str], queries: int) -> Float
     return means
 
 
+def run_sums(columns: Sequence[bytes | memoryview], cutoffs: int) -> IntArray:
+    """A run's (3, K, LIMBS) sums from its three packed sum columns (SUM_COLUMNS order)."""
+    return np.stack([unpack_sums(column, cutoffs) for column in columns])
+
+
 def run_means(
-    text: str, queries: int, sums: bytes | memoryview, overflow: Mapping[str, str]
+    text: str, queries: int, sums: Sequence[bytes | memoryview], overflow: Mapping[str, str]
 ) -> dict[int, RunMeans]:
-    """k -> means of one packed run row."""
+    """k -> means of one packed run row (`sums`: its three sum columns)."""
     ks = cutoffs_of(text)
-    limbs = unpack_sums(sums, len(ks))
+    limbs = run_sums(sums, len(ks))
     values = means_of(limbs, overflow, queries)
     return {
         k: RunMeans(

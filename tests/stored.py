@@ -71,7 +71,10 @@ def packed_run_fields(ks: Sequence[int], *, queries: int = 0) -> dict[str, Any]:
     return {
         "cutoffs": score_packs.layout(ks),
         "queries": queries,
-        "sums": score_packs.pack_sums(np.zeros((3, len(ks), exact_arrays.LIMBS), dtype=np.int64)),
+        **{
+            column: score_packs.pack_sums(np.zeros((len(ks), exact_arrays.LIMBS), dtype=np.int64))
+            for column in score_packs.SUM_COLUMNS
+        },
         "overflow": {},
     }
 
@@ -109,11 +112,11 @@ def packed_query_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
     }
 
 
-def packed_run_rows(**filters: Any) -> dict[int, tuple[str, int, bytes, Any]]:
-    """run id -> (cutoffs, queries, sums, overflow) of the stored run means."""
+def packed_run_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
+    """run id -> (cutoffs, queries, the three sum columns, overflow) of the stored means."""
     return {
-        run_id: (cutoffs, queries, bytes(sums), overflow)
-        for run_id, cutoffs, queries, sums, overflow in RunScore.objects.filter(
+        run_id: (cutoffs, queries, *map(bytes, sums), overflow)
+        for run_id, cutoffs, queries, *sums, overflow in RunScore.objects.filter(
             **filters
-        ).values_list("run_id", "cutoffs", "queries", "sums", "overflow")
+        ).values_list("run_id", "cutoffs", "queries", *score_packs.SUM_COLUMNS, "overflow")
     }

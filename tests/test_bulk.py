@@ -30,7 +30,15 @@ AWKWARD_BYTES = [
 ]  # fmt: skip
 MEASURES = score_packs.QUERY_MEASURES  # one bytes column per measure
 QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *MEASURES)
-RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "queries", "sums", "overflow", "updated")
+RUN_SCORE_COLUMNS = (
+    "run_id",
+    "cutoffs",
+    "queries",
+    *score_packs.SUM_COLUMNS,
+    "overflow",
+    "updated",
+)
+SUMS = score_packs.SUM_COLUMNS[0]  # the exact sums of nDCG
 EARLIER = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 12, 30, tzinfo=UTC)
 
@@ -94,7 +102,9 @@ def test_bulk_update_round_trips_texts_integers_json_and_constants() -> None:
     collection = CollectionFactory(slug="bulk")
     runs = _runs(collection, 8)
     bulk_insert(
-        RunScore, RUN_SCORE_COLUMNS, [(run.id, "5", 0, b"\x01", "{}", EARLIER) for run in runs]
+        RunScore,
+        RUN_SCORE_COLUMNS,
+        [(run.id, "5", 0, b"\x01", b"\x01", b"\x01", "{}", EARLIER) for run in runs],
     )
     rng = random.Random(3)
     rows = [
@@ -116,7 +126,7 @@ def test_bulk_update_round_trips_texts_integers_json_and_constants() -> None:
     stored = {
         run_id: (cutoffs, queries, overflow, updated, bytes(sums))
         for run_id, cutoffs, queries, overflow, updated, sums in RunScore.objects.values_list(
-            "run_id", "cutoffs", "queries", "overflow", "updated", "sums"
+            "run_id", "cutoffs", "queries", "overflow", "updated", SUMS
         )
     }
     # The column not updated (sums) is as inserted.
@@ -162,16 +172,18 @@ def test_bulk_update_writes_bytes_columns_exactly() -> None:
         expected[(query_id, run_id)] = (cutoffs, ndcg, dcg, judged, condensed)
     assert _stored_query_scores() == expected
     # The run means' exact sums, with the other columns of their update.
-    bulk_insert(RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 0, b"", "{}", EARLIER) for r in runs])
+    bulk_insert(
+        RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 0, b"", b"", b"", "{}", EARLIER) for r in runs]
+    )
     sums = [(r.id, "5,10", 2, rng.choice(AWKWARD_BYTES) + rng.randbytes(48), "{}") for r in runs]
     bulk_update(
-        RunScore, key=("run_id",), columns=("cutoffs", "queries", "sums", "overflow"),
+        RunScore, key=("run_id",), columns=("cutoffs", "queries", SUMS, "overflow"),
         rows=sums, constants={"updated": LATER},
     )  # fmt: skip
     stored = {
         run_id: (cutoffs, queries, bytes(packed_sums))
         for run_id, cutoffs, queries, packed_sums in RunScore.objects.values_list(
-            "run_id", "cutoffs", "queries", "sums"
+            "run_id", "cutoffs", "queries", SUMS
         )
     }
     assert stored == {
@@ -234,7 +246,9 @@ def test_bulk_delete_removes_exactly_the_given_keys() -> None:
         (query.id, run.id) for run in runs for query in queries if (query.id, run.id) not in gone
     )
     assert bulk_delete(QueryScore, key=("query_id", "run_id"), keys=[]) == 0
-    bulk_insert(RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 1, b"", "{}", EARLIER) for r in runs])
+    bulk_insert(
+        RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 1, b"", b"", b"", "{}", EARLIER) for r in runs]
+    )
     assert bulk_delete(RunScore, key=("run_id",), keys=[(runs[1].id,)]) == 1
     assert sorted(RunScore.objects.values_list("run_id", flat=True)) == [runs[0].id, runs[2].id]
 

@@ -80,7 +80,11 @@ def test_exact_means_survive_storage_and_moves_back_to_on_grid_values() -> None:
     _, overflow = means.means(rows)
     stored = ExactMeans.stored(
         [
-            (10, score_packs.pack_sums(means.sums[r]), json.loads(json.dumps(overflow[r])))
+            (
+                10,
+                [score_packs.pack_sums(means.sums[r, m]) for m in range(3)],
+                json.loads(json.dumps(overflow[r])),
+            )
             for r in range(2)
         ],
         cutoffs=2,
@@ -102,7 +106,7 @@ def test_exact_means_survive_storage_and_moves_back_to_on_grid_values() -> None:
 
 def test_run_means_text_gives_the_exact_sum() -> None:
     sums = exact_arrays.sum_values(np.array([[[0.5, 0.25]] * 3]), axis=0)  # (3, 2, limbs)
-    text = score_packs.run_means("5,10", 1, score_packs.pack_sums(sums), {})
+    text = score_packs.run_means("5,10", 1, [score_packs.pack_sums(s) for s in sums], {})
     assert text[10].ndcg_sum == exact.ExactSum([0.25]).to_text()
     assert text[5] == score_packs.RunMeans(5, 1, 0.5, 0.5, 0.5, exact.ExactSum([0.5]).to_text())
     assert text[10].ndcg == 0.25
@@ -115,7 +119,8 @@ def test_sums_pack_in_32_bits_per_limb_and_read_back_exactly() -> None:
     sums = exact_arrays.sum_values(values, axis=0)
     packed = score_packs.pack_sums(sums)
     assert len(packed) == 3 * 5 * exact_arrays.LIMBS * 4
-    back = score_packs.unpack_sums(packed, 5)
+    back = score_packs.unpack_sums(packed, 5, measures=3)
+    assert score_packs.unpack_sums(score_packs.pack_sums(sums[1]), 5).tolist() == sums[1].tolist()
     assert back.tolist() == sums.tolist()
     means = score_packs.means_of(back, {}, 40)
     assert means.tolist() == exact_arrays.means(sums, 40).tolist()
@@ -126,11 +131,11 @@ def test_a_sum_kept_as_text_folds_exactly_through_a_judgement(worked_example, as
     # The stored nDCG sum at the first cutoff moved to the overflow texts (where a sum of
     # off-grid values lives): a judgement folds into it exactly, and it stays there.
     row = RunScore.objects.get()
-    sums = score_packs.unpack_sums(row.sums, len(score_packs.cutoffs_of(row.cutoffs)))
+    sums = score_packs.unpack_sums(row.ndcg_sums, len(score_packs.cutoffs_of(row.cutoffs)))
     before = row.per_cutoff()
-    row.overflow = {"0:0": exact_arrays.to_text(sums[0, 0])}
-    sums[0, 0] = 0
-    row.sums = score_packs.pack_sums(sums)
+    row.overflow = {"0:0": exact_arrays.to_text(sums[0])}
+    sums[0] = 0
+    row.ndcg_sums = score_packs.pack_sums(sums)
     row.save()
     assert RunScore.objects.get().per_cutoff() == before
     query = Query.objects.get()

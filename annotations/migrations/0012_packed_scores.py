@@ -10,12 +10,17 @@ from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
 
-# Packed values are stored out of line and uncompressed: doubles barely compress, and a
-# read of one cutoff's value (SQL substr) then fetches only the bytes it needs.
-PACKED_COLUMNS = {
-    "annotations_queryscore": ("ndcg", "dcg", "judged", "ndcg_condensed"),
-    "annotations_runscore": ("sums",),
+# How PostgreSQL stores the packed columns. A per-query row (four measures of 8 bytes per
+# cutoff, 3.2 kB at 100 cutoffs) stays inside its page, uncompressed (MAIN, and no toasting
+# below a page's size): a judgement reads and rewrites one row per run, and a TOAST lookup
+# per column would cost more than the row. A run's sums (2 kB per measure at 100 cutoffs)
+# live out of line, uncompressed (EXTERNAL): a judgement that moves two of the three
+# measures rewrites those two, and the third keeps its stored value.
+STORAGE = {
+    "annotations_queryscore": ("MAIN", ("ndcg", "dcg", "judged", "ndcg_condensed")),
+    "annotations_runscore": ("EXTERNAL", ("ndcg_sums", "ndcg_condensed_sums", "judged_sums")),
 }
+INLINE_TABLES = ("annotations_queryscore",)
 
 
 def clear_scores(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
@@ -25,14 +30,14 @@ def clear_scores(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> No
     apps.get_model("annotations", "Run").objects.update(scored_at=None)
 
 
-def external_storage(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+def packed_storage(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     if schema_editor.connection.vendor != "postgresql":
         return
-    for table, columns in PACKED_COLUMNS.items():
+    for table, (mode, columns) in STORAGE.items():
         for column in columns:
-            schema_editor.execute(
-                f'ALTER TABLE {table} ALTER COLUMN "{column}" SET STORAGE EXTERNAL'
-            )
+            schema_editor.execute(f'ALTER TABLE {table} ALTER COLUMN "{column}" SET STORAGE {mode}')
+    for table in INLINE_TABLES:
+        schema_editor.execute(f"ALTER TABLE {table} SET (toast_tuple_target = 8160)")
 
 
 class Migration(migrations.Migration):
@@ -105,9 +110,25 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="runscore",
-            name="sums",
+            name="ndcg_sums",
             field=models.BinaryField(
-                default=b"", help_text="Exact sums of nDCG, nDCG' and judged@k (32-bit limbs)"
+                default=b"", help_text="Exact sums of nDCG@k per cutoff (32-bit limbs)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="runscore",
+            name="ndcg_condensed_sums",
+            field=models.BinaryField(
+                default=b"", help_text="Exact sums of nDCG'@k per cutoff (32-bit limbs)"
+            ),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="runscore",
+            name="judged_sums",
+            field=models.BinaryField(
+                default=b"", help_text="Exact sums of judged@k per cutoff (32-bit limbs)"
             ),
             preserve_default=False,
         ),
@@ -133,5 +154,5 @@ class Migration(migrations.Migration):
             model_name="runscore",
             constraint=models.UniqueConstraint(fields=("run",), name="run_score_unique"),
         ),
-        migrations.RunPython(external_storage, migrations.RunPython.noop),
+        migrations.RunPython(packed_storage, migrations.RunPython.noop),
     ]

@@ -74,8 +74,9 @@ class RunScore(models.Model):
 
     The means are the correctly rounded mean of the exact sum of the per-query values
     (every finite double is an integer multiple of 2**-1074, so the sum is an exact binary
-    fraction): `sums` holds the sums of nDCG, nDCG' and judged@k as
-    `annotations.exact_arrays` limbs and `overflow` the few that do not fit them as
+    fraction): one column per measure holds its sums as `annotations.exact_arrays` limbs
+    (a judgement rewrites only the measures it moved) and `overflow` the few that do not
+    fit them as
     `annotations.exact` texts. An incremental update after one query changes therefore
     gives the same bits as a recomputation from scratch. `queries` is how many queries the
     means are over (the same at every cutoff); `at(k)` divides, correctly rounded.
@@ -86,7 +87,11 @@ class RunScore(models.Model):
     )
     cutoffs = models.TextField(help_text="The cutoffs k of the packed means, e.g. 5,10,20")
     queries = models.PositiveIntegerField(default=0)
-    sums = models.BinaryField(help_text="Exact sums of nDCG, nDCG' and judged@k (32-bit limbs)")
+    ndcg_sums = models.BinaryField(help_text="Exact sums of nDCG@k per cutoff (32-bit limbs)")
+    ndcg_condensed_sums = models.BinaryField(
+        help_text="Exact sums of nDCG'@k per cutoff (32-bit limbs)"
+    )
+    judged_sums = models.BinaryField(help_text="Exact sums of judged@k per cutoff (32-bit limbs)")
     overflow = models.JSONField(
         default=dict, help_text="Exact sums that do not fit the limbs: 'measure:position' -> text"
     )
@@ -105,7 +110,12 @@ class RunScore(models.Model):
 
     def per_cutoff(self) -> dict[int, score_packs.RunMeans]:
         """k -> the means at k."""
-        return score_packs.run_means(self.cutoffs, self.queries, self.sums, self.overflow)
+        return score_packs.run_means(
+            self.cutoffs,
+            self.queries,
+            [getattr(self, column) for column in score_packs.SUM_COLUMNS],
+            self.overflow,
+        )
 
 
 class LeaderboardSnapshot(models.Model):

@@ -17,7 +17,9 @@ from annotations.score_packs import FloatArray, IntArray
 # nDCG, nDCG', judged@k.
 MEAN_ROWS = [scoring_arrays.MEASURES.index(name) for name in score_packs.MEAN_MEASURES]
 QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *score_packs.QUERY_MEASURES)
-RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "queries", "sums", "overflow", "updated")
+RUN_SCORE_COLUMNS = (
+    "run_id", "cutoffs", "queries", *score_packs.SUM_COLUMNS, "overflow", "updated",
+)  # fmt: skip
 
 
 @dataclass
@@ -82,18 +84,19 @@ class ExactMeans:
 
     @classmethod
     def stored(
-        cls, rows: Sequence[tuple[int, bytes, Mapping[str, str]]], cutoffs: int
+        cls, rows: Sequence[tuple[int, Sequence[bytes], Mapping[str, str]]], cutoffs: int
     ) -> ExactMeans:
-        """From stored RunScore rows (queries, sums, overflow), in this order."""
+        """From stored RunScore rows (queries, the three sum columns, overflow)."""
         means = cls(len(rows), cutoffs)
         if not rows:
             return means
         means.counts[:] = [queries for queries, _, _ in rows]
-        # One buffer for all runs: a single conversion instead of one per run.
-        packed = b"".join(sums for _, sums, _ in rows)
-        means.sums[:] = score_packs.unpack_sums(packed, cutoffs * len(rows)).reshape(
-            means.sums.shape
-        )
+        # One buffer per measure for all runs: a single conversion instead of one per run.
+        for m in range(3):
+            packed = b"".join(sums[m] for _, sums, _ in rows)
+            means.sums[:, m] = score_packs.unpack_sums(packed, cutoffs * len(rows)).reshape(
+                len(rows), cutoffs, exact_arrays.LIMBS
+            )
         for r, (_, _, overflow) in enumerate(rows):
             for key, text in overflow.items():
                 measure, index = map(int, key.split(":"))

@@ -73,7 +73,8 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             ),
             (
                 # An empty overflow (nearly always) arrives as NULL: nothing to parse.
-                "SELECT s.run_id, s.cutoffs, s.queries, s.sums, "
+                "SELECT s.run_id, s.cutoffs, s.queries, "
+                "s.ndcg_sums, s.ndcg_condensed_sums, s.judged_sums, "
                 "CASE WHEN s.overflow = '{}' THEN NULL ELSE s.overflow END "
                 f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
                 f"ON r.id = s.run_id JOIN {query_table} q ON q.collection_id = r.collection_id "
@@ -185,9 +186,7 @@ def _store_query(
         [(query_id, k, v) for k, v in idcgs.items() if k not in old_ideal],
     )
     count_delta = int(bool(idcgs)) - int(bool(old_ideal))
-    run_ids, rows, broken = _fold_means(
-        collection, layout, new, stored, run_rows, count_delta=count_delta
-    )
+    rows, broken = _fold_means(collection, layout, new, stored, run_rows, count_delta=count_delta)
     # The updates go out without waiting: the server applies them back to back.
     with pipeline():
         synchronous_commit_off()
@@ -204,13 +203,15 @@ def _store_query(
             columns=("idcg",),
             rows=[(query_id, k, v) for k, v in idcgs.items() if old_ideal.get(k, v) != v],
         )
-        bulk_update(
-            RunScore,
-            key=("run_id",),
-            columns=("queries", "sums", "overflow"),
-            rows=[(run_id, *row) for run_id, row in zip(run_ids, rows, strict=True)],
-            constants={"updated": timezone.now()},
-        )
+        now = timezone.now()
+        for moved, changed in rows.items():
+            bulk_update(
+                RunScore,
+                key=("run_id",),
+                columns=("queries", "overflow", *(score_packs.SUM_COLUMNS[m] for m in moved)),
+                rows=changed,
+                constants={"updated": now},
+            )
         if broken:
             # Means whose per-query rows do not match them: rebuilt by their run's rescore.
             bulk_update(Run, key=("id",), columns=("scored_at",), rows=[(r, None) for r in broken])
@@ -228,10 +229,11 @@ def _fold_means(
     run_rows: list[tuple[Any, ...]],
     *,
     count_delta: int,
-) -> tuple[list[int], list[tuple[Any, ...]], list[int]]:
-    """The RunScore rows (queries, means, sums, overflow) that change when one query's
-    values move from `stored` to `new`, the runs they belong to, and the runs whose stored
-    per-query row has another layout than their means (to be rescored).
+) -> tuple[dict[tuple[int, ...], list[tuple[Any, ...]]], list[int]]:
+    """The RunScore rows (run, queries, overflow, the sums that moved) that change when one
+    query's values move from `stored` to `new`, grouped by which of the three measures'
+    sums moved, and the runs whose stored per-query row has another layout than their
+    means (to be rescored).
 
     Only means in the current layout are folded: a run without one (never scored, or its
     collection's cutoffs changed) is pending its own scoring, which builds it. All runs are
@@ -241,10 +243,12 @@ def _fold_means(
     ks = len(collection.sorted_cutoffs)
     current = [row for row in run_rows if row[1] == layout]
     if not current:
-        return [], [], []
+        return {}, []
     run_ids = [row[0] for row in current]
+    stored_sums = [tuple(map(bytes, row[3:6])) for row in current]
     means = ExactMeans.stored(
-        [(queries, bytes(sums), _json(overflow)) for _, _, queries, sums, overflow in current], ks
+        [(row[2], sums, _json(row[6])) for row, sums in zip(current, stored_sums, strict=True)],
+        ks,
     )
     old = np.zeros((len(run_ids), 3, ks))
     fresh = np.zeros((len(run_ids), 3, ks))
@@ -281,11 +285,19 @@ def _fold_means(
     means.counts = counts
     means.move(rows, old[rows], fresh[rows])
     overflow = means.overflow(rows)
-    written = [
-        (int(means.counts[r]), score_packs.pack_sums(means.sums[r]), json.dumps(overflow[i]))
-        for i, r in enumerate(rows)
-    ]
-    return [run_ids[r] for r in rows], written, broken
+    written: dict[tuple[int, ...], list[tuple[Any, ...]]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        sums = [score_packs.pack_sums(means.sums[r, m]) for m in range(3)]
+        moved_sums = tuple(m for m in range(3) if sums[m] != stored_sums[r][m])
+        written[moved_sums].append(
+            (
+                run_ids[r],
+                int(means.counts[r]),
+                json.dumps(overflow[i]),
+                *(sums[m] for m in moved_sums),
+            )
+        )
+    return written, broken
 
 
 def _json(value: Any) -> dict[str, str]:

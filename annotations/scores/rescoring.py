@@ -79,7 +79,7 @@ class _Means:
                 run_id,
                 layout,
                 int(self.exact.counts[i]),
-                score_packs.pack_sums(self.exact.sums[i]),
+                *(score_packs.pack_sums(self.exact.sums[i, m]) for m in range(3)),
                 json.dumps(overflow[i]),
             )
             for i, run_id in enumerate(self.run_ids)
@@ -361,7 +361,7 @@ def _differences(collection: Collection) -> list[str]:
     computed = {
         (row[0], k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
         for row in means.finish(some_runs=False)
-        for k, m in score_packs.run_means(row[1], row[2], row[3], json.loads(row[4])).items()
+        for k, m in score_packs.run_means(row[1], row[2], row[3:6], json.loads(row[6])).items()
     }
     for run_key in sorted(set(stored_runs) | set(computed)):
         if stored_runs.get(run_key) != computed.get(run_key):

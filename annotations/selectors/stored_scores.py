@@ -165,6 +165,9 @@ def stored_ndcg(
     return values
 
 
+_SUMS = score_packs.SUM_COLUMNS
+
+
 @dataclass(frozen=True)
 class RunMean:
     """A run's stored means at one k (see `score_packs.RunMeans`)."""
@@ -201,7 +204,12 @@ def run_means_at(
     stored = list(rows)
     if not stored:
         return []
-    sums = np.stack([score_packs.unpack_sums(row.sums, count)[:, i] for row in stored])
+    sums = np.array(
+        [
+            [score_packs.unpack_sums(getattr(row, column), count)[i] for column in _SUMS]
+            for row in stored
+        ]
+    )  # (runs, 3, LIMBS): every run's sums at cutoff k
     counts = np.array([row.queries for row in stored], dtype=np.int64)
     values = exact_arrays.means(sums, counts[:, np.newaxis]).tolist()
     means = []
