@@ -12,7 +12,7 @@ from annotations.selectors.stored_scores import (
     exact_mean,
     paired_values,
     query_vector,
-    stored_values,
+    stored_ndcg,
 )
 
 PERMUTATIONS = 10_000
@@ -69,10 +69,10 @@ def runs_compare(*, a: Run, b: Run, k: int) -> Comparison:
     collection = a.collection
     evaluated = evaluated_queries(collection, k)
     qids = {query_id: qid for query_id, qid, _ in evaluated}
-    stored = stored_values(collection, [a.id, b.id], k)
+    stored = stored_ndcg(collection, [a.id, b.id], k)
     ids = [query_id for query_id, _, _ in evaluated]
-    first = query_vector(collection, ids, {q: v[0] for q, v in stored[a.id].items()})
-    second = query_vector(collection, ids, {q: v[0] for q, v in stored[b.id].items()})
+    first = query_vector(collection, ids, stored[a.id])
+    second = query_vector(collection, ids, stored[b.id])
     shared = [query_id for query_id in first if query_id in second]
     rows = [ComparisonRow(qids[q], first[q], second[q], first[q] - second[q]) for q in shared]
     va, vb = [r.a for r in rows], [r.b for r in rows]
