@@ -593,6 +593,24 @@ def test_compare_reports_differences_p_value_and_wins(world: World) -> None:
     assert "ghost" in error["fields"]["b"][0]
 
 
+def test_compare_follows_a_judgement_although_it_is_cached(
+    world: World, django_capture_on_commit_callbacks: Capture
+) -> None:
+    organiser = world.client("organiser")
+    path = f"{DEMO}/compare/?a=rival&b=base&k=2"
+    before = organiser.get(path).json()
+    assert organiser.get(path).json() == before  # served again under the same stamp
+    with django_capture_on_commit_callbacks(execute=True):  # the inline recomputation
+        response = organiser.post(
+            f"{DEMO}/judgements/", {"qid": "q1", "docno": "d-unseen", "grade": 3}, format="json"
+        )
+    assert response.status_code in (200, 201), response.content
+    after = organiser.get(path).json()
+    stored = {qid: v.ndcg for _, qid, v in query_rows(run__name="rival") if v.k == 2}
+    assert {row["qid"]: row["a"] for row in after["per_query"]} == stored
+    assert after["per_query"] != before["per_query"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_done_when_owner_uploads_with_a_token_and_an_assessors_judgement_moves_the_score(
     write_file: Callable[..., Any],

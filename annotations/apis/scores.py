@@ -22,7 +22,13 @@ from annotations.models import Run
 from annotations.permissions import (
     ANY_ROLE,
 )
-from annotations.selectors import comparisons, impact, leaderboards, scores_state, stored_scores
+from annotations.selectors import (
+    compare_page,
+    impact,
+    leaderboards,
+    scores_state,
+    stored_scores,
+)
 from annotations.serializers import (
     ComparisonSerializer,
     RunScoresSerializer,
@@ -178,7 +184,8 @@ class CompareApi(CollectionApiView):
         hidden = [run.name for run in runs.values() if not self.access.run_scores(run)]
         if hidden:  # a system owner compares only runs whose scores they may read
             raise NotFound(f"No such run: {hidden[0]!r}.")
-        comparison = comparisons.runs_compare(a=runs["a"], b=runs["b"], k=k)
+        # Cached under the scores stamp, as for the compare page: the test runs once per change.
+        comparison = compare_page.comparison_cached(a=runs["a"], b=runs["b"], k=k)
         body = {
             "collection": self.collection.slug,
             "k": k,
