@@ -8,7 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotations import trec
-from annotations.serializers import ID_PATTERN
+from annotations.serializers import ID_PATTERN, QID_PATTERN
 
 ERROR_REF = "#/components/schemas/Error"
 
@@ -44,6 +44,19 @@ def test_the_id_pattern_accepts_exactly_what_the_server_accepts() -> None:
     assert pattern.fullmatch("") is None and trec.id_problem("") is not None
 
 
+def test_the_qid_pattern_accepts_exactly_what_the_server_accepts_as_a_qid() -> None:
+    pattern = re.compile(QID_PATTERN)
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        for value in (f"{chr(code)}b", f"a{chr(code)}", chr(code)):
+            assert (pattern.fullmatch(value) is not None) == (trec.qid_problem(value) is None), hex(
+                code
+            )
+    assert pattern.fullmatch("#q1") is None and trec.qid_problem("#q1") is not None
+    assert pattern.fullmatch("q#1") is not None and trec.qid_problem("q#1") is None
+
+
 def test_every_body_has_one_content_type_multipart_only_for_files(schema: dict[str, Any]) -> None:
     for path, method, operation in _operations(schema):
         body = operation.get("requestBody")
@@ -77,16 +90,16 @@ def test_every_operation_documents_its_errors_in_the_error_shape(schema: dict[st
 
 def test_fields_carry_the_constraints_the_server_checks(schema: dict[str, Any]) -> None:
     components = schema["components"]["schemas"]
-    for component, field in (
-        ("JudgementInput", "qid"),
-        ("JudgementInput", "docno"),
-        ("QueryInput", "qid"),
-        ("DocumentInput", "docno"),
-        ("RunResult", "qid"),
-        ("RunUpload", "name"),
+    for component, field, pattern in (
+        ("JudgementInput", "qid", QID_PATTERN),
+        ("JudgementInput", "docno", ID_PATTERN),
+        ("QueryInput", "qid", QID_PATTERN),
+        ("DocumentInput", "docno", ID_PATTERN),
+        ("RunResult", "qid", QID_PATTERN),
+        ("RunUpload", "name", ID_PATTERN),
     ):
         node = components[component]["properties"][field]
-        assert (node["minLength"], node["maxLength"], node["pattern"]) == (1, 200, ID_PATTERN)
+        assert (node["minLength"], node["maxLength"], node["pattern"]) == (1, 200, pattern)
     for component in ("CollectionCreate", "PatchedCollectionUpdate"):
         cutoffs = components[component]["properties"]["cutoffs"]
         assert cutoffs["uniqueItems"] is True and cutoffs["minItems"] == 1

@@ -23,6 +23,7 @@ from annotations.serializers.errors import (
 from annotations.serializers.fields import (
     ID_PATTERN,
     ID_SCHEMA,
+    QID_PATTERN,
     CutoffsField,
     IdField,
     UploadField,
@@ -58,6 +59,7 @@ __all__ = [
     "GRADE_RANGE",
     "ID_PATTERN",
     "ID_SCHEMA",
+    "QID_PATTERN",
     "BootstrapSerializer",
     "BoundsSerializer",
     "CollectionCreateSerializer",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotations.models import Document, Query
-from annotations.serializers.fields import IdField
+from annotations.serializers.fields import IdField, QidField
 
 
 class QuerySerializer(serializers.ModelSerializer):
@@ -17,7 +17,7 @@ class QuerySerializer(serializers.ModelSerializer):
 
 
 class QueryInputSerializer(serializers.Serializer):
-    qid = IdField()
+    qid = QidField()
     title = serializers.CharField(required=False, allow_blank=True, default="")
     description = serializers.CharField(required=False, allow_blank=True, default="")
     narrative = serializers.CharField(required=False, allow_blank=True, default="")

@@ -13,9 +13,12 @@ from annotations.models import ID_MAX_LENGTH
 # What `trec.id_problem` accepts, as a regular expression both JSON Schema (ECMA 262) and
 # Python read alike: no control character (C0, DEL, C1) and none of the characters
 # `str.split()` splits on. A test checks the two agree on every character.
-ID_PATTERN = (
-    "^[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+$"
+_NOT_IN_IDS = (
+    "\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 )
+ID_PATTERN = f"^[^{_NOT_IN_IDS}]+$"
+# A qid: an id whose first character is not '#' (a TREC line starting with it is a comment).
+QID_PATTERN = f"^[^#{_NOT_IN_IDS}][^{_NOT_IN_IDS}]*$"
 ID_DESCRIPTION = (
     f"An id as TREC files hold it: 1 to {ID_MAX_LENGTH} characters, no whitespace, no control "
     "character."
@@ -34,6 +37,12 @@ def _check_id(value: str) -> None:
         raise serializers.ValidationError(f"Not a valid id: {problem}.")
 
 
+def _check_qid(value: str) -> None:
+    problem = trec.qid_problem(value)
+    if problem is not None:
+        raise serializers.ValidationError(f"Not a valid qid: {problem}.")
+
+
 @extend_schema_field(ID_SCHEMA)
 class IdField(serializers.CharField):
     """A qid, docno or run name: refused at the door unless `trec.id_problem` accepts it."""
@@ -41,6 +50,15 @@ class IdField(serializers.CharField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("help_text", ID_DESCRIPTION)
         super().__init__(max_length=ID_MAX_LENGTH, validators=[_check_id], **kwargs)
+
+
+@extend_schema_field({**ID_SCHEMA, "pattern": QID_PATTERN})
+class QidField(serializers.CharField):
+    """A qid: an id (`IdField`) that does not start with '#'."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("help_text", ID_DESCRIPTION + " A qid does not start with '#'.")
+        super().__init__(max_length=ID_MAX_LENGTH, validators=[_check_qid], **kwargs)
 
 
 @extend_schema_field(

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from annotations.models import Judgement
 from annotations.serializers.collections import GRADE_RANGE
-from annotations.serializers.fields import IdField
+from annotations.serializers.fields import IdField, QidField
 
 
 class JudgementSerializer(serializers.ModelSerializer):
@@ -35,7 +35,7 @@ class JudgementSerializer(serializers.ModelSerializer):
 
 
 class JudgementInputSerializer(serializers.Serializer):
-    qid = IdField()
+    qid = QidField()
     docno = IdField()
     grade = serializers.IntegerField(
         min_value=GRADE_RANGE[0],

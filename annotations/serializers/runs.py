@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from annotations import trec
 from annotations.models import Run
-from annotations.serializers.fields import IdField, UploadField
+from annotations.serializers.fields import IdField, QidField, UploadField
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -28,7 +28,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class RunResultSerializer(serializers.Serializer):
-    qid = IdField()
+    qid = QidField()
     docno = IdField()
     score = serializers.FloatField(
         required=False, allow_null=True, help_text="Give all scores or none."

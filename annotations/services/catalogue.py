@@ -41,8 +41,9 @@ class DocumentFields:
 
 
 def _check_ids(ids: Sequence[str], field: str) -> None:
+    check = trec.qid_problem if field == "qid" else trec.id_problem
     for value in ids:
-        problem = trec.id_problem(value) if isinstance(value, str) else "not a string"
+        problem = check(value) if isinstance(value, str) else "not a string"
         if problem is not None:
             raise ValidationError({field: f"not a valid id: {problem}"})
     seen: set[str] = set()

@@ -7,7 +7,13 @@ here, as `from annotations.trec import read_run`.
 
 from annotations.trec.documents import DocumentRecord, read_documents
 from annotations.trec.errors import TrecFormatError
-from annotations.trec.fields import MAX_ID_LENGTH, RANK_RANGE, id_problem, text_problem
+from annotations.trec.fields import (
+    MAX_ID_LENGTH,
+    RANK_RANGE,
+    id_problem,
+    qid_problem,
+    text_problem,
+)
 from annotations.trec.lines import MAX_LINE_BYTES, Source, TextSink, display_name
 from annotations.trec.qrels import QrelLine, qrels_text, read_qrels, write_qrels
 from annotations.trec.runs import RunLine, RunRow, read_run, read_run_blocks, write_run
@@ -27,6 +33,7 @@ __all__ = [
     "TrecFormatError",
     "display_name",
     "id_problem",
+    "qid_problem",
     "qrels_text",
     "read_documents",
     "read_qrels",

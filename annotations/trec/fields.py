@@ -39,6 +39,24 @@ def id_problem(value: str) -> str | None:
     return None
 
 
+def qid_problem(value: str) -> str | None:
+    """Why `value` cannot be a qid, or None: an id (`id_problem`) that does not start with
+    '#'. A qid leads its qrels and run lines, and trec_eval (and our readers) take a line
+    starting with '#' for a comment: such a qid would vanish from every export."""
+    problem = id_problem(value)
+    if problem is None and value.startswith("#"):
+        return f"{value!r} starts with '#', which TREC files read as a comment line"
+    return problem
+
+
+# The fields that hold a qid in the files the readers take ("num" of a TREC topic).
+_QID_FIELDS = frozenset({"qid", "num"})
+
+
+def _problem(value: str, field: str) -> str | None:
+    return qid_problem(value) if field in _QID_FIELDS else id_problem(value)
+
+
 def text_problem(value: str) -> str | None:
     """Why `value` cannot be a text field (title, text, note), or None: no control character
     but tab, CR and LF."""
@@ -49,14 +67,14 @@ def text_problem(value: str) -> str | None:
 
 
 def check_id(value: str, field: str, path: str, line: int) -> str:
-    problem = id_problem(value)
+    problem = _problem(value, field)
     if problem is not None:
         raise TrecFormatError(path, line, field, problem)
     return value
 
 
 def require_id(value: object, field: str, row: int) -> None:
-    problem = id_problem(value) if isinstance(value, str) else f"{value!r} is not a string"
+    problem = _problem(value, field) if isinstance(value, str) else f"{value!r} is not a string"
     if problem is not None:
         raise ValueError(f"row {row}: {field}: {problem}")
 
