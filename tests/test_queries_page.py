@@ -106,3 +106,20 @@ def test_queries_and_documents_are_the_organisers(judged: Collection) -> None:
         assert _client("alice").get(path).status_code == 404
         assert _client("eve").get(path).status_code == 404
         assert Client().get(path).status_code == 302
+
+
+@pytest.mark.parametrize("missing", ["zero", "skip"])
+def test_a_query_mean_is_over_the_runs_with_stored_means(judged: Collection, missing: str) -> None:
+    """A run still to be scored neither adds a value nor counts, as on the leaderboard."""
+    from annotations.models import Run, RunScore
+    from annotations.selectors.query_lists import query_rows
+
+    Collection.objects.filter(id=judged.id).update(missing_queries=missing)
+    judged.refresh_from_db()
+    q1 = judged.queries.get(qid="q1")
+    dense = Run.objects.get(collection=judged, name="dense")
+    RunScore.objects.filter(run=dense).delete()  # dense is pending its own scoring
+    Run.objects.filter(id=dense.id).update(scored_at=None)
+    (row,) = query_rows(collection=judged, queries=[q1], k=5)
+    bm25 = next(run for run in query_overview(query=q1, k=5).runs if run.run.name == "bm25")
+    assert row.mean_ndcg == bm25.ndcg

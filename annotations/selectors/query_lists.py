@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
+from annotations import score_packs
 from annotations.models import (
     Adjudication,
     Collection,
@@ -67,11 +68,20 @@ def query_rows(*, collection: Collection, queries: Sequence[Query], k: int) -> l
     evaluated = set(
         IdealScore.objects.filter(query_id__in=ids, k=k).values_list("query_id", flat=True)
     )
+    # The runs with stored means, as on the leaderboard: a run still to be scored neither
+    # adds a value nor counts (under "zero" it would otherwise pull every mean down).
+    scored = list(
+        Run.objects.filter(
+            collection=collection,
+            run_scores__cutoffs=score_packs.layout(collection.sorted_cutoffs),
+        ).values_list("id", flat=True)
+    )
     per_query: dict[int, list[float]] = defaultdict(list)
-    for _, query_id, values in stored_rows_at(collection, k, query_ids=ids, measures=1):
+    rows_at = stored_rows_at(collection, k, run_ids=scored, query_ids=ids, measures=1)
+    for _, query_id, values in rows_at:
         per_query[query_id].append(values[0])
     stored = {query_id: (math.fsum(values), len(values)) for query_id, values in per_query.items()}
-    runs = Run.objects.filter(collection=collection).count()
+    runs = len(scored)
     rows = []
     for query in queries:
         total, answered = stored.get(query.id, (0.0, 0))
