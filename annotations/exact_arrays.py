@@ -254,22 +254,3 @@ def from_text(text: str) -> NDArray[np.int64] | None:
     """The limbs of a stored exact.total_to_text sum, or None when it does not fit the grid
     (see `from_total`); ValueError for malformed text."""
     return from_total(exact.total_from_text(text))
-
-
-def pack(sums: ArrayLike) -> bytes:
-    """Sums as bytes: little-endian int64 limbs in C order (LIMBS * 8 bytes a sum)."""
-    return np.ascontiguousarray(_sums(sums), dtype="<i8").tobytes()
-
-
-def unpack(data: bytes | memoryview, count: int | None = None) -> NDArray[np.int64]:
-    """Sums packed by `pack`, shape (count, 5), or (-1, 5) reshaped for count None;
-    ValueError when the length does not match."""
-    size = LIMBS * 8
-    length = memoryview(data).nbytes  # len() of a memoryview counts items, not bytes
-    if length % size or (count is not None and length != count * size):
-        expected = "a whole number of" if count is None else str(count)
-        raise ValueError(f"{length} bytes are not {expected} packed sums")
-    unpacked: NDArray[np.int64] = (
-        np.frombuffer(data, dtype="<i8").astype(np.int64).reshape(-1, LIMBS)
-    )
-    return unpacked

@@ -122,6 +122,8 @@ class RunMeans(NamedTuple):
 # Limbs 0..3 of a sum are below 2**32 and its top limb below 2**30 in magnitude (on-grid
 # values are below 2**31 and at most 2**31 of them are summed): 32 bits each suffice.
 _STORED_LIMB = np.dtype("<i4")
+# Bytes of one packed exact sum: a reader of one cutoff takes these from its position.
+SUM_BYTES = exact_arrays.LIMBS * _STORED_LIMB.itemsize
 
 
 def pack_sums(sums: IntArray) -> bytes:

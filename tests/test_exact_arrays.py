@@ -291,26 +291,6 @@ def test_bad_sums_are_refused() -> None:
         ea.to_total(ea.zeros(2))
 
 
-def test_pack_and_unpack_round_trip() -> None:
-    rng = np.random.default_rng(7)
-    sums = random_sums(rng, 7)
-    data = ea.pack(sums)
-    assert len(data) == 7 * ea.LIMBS * 8
-    assert np.array_equal(ea.unpack(data, 7), sums)
-    assert np.array_equal(ea.unpack(memoryview(data)), sums)
-    assert ea.unpack(b"", 0).shape == (0, ea.LIMBS)
-    assert np.array_equal(ea.unpack(ea.pack(sums[0]), 1), sums[:1])
-    unpacked = ea.unpack(data, 7)
-    unpacked[0, 0] = 1  # a writable copy, not a view of the bytes
-    assert ea.pack(sums[0]) == ea.pack(ea.unpack(data, 7)[0])
-
-
-@pytest.mark.parametrize("length, count", [(279, 7), (280, 6), (281, None), (40, 0)])
-def test_unpack_refuses_a_wrong_length(length: int, count: int | None) -> None:
-    with pytest.raises(ValueError, match="bytes"):
-        ea.unpack(bytes(length), count)
-
-
 def test_text_forms_enter_and_leave_the_grid() -> None:
     values = [0.5, 0.25, -0.1, 2.0**-44]
     limbs = ea.sum_values(values)

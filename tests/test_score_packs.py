@@ -9,6 +9,7 @@ import pytest
 from annotations import exact, exact_arrays, score_packs, scores, services
 from annotations.models import Judgement, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import ExactMeans
+from annotations.selectors.stored_scores import run_means_at
 
 
 def test_a_layout_reads_back_and_finds_each_cutoff() -> None:
@@ -61,11 +62,12 @@ def test_exact_means_keep_off_grid_values_exact() -> None:
     for values in per_query:
         means.move(rows, np.zeros((1, 3, 4)), values[np.newaxis])
         means.counts[0] += 1
-    got, overflow = means.means(rows)
+    overflow = means.overflow(rows)
+    got = score_packs.means_of(means.sums[0], overflow[0], 25)  # as a read decodes them
     assert set(overflow[0]) == {"0:1", "2:3"}
     for measure in range(3):
         expected = _reference([v[measure].tolist() for v in per_query], 25)
-        assert got[0, measure].tolist() == expected
+        assert got[measure].tolist() == expected
 
 
 def test_exact_means_survive_storage_and_moves_back_to_on_grid_values() -> None:
@@ -77,7 +79,7 @@ def test_exact_means_survive_storage_and_moves_back_to_on_grid_values() -> None:
     for v in values:
         means.move(rows, np.zeros_like(v), v)
     means.counts[:] = 10
-    _, overflow = means.means(rows)
+    overflow = means.overflow(rows)
     stored = ExactMeans.stored(
         [
             (
@@ -93,13 +95,14 @@ def test_exact_means_survive_storage_and_moves_back_to_on_grid_values() -> None:
     replacement = values[0].copy()
     replacement[1, 0, 1] = 0.25
     stored.move(rows, values[0], replacement)
-    got, overflow = stored.means(rows)
+    overflow = stored.overflow(rows)
     assert list(overflow[1]) == ["0:1"] and overflow[0] == {}
     values[0] = replacement
     for r in range(2):
+        got = score_packs.means_of(stored.sums[r], overflow[r], 10)
         for measure in range(3):
             expected = _reference([v[r, measure].tolist() for v in values], 10)
-            assert got[r, measure].tolist() == expected
+            assert got[measure].tolist() == expected
     total = score_packs.exact_total(stored.sums[1], overflow[1], 0, 1)
     assert total == sum(exact.scaled(float(v[1, 0, 1])) for v in values)
 
@@ -138,6 +141,9 @@ def test_a_sum_kept_as_text_folds_exactly_through_a_judgement(worked_example, as
     row.ndcg_sums = score_packs.pack_sums(sums)
     row.save()
     assert RunScore.objects.get().per_cutoff() == before
+    first = min(before)  # the cutoff whose sum moved to the texts, as a leaderboard reads it
+    (mean,) = run_means_at(worked_example, first)
+    assert (mean.ndcg, mean.ndcg_sum) == (before[first].ndcg, before[first].ndcg_sum)
     query = Query.objects.get()
     judgement = Judgement.objects.filter(query=query, grade__gt=0).select_related("document")[0]
     services.judgement_record(

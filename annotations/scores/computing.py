@@ -68,8 +68,9 @@ class ExactMeans:
 
     `sums[r]` holds run r's (3, K) sums as exact_arrays limbs; values off their grid (tiny
     or huge doubles, never seen in practice but possible) are summed as exact integers in
-    `big` instead, keyed (run index, measure, position). `means()` gives the correctly
-    rounded means; `overflow(rows)` the overflow texts of the packed RunScore rows.
+    `big` instead, keyed (run index, measure, position); `overflow(rows)` gives them as the
+    overflow texts of the packed RunScore rows (a mean is decoded when read, see
+    `score_packs.means_of`).
     """
 
     runs: int
@@ -138,16 +139,6 @@ class ExactMeans:
                     key = score_packs.overflow_key(measure, index)
                     overflow[i][key] = exact.total_to_text(total)
         return overflow
-
-    def means(self, rows: IntArray) -> tuple[FloatArray, list[dict[str, str]]]:
-        """The (n, 3, K) means of runs `rows` and each one's overflow texts."""
-        means = exact_arrays.means(self.sums[rows], self.counts[rows, np.newaxis, np.newaxis])
-        overflow = self.overflow(rows)
-        for (r, measure, index), total in self.big.items():
-            at = np.flatnonzero(rows == r)
-            if at.size:
-                means[at, measure, index] = exact.total_mean(total, int(self.counts[r]))
-        return means, overflow
 
 
 def mean_values(matrix: FloatArray) -> FloatArray:

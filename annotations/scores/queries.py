@@ -261,9 +261,9 @@ def _fold_means(
         fresh[at] = mean_values(new.matrix[[row for _, row in taken]])
         after[at] = True
     broken = [run_id for run_id in run_ids if run_id in stored and stored[run_id][0] != layout]
-    had = [i for i, run_id in enumerate(run_ids) if run_id in stored and run_id not in broken]
+    skipped = set(broken)
+    had = [i for i, run_id in enumerate(run_ids) if run_id in stored and run_id not in skipped]
     if had:
-        # One buffer per column for all runs: a single conversion instead of one per run.
         # One buffer per measure for all runs: a single conversion instead of one per run.
         packed = [stored[run_ids[i]] for i in had]
         old[had] = np.stack(

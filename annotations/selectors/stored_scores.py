@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
+from django.db.models import BinaryField
+from django.db.models.functions import Substr
 
 from annotations import exact, exact_arrays, score_packs
 from annotations.bulk import fetch_binary
@@ -195,8 +197,19 @@ def run_means_at(
     found = _cutoff_position(collection, k)
     if found is None:
         return []
-    layout, i, count = found
-    rows = RunScore.objects.filter(cutoffs=layout).select_related("run", "run__owner")
+    layout, i, _ = found
+    # Only cutoff k's sum of each measure leaves the database (SQL substr), not every cutoff.
+    width = score_packs.SUM_BYTES
+    at_k = {
+        f"{column}_at": Substr(column, width * i + 1, width, output_field=BinaryField())
+        for column in _SUMS
+    }
+    rows = (
+        RunScore.objects.filter(cutoffs=layout)
+        .defer(*_SUMS)
+        .annotate(**at_k)
+        .select_related("run", "run__owner")
+    )
     if runs is not None:
         rows = rows.filter(run__in=list(runs))
     else:
@@ -205,24 +218,18 @@ def run_means_at(
     if not stored:
         return []
     sums = np.array(
-        [
-            [score_packs.unpack_sums(getattr(row, column), count)[i] for column in _SUMS]
-            for row in stored
-        ]
+        [[score_packs.unpack_sums(getattr(row, name), 1)[0] for name in at_k] for row in stored]
     )  # (runs, 3, LIMBS): every run's sums at cutoff k
     counts = np.array([row.queries for row in stored], dtype=np.int64)
     values = exact_arrays.means(sums, counts[:, np.newaxis]).tolist()
     means = []
     for r, row in enumerate(stored):
-        overflow = row.overflow
-        totals = []
-        for measure in range(3):
-            text = overflow.get(score_packs.overflow_key(measure, i))
+        # A sum kept as text (off the limbs' grid) replaces its limbs, which hold zero.
+        texts = [row.overflow.get(score_packs.overflow_key(m, i)) for m in range(3)]
+        for measure, text in enumerate(texts):
             if text is not None:
-                total = exact.total_from_text(text)
-                values[r][measure] = exact.total_mean(total, row.queries)
-            totals.append(text)
-        ndcg_sum = totals[0] if totals[0] is not None else exact_arrays.to_text(sums[r, 0])
+                values[r][measure] = exact.total_mean(exact.total_from_text(text), row.queries)
+        ndcg_sum = texts[0] if texts[0] is not None else exact_arrays.to_text(sums[r, 0])
         ndcg, condensed, judged = values[r]
         means.append(
             RunMean(row.run, k, row.queries, ndcg, condensed, judged, ndcg_sum, row.updated)
