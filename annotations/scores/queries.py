@@ -16,14 +16,15 @@ from annotations.bulk import (
     bulk_insert,
     bulk_update,
     execute,
+    fetch_binary,
     pipeline,
     reads,
 )
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
+from annotations.score_packs import FloatArray
+from annotations.scores import folding
 from annotations.scores.computing import (
-    MEAN_ROWS,
     QUERY_SCORE_COLUMNS,
-    ExactMeans,
     QueryScores,
     mean_values,
     score_rankings,
@@ -73,8 +74,8 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             ),
             (
                 # An empty overflow (nearly always) arrives as NULL: nothing to parse.
+                # The sums themselves are read once what moved is known (`folding`).
                 "SELECT s.run_id, s.cutoffs, s.queries, "
-                "s.ndcg_sums, s.ndcg_condensed_sums, s.judged_sums, "
                 "CASE WHEN s.overflow = '{}' THEN NULL ELSE s.overflow END "
                 f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
                 f"ON r.id = s.run_id JOIN {query_table} q ON q.collection_id = r.collection_id "
@@ -148,30 +149,39 @@ def _store_query(
     `version` scored.
 
     `stored`, `old_ideal` and `run_rows` are the query's stored scores (run -> layout and
-    packed values), its stored IDCGs and the collection's stored run means, read under the
-    collection lock. One packed row per run is written where its values changed; the run
-    means move by the exact difference of this query's values, all runs at once.
+    packed values), its stored IDCGs and the collection's RunScore rows without their sums,
+    read under the collection lock. One packed row per run is written where its values
+    changed, with only the measures that moved; the run means move by the exact difference
+    of this query's values (`folding`), all runs at once.
     """
-    ks = collection.sorted_cutoffs
-    layout = score_packs.layout(ks)
+    layout = score_packs.layout(collection.sorted_cutoffs)
     idcgs = new.idcgs
     row_of = new.row_of()
+    old_ids, old_matrix = _stored_matrix(stored, layout)
+    old_row = {run_id: i for i, run_id in enumerate(old_ids)}
     inserts: list[tuple[object, ...]] = []
     # Updated rows grouped by the columns that moved: a change of the IDCG alone moves nDCG
     # and nDCG' of every run but no DCG and no judged@k, which are then not rewritten.
     updates: dict[tuple[int, ...], list[tuple[object, ...]]] = defaultdict(list)
+    both = [(i, old_row[run_id]) for i, run_id in enumerate(new.run_ids) if run_id in old_row]
+    moved_columns = np.zeros((len(new.run_ids), len(score_packs.QUERY_MEASURES)), dtype=bool)
+    moved_columns[:] = True  # a row in another layout is rewritten whole
+    if both:
+        into, source = map(list, zip(*both, strict=True))
+        # Bits, not values: the packed bytes are what is compared.
+        moved_columns[into] = (
+            new.matrix[into].view(np.uint64) != old_matrix[source].view(np.uint64)
+        ).any(axis=2)
     for i, run_id in enumerate(new.run_ids):
-        columns = score_packs.pack_query(new.matrix[i])
-        was = stored.get(run_id)
-        if was is None:
-            inserts.append((run_id, query_id, layout, *columns))
+        if run_id not in stored:
+            inserts.append((run_id, query_id, layout, *score_packs.pack_query(new.matrix[i])))
             continue
-        if was[0] != layout:
-            moved = tuple(range(len(columns)))
-        else:
-            moved = tuple(j for j, column in enumerate(columns) if column != was[1 + j])
+        moved = tuple(int(j) for j in np.flatnonzero(moved_columns[i]))
         if moved:
-            updates[moved].append((query_id, run_id, layout, *(columns[j] for j in moved)))
+            row = new.matrix[i]
+            updates[moved].append(
+                (query_id, run_id, layout, *(score_packs.float_bytes(row[j]) for j in moved))
+            )
     gone = [run_id for run_id in stored if run_id not in row_of]
     # Inserts and deletes first (rare: a query's first or last judgement, a run's first
     # result for it); COPY cannot run inside the pipeline below.
@@ -185,8 +195,26 @@ def _store_query(
         ("query_id", "k", "idcg"),
         [(query_id, k, v) for k, v in idcgs.items() if k not in old_ideal],
     )
-    count_delta = int(bool(idcgs)) - int(bool(old_ideal))
-    rows, broken = _fold_means(collection, layout, new, stored, run_rows, count_delta=count_delta)
+    # The run means: only the runs, measures and cutoffs that moved have their sums read.
+    runs = [folding.RunRow(row[0], row[1], row[2], _json(row[3])) for row in run_rows]
+    # A run whose stored per-query row has another layout than its means cannot fold: its
+    # means are rebuilt by its rescore.
+    broken = [
+        run.run_id
+        for run in runs
+        if run.cutoffs == layout and run.run_id in stored and run.run_id not in old_row
+    ]
+    skipped = set(broken)
+    fold = folding.plan(
+        [run for run in runs if run.run_id not in skipped],
+        layout,
+        (old_ids, mean_values(old_matrix)),
+        (new.run_ids, mean_values(new.matrix)),
+        zero_missing=collection.missing_queries == "zero",
+        count_delta=int(bool(idcgs)) - int(bool(old_ideal)),
+    )
+    sums = fetch_binary(*folding.sums_statement(fold)) if fold.summed.size else []
+    rows = folding.fold_rows(fold, sums)
     # The updates go out without waiting: the server applies them back to back.
     with pipeline():
         synchronous_commit_off()
@@ -204,16 +232,18 @@ def _store_query(
             rows=[(query_id, k, v) for k, v in idcgs.items() if old_ideal.get(k, v) != v],
         )
         now = timezone.now()
-        for moved, changed in rows.items():
+        offset = fold.start * score_packs.SUM_BYTES
+        for (summed, moved), changed in rows.items():
+            columns = tuple(score_packs.SUM_COLUMNS[m] for m in moved)
             bulk_update(
                 RunScore,
                 key=("run_id",),
-                columns=("queries", "overflow", *(score_packs.SUM_COLUMNS[m] for m in moved)),
+                columns=("queries", *(("overflow",) if summed else ()), *columns),
                 rows=changed,
                 constants={"updated": now},
+                splice=dict.fromkeys(columns, offset),
             )
         if broken:
-            # Means whose per-query rows do not match them: rebuilt by their run's rescore.
             bulk_update(Run, key=("id",), columns=("scored_at",), rows=[(r, None) for r in broken])
         execute(
             f"UPDATE {Query._meta.db_table} SET scored_version = %s WHERE id = %s",
@@ -221,83 +251,23 @@ def _store_query(
         )
 
 
-def _fold_means(
-    collection: Collection,
-    layout: str,
-    new: QueryScores,
-    stored: dict[int, tuple[Any, ...]],
-    run_rows: list[tuple[Any, ...]],
-    *,
-    count_delta: int,
-) -> tuple[dict[tuple[int, ...], list[tuple[Any, ...]]], list[int]]:
-    """The RunScore rows (run, queries, overflow, the sums that moved) that change when one
-    query's values move from `stored` to `new`, grouped by which of the three measures'
-    sums moved, and the runs whose stored per-query row has another layout than their
-    means (to be rescored).
-
-    Only means in the current layout are folded: a run without one (never scored, or its
-    collection's cutoffs changed) is pending its own scoring, which builds it. All runs are
-    folded at once (exact_arrays); with `missing_queries == "zero"` a change in the number
-    of evaluated queries moves every mean.
-    """
-    ks = len(collection.sorted_cutoffs)
-    current = [row for row in run_rows if row[1] == layout]
-    if not current:
-        return {}, []
-    run_ids = [row[0] for row in current]
-    stored_sums = [tuple(map(bytes, row[3:6])) for row in current]
-    means = ExactMeans.stored(
-        [(row[2], sums, _json(row[6])) for row, sums in zip(current, stored_sums, strict=True)],
-        ks,
-    )
-    old = np.zeros((len(run_ids), 3, ks))
-    fresh = np.zeros((len(run_ids), 3, ks))
-    before = np.zeros(len(run_ids), dtype=bool)
-    after = np.zeros(len(run_ids), dtype=bool)
-    row_of = new.row_of()
-    taken = [(i, row_of[run_id]) for i, run_id in enumerate(run_ids) if run_id in row_of]
-    at = [i for i, _ in taken]
-    if at:
-        fresh[at] = mean_values(new.matrix[[row for _, row in taken]])
-        after[at] = True
-    broken = [run_id for run_id in run_ids if run_id in stored and stored[run_id][0] != layout]
-    skipped = set(broken)
-    had = [i for i, run_id in enumerate(run_ids) if run_id in stored and run_id not in skipped]
-    if had:
-        # One buffer per measure for all runs: a single conversion instead of one per run.
-        packed = [stored[run_ids[i]] for i in had]
-        old[had] = np.stack(
-            [
-                score_packs.floats(b"".join(row[1 + j] for row in packed)).reshape(len(had), ks)
-                for j in MEAN_ROWS
-            ],
-            axis=1,
-        )
-        before[had] = True
-    if collection.missing_queries == "zero":
-        counts = means.counts + count_delta
-    else:
-        counts = means.counts + after - before
-    moved = (counts != means.counts) | (old != fresh).any(axis=(1, 2))
-    if broken:
-        moved &= ~np.isin(run_ids, broken)
-    rows = np.flatnonzero(moved)
-    means.counts = counts
-    means.move(rows, old[rows], fresh[rows])
-    overflow = means.overflow(rows)
-    written: dict[tuple[int, ...], list[tuple[Any, ...]]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        sums = [score_packs.pack_sums(means.sums[r, m]) for m in range(3)]
-        moved_sums = tuple(m for m in range(3) if sums[m] != stored_sums[r][m])
-        written[moved_sums].append(
-            (
-                run_ids[r],
-                int(means.counts[r]),
-                json.dumps(overflow[i]),
-                *(sums[m] for m in moved_sums),
+def _stored_matrix(stored: dict[int, tuple[Any, ...]], layout: str) -> tuple[list[int], FloatArray]:
+    """The runs whose stored row is in `layout` and their (runs, 4, K) values (one
+    conversion per measure for all of them)."""
+    runs = [run_id for run_id, row in stored.items() if row[0] == layout]
+    ks = len(score_packs.cutoffs_of(layout))
+    if not runs:
+        return runs, np.zeros((0, len(score_packs.QUERY_MEASURES), ks))
+    matrix = np.stack(
+        [
+            score_packs.floats(b"".join(stored[run_id][1 + j] for run_id in runs)).reshape(
+                len(runs), ks
             )
-        )
-    return written, broken
+            for j in range(len(score_packs.QUERY_MEASURES))
+        ],
+        axis=1,
+    )
+    return runs, matrix
 
 
 def _json(value: Any) -> dict[str, str]:
