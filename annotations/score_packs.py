@@ -9,8 +9,8 @@ collection whose cutoffs changed, pending its rescore) is told apart by its layo
 Per-query values: one column per measure (``ndcg``, ``dcg``, ``judged``, ``ndcg_condensed``),
 one float64 per cutoff each: a judgement that moves only the IDCG rewrites two of them, and
 a reader of one cutoff reads 8 bytes of a column. Run means: ``sums``, the exact sums of
-nDCG, nDCG' and judged@k per cutoff as `exact_arrays` limbs (32 bits each), and
-``overflow`` the exact sums that do not fit those limbs, as `exact` texts keyed
+nDCG, nDCG' and judged@k per cutoff in 12 bytes each (see `pack_sums`), and
+``overflow`` the exact sums that do not fit them, as `exact` texts keyed
 "measure:position"; a mean is its sum divided by ``queries``, correctly rounded, decoded
 when read (a division per value, nothing recomputed).
 """
@@ -119,34 +119,63 @@ class RunMeans(NamedTuple):
     ndcg_sum: str
 
 
-# Limbs 0..3 of a sum are below 2**32 and its top limb below 2**30 in magnitude (on-grid
-# values are below 2**31 and at most 2**31 of them are summed): 32 bits each suffice.
-_STORED_LIMB = np.dtype("<i4")
+# A stored sum is a signed 96-bit integer in units of 2**-72, as three little-endian 32-bit
+# words: 12 bytes, so that a run's row of three measures at 100 cutoffs (3.6 KB) is
+# rewritten inside its page (a HOT update, no index or TOAST work). It holds every sum of
+# scores from 2**-20 up (a double's last bit is then at or above 2**-72) below 2**23 in
+# magnitude (eight million queries of scores up to 1); `ExactMeans.spill` keeps any other
+# sum exactly as overflow text. Internally sums are exact_arrays limbs on a 2**-96 grid.
+_STORED_WORD = np.dtype("<u4")
+_WORDS = 3
+_DROPPED_BITS = exact_arrays.GRID_BITS - 72  # low bits of the 2**-96 grid not stored
+_MASK = (1 << 32) - 1
 # Bytes of one packed exact sum: a reader of one cutoff takes these from its position.
-SUM_BYTES = exact_arrays.LIMBS * _STORED_LIMB.itemsize
+SUM_BYTES = _WORDS * _STORED_WORD.itemsize
+
+
+def packable(sums: IntArray) -> npt.NDArray[np.bool_]:
+    """Where normalised exact sums (shape (..., LIMBS)) fit the stored 12 bytes."""
+    limbs = np.asarray(sums, dtype=np.int64)
+    low = (limbs[..., 0] & ((1 << _DROPPED_BITS) - 1)) == 0
+    # The bits above the stored integer's top word must all repeat its sign bit.
+    # The stored integer's top bit is bit 119 of the 2**-96 grid's 160: bit 23 of limb 3.
+    top = (limbs[..., 3] >> _DROPPED_BITS) | (limbs[..., 4] << (32 - _DROPPED_BITS))
+    sign = -((limbs[..., 3] >> (_DROPPED_BITS - 1)) & 1)
+    result: npt.NDArray[np.bool_] = low & (top == sign)
+    return result
 
 
 def pack_sums(sums: IntArray) -> bytes:
     """Normalised exact sums (any shape ending in LIMBS: one measure's (K, LIMBS), or a
-    run's (3, K, LIMBS)), 32 bits per limb."""
+    run's (3, K, LIMBS)) in their stored form; ValueError if one does not fit (see
+    `packable`: `ExactMeans.spill` moves such sums to the overflow texts first)."""
     limbs = np.ascontiguousarray(sums, dtype=np.int64)
-    if limbs.size and not (
-        int(limbs[..., -1].min()) >= -(2**31) and int(limbs[..., -1].max()) < 2**31
-    ):
-        raise ValueError("an exact sum too large to pack")
-    # Limbs 0..3 (in [0, 2**32)) keep their low 32 bits: read back as unsigned.
-    return limbs.astype(_STORED_LIMB).tobytes()
+    if limbs.size and not packable(limbs).all():
+        raise ValueError("an exact sum that does not fit the stored 12 bytes")
+    shift = _DROPPED_BITS
+    words = np.empty((*limbs.shape[:-1], _WORDS), dtype=np.int64)
+    for w in range(_WORDS):
+        words[..., w] = (limbs[..., w] >> shift) | (limbs[..., w + 1] << (32 - shift))
+    return (words & _MASK).astype(_STORED_WORD).tobytes()
 
 
 def unpack_sums(data: bytes | memoryview, cutoffs: int, measures: int = 1) -> IntArray:
-    """The (cutoffs, LIMBS) sums of one measure, or (measures, cutoffs, LIMBS) of several."""
-    values = np.frombuffer(bytes(data), dtype=_STORED_LIMB).astype(np.int64)
-    if values.size != measures * cutoffs * exact_arrays.LIMBS:
-        raise ValueError(f"{values.size} packed limbs for {cutoffs} cutoffs")
+    """The (cutoffs, LIMBS) normalised sums of one measure, or (measures, cutoffs, LIMBS)
+    of several, from their stored form."""
+    words = np.frombuffer(bytes(data), dtype=_STORED_WORD).astype(np.int64)
+    if words.size != measures * cutoffs * _WORDS:
+        raise ValueError(f"{words.size} packed words for {cutoffs} cutoffs")
+    words = words.reshape(-1, _WORDS)
+    shift = _DROPPED_BITS
+    sign = -(words[:, 2] >> 31)  # -1 for a negative sum, else 0
+    limbs = np.empty((len(words), exact_arrays.LIMBS), dtype=np.int64)
+    limbs[:, 0] = (words[:, 0] << shift) & _MASK
+    for i in range(1, _WORDS):
+        limbs[:, i] = ((words[:, i - 1] >> (32 - shift)) | (words[:, i] << shift)) & _MASK
+    limbs[:, 3] = ((words[:, 2] >> (32 - shift)) | (sign << shift)) & _MASK
+    limbs[:, 4] = sign
     shape = (cutoffs, exact_arrays.LIMBS) if measures == 1 else (measures, cutoffs, 5)
-    sums = values.reshape(shape)
-    sums[..., :-1] &= 0xFFFFFFFF  # the lower limbs are unsigned
-    return sums
+    return limbs.reshape(shape)
 
 
 def overflow_key(measure: int, index: int) -> str:

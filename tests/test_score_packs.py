@@ -1,4 +1,4 @@
-"""Packed scores: layouts, round trips, and exact run means on and off the limbs' grid."""
+"""Packed scores: layouts, round trips, and exact run means in and out of their 12 bytes."""
 
 import importlib
 import json
@@ -115,18 +115,46 @@ def test_run_means_text_gives_the_exact_sum() -> None:
     assert text[10].ndcg == 0.25
 
 
-def test_sums_pack_in_32_bits_per_limb_and_read_back_exactly() -> None:
+def test_sums_pack_in_12_bytes_and_read_back_exactly() -> None:
     rng = np.random.default_rng(2)
     values = rng.random((40, 3, 5)) - 0.3  # negative sums too
-    values[0, 0, 0] = 2.0**30
+    values[0, 0, 0] = 2.0**22  # near the largest sum 12 bytes hold (2**23)
+    values[1, 1, 1] = 2.0**-20  # the smallest score whose last bit they hold
     sums = exact_arrays.sum_values(values, axis=0)
+    assert score_packs.packable(sums).all()
     packed = score_packs.pack_sums(sums)
-    assert len(packed) == 3 * 5 * exact_arrays.LIMBS * 4
+    assert len(packed) == 3 * 5 * score_packs.SUM_BYTES == 3 * 5 * 12
     back = score_packs.unpack_sums(packed, 5, measures=3)
     assert score_packs.unpack_sums(score_packs.pack_sums(sums[1]), 5).tolist() == sums[1].tolist()
     assert back.tolist() == sums.tolist()
     means = score_packs.means_of(back, {}, 40)
     assert means.tolist() == exact_arrays.means(sums, 40).tolist()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [2.0**23, -(2.0**23) - 1.0, 3 * 2.0**-74, 0.1 * 2.0**-21],
+    ids=["too-large", "too-negative", "below-2^-72", "tiny-mantissa"],
+)
+def test_a_sum_12_bytes_cannot_hold_is_refused_and_spills_to_text_exactly(value: float) -> None:
+    sums = exact_arrays.sum_values(np.array([value, 0.5]))
+    assert not score_packs.packable(sums)
+    with pytest.raises(ValueError, match="12 bytes"):
+        score_packs.pack_sums(sums[np.newaxis])
+    assert score_packs.packable(exact_arrays.sum_values(np.array([-(2.0**23)])))  # the edge
+    # Before packing, ExactMeans moves such a sum to the overflow texts, exactly.
+    means = ExactMeans(runs=1, cutoffs=1)
+    rows = np.array([0])
+    for v in (value, 0.5):
+        means.move(rows, np.zeros((1, 3, 1)), np.full((1, 3, 1), v))
+    means.counts[0] = 2
+    means.spill(rows)
+    overflow = means.overflow(rows)[0]
+    assert sorted(overflow) == ["0:0", "1:0", "2:0"]
+    packed = [score_packs.pack_sums(means.sums[0, m]) for m in range(3)]
+    read = score_packs.run_means("5", 2, packed, overflow)[5]
+    assert read.ndcg == read.judged == _reference([[value], [0.5]], 2)[0]
+    assert exact.total_from_text(read.ndcg_sum) == exact.scaled(value) + exact.scaled(0.5)
 
 
 @pytest.mark.django_db
@@ -172,3 +200,38 @@ def test_the_upgrade_clears_scores_and_the_sweep_rebuilds_them(worked_example) -
     assert scores.scores_sweep_stale(collection=worked_example) == 1
     assert [row.per_cutoff() for row in QueryScore.objects.all()] == before["query"]
     assert [row.per_cutoff() for row in RunScore.objects.all()] == before["run"]
+
+
+@pytest.mark.django_db
+def test_the_upgrade_to_12_bytes_keeps_every_sum_exact(worked_example) -> None:  # type: ignore[no-untyped-def]
+    # Migration 0013 converts the 20-byte sums (five 32-bit limbs) in place: every mean and
+    # exact sum reads back the same, and a sum 12 bytes cannot hold moves to the texts.
+    from django.apps import apps
+
+    migration = importlib.import_module("annotations.migrations.0013_sums_in_12_bytes")
+    row = RunScore.objects.get()
+    before = row.per_cutoff()
+    ks = len(score_packs.cutoffs_of(row.cutoffs))
+    old = {}
+    for m, name in enumerate(score_packs.SUM_COLUMNS):
+        sums = score_packs.unpack_sums(getattr(row, name), ks)
+        if m == 2:
+            sums[0] = exact_arrays.sum_values(np.array([0.1 * 2.0**-21]))  # 12 bytes too few
+        old[name] = sums.astype("<i4").tobytes()  # limbs 0..3 keep their low 32 bits
+    RunScore.objects.filter(pk=row.pk).update(**old)
+    migration.to_12_bytes(apps, None)
+    converted = RunScore.objects.get()
+    assert list(converted.overflow) == ["2:0"]
+    after = converted.per_cutoff()
+    first = min(after)
+    assert exact.total_from_text(after[first].ndcg_sum) == exact.total_from_text(
+        before[first].ndcg_sum
+    )
+    assert after[first].judged == 0.1 * 2.0**-21
+    assert {k: v for k, v in after.items() if k != first} == {
+        k: v for k, v in before.items() if k != first
+    }
+    assert (after[first].ndcg, after[first].ndcg_condensed) == (
+        before[first].ndcg,
+        before[first].ndcg_condensed,
+    )

@@ -74,10 +74,9 @@ class RunScore(models.Model):
 
     The means are the correctly rounded mean of the exact sum of the per-query values
     (every finite double is an integer multiple of 2**-1074, so the sum is an exact binary
-    fraction): one column per measure holds its sums as `annotations.exact_arrays` limbs
-    (a judgement rewrites only the measures it moved) and `overflow` the few that do not
-    fit them as
-    `annotations.exact` texts. An incremental update after one query changes therefore
+    fraction): one column per measure holds its sums, 12 bytes each (`score_packs.pack_sums`;
+    a judgement rewrites only the measures it moved), and `overflow` the few that do not
+    fit them as `annotations.exact` texts. An incremental update after one query changes therefore
     gives the same bits as a recomputation from scratch. `queries` is how many queries the
     means are over (the same at every cutoff); `at(k)` divides, correctly rounded.
     """
@@ -87,13 +86,13 @@ class RunScore(models.Model):
     )
     cutoffs = models.TextField(help_text="The cutoffs k of the packed means, e.g. 5,10,20")
     queries = models.PositiveIntegerField(default=0)
-    ndcg_sums = models.BinaryField(help_text="Exact sums of nDCG@k per cutoff (32-bit limbs)")
+    ndcg_sums = models.BinaryField(help_text="Exact sums of nDCG@k per cutoff (12 bytes each)")
     ndcg_condensed_sums = models.BinaryField(
-        help_text="Exact sums of nDCG'@k per cutoff (32-bit limbs)"
+        help_text="Exact sums of nDCG'@k per cutoff (12 bytes each)"
     )
-    judged_sums = models.BinaryField(help_text="Exact sums of judged@k per cutoff (32-bit limbs)")
+    judged_sums = models.BinaryField(help_text="Exact sums of judged@k per cutoff (12 bytes each)")
     overflow = models.JSONField(
-        default=dict, help_text="Exact sums that do not fit the limbs: 'measure:position' -> text"
+        default=dict, help_text="Exact sums that do not fit 12 bytes: 'measure:position' -> text"
     )
     updated = models.DateTimeField(auto_now=True)
 

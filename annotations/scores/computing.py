@@ -67,10 +67,10 @@ class ExactMeans:
     """Exact sums of the run means of some runs at every cutoff, and how many queries count.
 
     `sums[r]` holds run r's (3, K) sums as exact_arrays limbs; values off their grid (tiny
-    or huge doubles, never seen in practice but possible) are summed as exact integers in
-    `big` instead, keyed (run index, measure, position); `overflow(rows)` gives them as the
-    overflow texts of the packed RunScore rows (a mean is decoded when read, see
-    `score_packs.means_of`).
+    or huge doubles, never seen in practice but possible), and sums their stored form cannot
+    hold (`spill`), are summed as exact integers in `big` instead, keyed (run index,
+    measure, position); `overflow(rows)` gives them as the overflow texts of the packed
+    RunScore rows (a mean is decoded when read, see `score_packs.means_of`).
     """
 
     runs: int
@@ -127,6 +127,17 @@ class ExactMeans:
             old = np.where(fits, old, 0.0)
             new = np.where(fits, new, 0.0)
         self.sums[rows] = exact_arrays.fold(self.sums[rows], old, new)
+
+    def spill(self, rows: IntArray) -> None:
+        """Move the sums of runs `rows` that their stored form cannot hold (see
+        `score_packs.packable`) to `big`, exactly; call before packing them."""
+        fits = score_packs.packable(self.sums[rows])
+        if fits.all():
+            return
+        for i, measure, index in zip(*np.nonzero(~fits), strict=True):
+            key = (int(rows[i]), int(measure), int(index))
+            self.big[key] = exact_arrays.to_total(self.sums[key])
+            self.sums[key] = 0
 
     def overflow(self, rows: IntArray) -> list[dict[str, str]]:
         """Each of runs `rows`' sums kept off the limbs, as exact texts ("measure:position")."""

@@ -168,6 +168,7 @@ def fold_rows(
     old[:, unread] = fresh[:, unread] = 0.0  # nothing moves there: no sum to touch
     everything = np.arange(len(rows))
     means.move(everything, old, fresh)
+    means.spill(everything)
     texts = means.overflow(everything)
     # One packing for all runs, cut into each run's tails.
     packed = score_packs.pack_sums(means.sums)

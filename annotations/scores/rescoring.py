@@ -72,6 +72,7 @@ class _Means:
                 )
             self.exact.counts[:] = evaluated
         rows = np.arange(len(self.run_ids), dtype=np.int64)
+        self.exact.spill(rows)
         overflow = self.exact.overflow(rows)
         layout = score_packs.layout(self.collection.sorted_cutoffs)
         return [
