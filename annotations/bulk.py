@@ -104,11 +104,11 @@ def bulk_update(
     """Update rows in place, each row being (*key values, *column values); one statement.
 
     `constants` are columns set to the same value in every row (sent once). `splice` maps
-    bytea columns to a byte count: their first bytes are kept and the row's value replaces
-    the rest (the tail of a packed value, without sending its head). In-place updates
-    of unindexed columns let PostgreSQL keep the rows on their pages (HOT updates): the
-    score tables are rewritten on every judgement, and delete + insert would leave them
-    bloated with dead rows.
+    bytea columns to a byte count: that many of the stored value's first bytes are kept
+    and the row's value replaces the rest (the tail of a packed value, without sending its
+    head). In-place updates of unindexed columns let PostgreSQL keep the rows on their
+    pages (HOT updates): the score tables are rewritten on every judgement, and delete +
+    insert would leave them bloated with dead rows.
     """
     if not rows:
         return 0

@@ -191,6 +191,35 @@ def test_bulk_update_writes_bytes_columns_exactly() -> None:
     }
 
 
+def test_bulk_update_splices_a_tail_onto_the_stored_head() -> None:
+    """`splice` keeps the stored value's first bytes and replaces the rest (the folded
+    tail of a run's sums), bytes that text would escape included; columns without it are
+    written whole."""
+    collection = CollectionFactory(slug="bulk-splice")
+    runs = _runs(collection, 3)
+    rng = random.Random(5)
+    heads = {r.id: rng.choice(AWKWARD_BYTES) + rng.randbytes(24) for r in runs}
+    bulk_insert(
+        RunScore,
+        RUN_SCORE_COLUMNS,
+        [(r.id, "5", 1, heads[r.id] + b"old tail", b"whole", b"", "{}", EARLIER) for r in runs],
+    )
+    cut = min(len(head) for head in heads.values())
+    tails = {r.id: b"\x00\\new\ttail\xff" + rng.randbytes(5) for r in runs}
+    bulk_update(
+        RunScore, key=("run_id",), columns=("queries", SUMS, "ndcg_condensed_sums"),
+        rows=[(r.id, 2, tails[r.id], b"replaced") for r in runs],
+        splice={SUMS: cut},
+    )  # fmt: skip
+    stored = {
+        run_id: (queries, bytes(spliced), bytes(whole))
+        for run_id, queries, spliced, whole in RunScore.objects.values_list(
+            "run_id", "queries", SUMS, "ndcg_condensed_sums"
+        )
+    }
+    assert stored == {r.id: (2, heads[r.id][:cut] + tails[r.id], b"replaced") for r in runs}
+
+
 def test_bulk_update_with_a_key_shared_by_every_row_touches_only_those_rows() -> None:
     collection = CollectionFactory(slug="bulk-key")
     runs = _runs(collection, 3)
