@@ -75,25 +75,29 @@ class ExactMeans:
 
     runs: int
     cutoffs: int
+    measures: int = 3  # fewer for some of a row's measures (see `folding`)
     sums: IntArray = field(init=False)
     counts: IntArray = field(init=False)
     big: dict[tuple[int, int, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.sums = exact_arrays.zeros((self.runs, 3, self.cutoffs))
+        self.sums = exact_arrays.zeros((self.runs, self.measures, self.cutoffs))
         self.counts = np.zeros(self.runs, dtype=np.int64)
 
     @classmethod
     def stored(
-        cls, rows: Sequence[tuple[int, Sequence[bytes], Mapping[str, str]]], cutoffs: int
+        cls,
+        rows: Sequence[tuple[int, Sequence[bytes], Mapping[str, str]]],
+        cutoffs: int,
+        measures: int = 3,
     ) -> ExactMeans:
-        """From stored RunScore rows (queries, the three sum columns, overflow)."""
-        means = cls(len(rows), cutoffs)
+        """From stored RunScore rows (queries, the sum columns, overflow)."""
+        means = cls(len(rows), cutoffs, measures)
         if not rows:
             return means
         means.counts[:] = [queries for queries, _, _ in rows]
         # One buffer per measure for all runs: a single conversion instead of one per run.
-        for m in range(3):
+        for m in range(measures):
             packed = b"".join(sums[m] for _, sums, _ in rows)
             means.sums[:, m] = score_packs.unpack_sums(packed, cutoffs * len(rows)).reshape(
                 len(rows), cutoffs, exact_arrays.LIMBS
@@ -106,7 +110,8 @@ class ExactMeans:
         return means
 
     def move(self, rows: IntArray, old: FloatArray, new: FloatArray) -> None:
-        """Replace values `old` by `new` ((n, 3, K) each, 0.0 where absent) in runs `rows`."""
+        """Replace values `old` by `new` ((n, measures, K) each, 0.0 where absent) in runs
+        `rows`."""
         if not len(rows):
             return
         fits = exact_arrays.on_grid(old) & exact_arrays.on_grid(new)

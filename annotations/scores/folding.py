@@ -148,37 +148,37 @@ def fold_rows(
     if not fold.summed.size:
         return written
     start, width = fold.start, fold.cutoffs - fold.start
+    read = fold.measures  # only these are folded: the others did not move
     tails = {row[0]: [bytes(value) for value in row[1:]] for row in sums_rows}
     rows = [fold.runs[i] for i in fold.summed]
-    empty = b"\0" * (score_packs.SUM_BYTES * width)
-    stored_tails = []
-    for run in rows:
-        read = dict(zip(fold.measures, tails[run.run_id], strict=True))
-        stored_tails.append([read.get(m, empty) for m in range(3)])
+    stored_tails = [tails[run.run_id] for run in rows]
     means = ExactMeans.stored(
         [
-            (run.queries, columns, _tail_overflow(run.overflow, fold.measures, start))
+            (run.queries, columns, _tail_overflow(run.overflow, read, start))
             for run, columns in zip(rows, stored_tails, strict=True)
         ],
         width,
+        len(read),
     )
-    old = fold.old[fold.summed][:, :, start:].copy()
-    fresh = fold.fresh[fold.summed][:, :, start:].copy()
-    unread = [m for m in range(3) if m not in fold.measures]
-    old[:, unread] = fresh[:, unread] = 0.0  # nothing moves there: no sum to touch
     everything = np.arange(len(rows))
-    means.move(everything, old, fresh)
+    chosen = fold.old[fold.summed], fold.fresh[fold.summed]
+    means.move(everything, *(values[:, read, start:] for values in chosen))
     means.spill(everything)
     texts = means.overflow(everything)
     # One packing for all runs, cut into each run's tails.
     packed = score_packs.pack_sums(means.sums)
-    size = len(empty)
+    size = score_packs.SUM_BYTES * width
     for j, (i, run) in enumerate(zip(fold.summed, rows, strict=True)):
-        tail = [packed[(3 * j + m) * size : (3 * j + m + 1) * size] for m in range(3)]
-        moved = tuple(m for m in fold.measures if tail[m] != stored_tails[j][m])
-        overflow = _merged_overflow(run.overflow, texts[j], fold.measures, start)
-        written[(True, moved)].append(
-            (run.run_id, int(fold.counts[i]), json.dumps(overflow), *(tail[m] for m in moved))
+        at = len(read) * j
+        tail = [packed[(at + m) * size : (at + m + 1) * size] for m in range(len(read))]
+        moved = tuple(m for m in range(len(read)) if tail[m] != stored_tails[j][m])
+        overflow = (
+            json.dumps(_merged_overflow(run.overflow, texts[j], read, start))
+            if run.overflow or texts[j]
+            else "{}"  # nearly always
+        )
+        written[(True, tuple(read[m] for m in moved))].append(
+            (run.run_id, int(fold.counts[i]), overflow, *(tail[m] for m in moved))
         )
     return written
 
@@ -186,12 +186,13 @@ def fold_rows(
 def _tail_overflow(
     overflow: Mapping[str, str], measures: Sequence[int], start: int
 ) -> dict[str, str]:
-    """The overflow texts of the read tails, keyed by position within the tail."""
+    """The overflow texts of the read tails, keyed by their place among `measures` and
+    their position within the tail."""
     tail = {}
     for key, text in overflow.items():
         measure, index = map(int, key.split(":"))
         if measure in measures and index >= start:
-            tail[score_packs.overflow_key(measure, index - start)] = text
+            tail[score_packs.overflow_key(measures.index(measure), index - start)] = text
     return tail
 
 
@@ -205,6 +206,6 @@ def _merged_overflow(
         if measure not in measures or index < start:
             merged[key] = text
     for key, text in tail.items():
-        measure, index = map(int, key.split(":"))
-        merged[score_packs.overflow_key(measure, index + start)] = text
+        place, index = map(int, key.split(":"))
+        merged[score_packs.overflow_key(measures[place], index + start)] = text
     return merged

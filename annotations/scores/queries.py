@@ -164,19 +164,22 @@ def _store_query(
     # and nDCG' of every run but no DCG and no judged@k, which are then not rewritten.
     updates: dict[tuple[int, ...], list[tuple[object, ...]]] = defaultdict(list)
     both = [(i, old_row[run_id]) for i, run_id in enumerate(new.run_ids) if run_id in old_row]
-    moved_columns = np.zeros((len(new.run_ids), len(score_packs.QUERY_MEASURES)), dtype=bool)
-    moved_columns[:] = True  # a row in another layout is rewritten whole
+    measures = len(score_packs.QUERY_MEASURES)
+    moved_columns = np.ones((len(new.run_ids), measures), dtype=bool)  # another layout: all
     if both:
         into, source = map(list, zip(*both, strict=True))
         # Bits, not values: the packed bytes are what is compared.
         moved_columns[into] = (
             new.matrix[into].view(np.uint64) != old_matrix[source].view(np.uint64)
         ).any(axis=2)
+    # Each row's set of moved columns as a small integer, decoded once per set.
+    codes = (moved_columns @ (1 << np.arange(measures))).tolist()
+    sets = {c: tuple(j for j in range(measures) if c >> j & 1) for c in set(codes)}
     for i, run_id in enumerate(new.run_ids):
         if run_id not in stored:
             inserts.append((run_id, query_id, layout, *score_packs.pack_query(new.matrix[i])))
             continue
-        moved = tuple(int(j) for j in np.flatnonzero(moved_columns[i]))
+        moved = sets[codes[i]]
         if moved:
             row = new.matrix[i]
             updates[moved].append(
