@@ -166,6 +166,28 @@ def test_a_run_of_an_existing_name_is_replaced_only_when_asked(
     assert Run.objects.get(name="bm25").rankings.count() == 1
 
 
+def test_a_file_of_several_tags_becomes_one_run_per_tag_only_when_asked(
+    trial: Collection, olga: Client
+) -> None:
+    # The command line's --split-tags and the API's split_tags, on the page: the same
+    # parser, the same refusal when it is not asked for.
+    file = ("two.txt", b"q1 Q0 d1 1 2.0 first\nq1 Q0 d2 2 1.0 first\nq1 Q0 d2 1 3.0 second\n")
+    page = upload(olga, "run", file).content.decode()
+    assert "two.txt:3: tag:" in page and escape("'One run per tag'") in page
+    assert not Run.objects.filter(name__in=["first", "second"]).exists()
+    page = upload(olga, "run", file, split_tags="on").content.decode()
+    assert "runs, one per tag: first (2 results), second (1 results)" in page
+    assert Run.objects.get(name="first").rankings.get().size == 2
+    job = ImportJob.objects.filter(state="done").get()
+    assert job.split_tags and job.lines_done == 3
+    # Replacing works per tag, as on the command line.
+    again = ("again.txt", b"q1 Q0 d5 1 9.0 first\nq1 Q0 d6 1 9.0 second\n")
+    page = upload(olga, "run", again, split_tags="on").content.decode()
+    assert "again.txt: name: run &#x27;first&#x27; already exists in trial" in page
+    page = upload(olga, "run", again, split_tags="on", replace="on").content.decode()
+    assert "runs, one per tag: first (1 results), second (1 results)" in page
+
+
 def test_one_bad_file_among_several_fails_alone(trial: Collection, olga: Client) -> None:
     good = ("good.txt", b"q1 Q0 d1 1 2.0 good\n")
     bad = ("bad.txt", b"q1 Q0 d1 1 2.0 bad\nq1 Q0 d1 2 1.0 bad\n")

@@ -163,7 +163,10 @@ def test_a_file_of_several_tags_is_refused_with_how_to_import_it(
     path = write_file("track.run", SEVERAL_TAGS)
     message = command_error("demo", path)
     assert message.startswith(f"{path}:3: tag: 'dense' differs from 'bm25' on line 2; ")
-    assert "import it with --split-tags (API: split_tags=true)" in message
+    assert (
+        "import it with --split-tags (API: split_tags=true; import page: 'One run per tag')"
+        in message
+    )
     assert message.endswith("(nothing was imported)")
     assert not Run.objects.exists()
     response = upload(client_of(track, "sys"), SEVERAL_TAGS)

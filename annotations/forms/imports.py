@@ -122,6 +122,13 @@ class RunsForm(UploadForm):
         label="Replace runs of the same name",
         help_text="Unticked, a file whose tag names an existing run is refused.",
     )
+    split_tags = forms.BooleanField(
+        required=False,
+        label="One run per tag",
+        help_text="A file whose lines carry several tags becomes one run per tag, in the "
+        "file's order (the import_run command's --split-tags, the API's split_tags). "
+        "Unticked, such a file is refused.",
+    )
 
     def clean_file(self) -> list[UploadedFile]:  # type: ignore[override]
         files: list[UploadedFile] = self.cleaned_data["file"]

@@ -49,6 +49,9 @@ class ImportJob(models.Model):
     summary = models.TextField(blank=True)
     error = models.TextField(blank=True)
     replace = models.BooleanField(default=False, help_text="Runs: replace a run of that name")
+    split_tags = models.BooleanField(
+        default=False, help_text="Runs: one run per tag of the file, in the file's order"
+    )
     assessor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,

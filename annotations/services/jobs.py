@@ -21,7 +21,7 @@ from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
 from annotations.services.imports import documents_import, topics_import
 from annotations.services.judgements import import_assessor, judgements_import
-from annotations.services.runs import run_import
+from annotations.services.runs import run_files_import
 from annotations.trec import TrecFormatError
 
 if TYPE_CHECKING:
@@ -147,6 +147,7 @@ def import_job_create(
     created_by: User | None,
     assessor: User | None = None,
     replace: bool = False,
+    split_tags: bool = False,
 ) -> ImportJob:
     """Store an uploaded file under NDCG_UPLOAD_DIR and record its job, queued."""
     directory = Path(settings.NDCG_UPLOAD_DIR)
@@ -159,6 +160,7 @@ def import_job_create(
         created_by=created_by,
         assessor=assessor if kind == ImportJob.QRELS else None,
         replace=replace and kind == ImportJob.RUN,
+        split_tags=split_tags and kind == ImportJob.RUN,
     )
     job.full_clean(exclude=["upload_path"])
     path = directory / f"{job.token}.upload"
@@ -226,10 +228,14 @@ def _import(job: ImportJob, source: BinaryIO) -> str:
             changed_by=job.created_by,
         )
         return f"judgements as {assessor.username}: {summary}"
-    run, count = run_import(
-        collection=collection, source=source, name=name, owner=job.created_by, replace=job.replace
-    )
-    return f"run: {run.name}, {count} results"
+    imported = run_files_import(
+        collection=collection, sources=[source], names=[name], split_tags=job.split_tags,
+        owner=job.created_by, replace=job.replace,
+    )  # fmt: skip
+    if not job.split_tags:
+        return f"run: {imported[0].run.name}, {imported[0].results} results"
+    runs = ", ".join(f"{one.run.name} ({one.results} results)" for one in imported)
+    return f"runs, one per tag: {runs}"
 
 
 def import_job_run(*, job_id: int) -> str:

@@ -33,8 +33,9 @@ class RunLine:
 
 
 SPLIT_ADVICE = (
-    "a file holds one run: import it with --split-tags (API: split_tags=true) for one run "
-    "per tag, or split it by its tag column and import the files together"
+    "a file holds one run: import it with --split-tags (API: split_tags=true; import page: "
+    "'One run per tag') for one run per tag, or split it by its tag column and import the "
+    "files together"
 )
 
 

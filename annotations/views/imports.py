@@ -94,6 +94,7 @@ def _import_upload(request: HttpRequest, collection: Collection, kind: str) -> H
             created_by=_user(request),
             assessor=form.cleaned_data.get("assessor"),
             replace=bool(form.cleaned_data.get("replace")),
+            split_tags=bool(form.cleaned_data.get("split_tags")),
         )
         for upload in form.uploads
     ]
