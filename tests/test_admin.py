@@ -18,6 +18,7 @@ from annotations.models import (
     Adjudication,
     Collection,
     Document,
+    ImportJob,
     Judgement,
     JudgementHistory,
     Membership,
@@ -440,3 +441,23 @@ def test_the_admin_splits_tags_on_request_and_shows_the_import_summary(
         "ordered by score), first admin.run:2",
     ]
     assert set(Run.objects.values_list("name", flat=True)) == {"example", "one", "two"}
+
+
+def test_import_jobs_are_listed_read_only_and_only_finished_ones_deleted(
+    db: None, organiser_client: Client
+) -> None:
+    collection = CollectionFactory(slug="jobs")
+    done = ImportJob.objects.create(
+        collection=collection, kind="run", file_name="bm25.txt", size=10, state="done",
+        summary="run: bm25, 1000 results", split_tags=True,
+    )  # fmt: skip
+    running = ImportJob.objects.create(
+        collection=collection, kind="qrels", file_name="qrels.txt", size=10, state="running"
+    )
+    listing = organiser_client.get(url(ImportJob, "changelist")).content.decode()
+    assert "bm25.txt" in listing and "qrels.txt" in listing
+    page = organiser_client.get(url(ImportJob, "change", done.pk)).content.decode()
+    assert "run: bm25, 1000 results" in page and 'name="summary"' not in page  # read only
+    assert organiser_client.get(url(ImportJob, "delete", running.pk)).status_code == 403
+    organiser_client.post(url(ImportJob, "delete", done.pk), {"post": "yes"})
+    assert list(ImportJob.objects.values_list("file_name", flat=True)) == ["qrels.txt"]
