@@ -59,6 +59,29 @@ def test_two_run_files_dropped_on_the_import_page_become_two_done_jobs(  # type:
     assert ImportJob.objects.filter(state="done").count() == 2
 
 
+def test_a_file_of_two_tags_dropped_with_one_run_per_tag_ticked_becomes_two_runs(  # type: ignore[no-untyped-def]
+    worked_example: Collection, page, login, settings: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
+    settings.CELERY_BROKER_URL = ""
+    _organiser_on_the_import_page(worked_example, page, login, settings)
+    expect(page.locator("#import-runs .drop-hint")).to_be_visible()
+    track = ("track.txt", _run_file("gamma")[1] + _run_file("delta")[1])
+    page.evaluate(DROP, ["#import-runs [data-drop-zone]", [track]])
+    page.get_by_label("One run per tag").check()
+    with page.expect_navigation():
+        page.click("#import-runs button[type=submit]")
+    row = page.locator("#import-jobs tr", has_text="track.txt")
+    expect(row.locator(".job-state")).to_have_text("done")
+    expect(row.locator(".job-result")).to_have_text(
+        "runs, one per tag: gamma (2 results), delta (2 results)"
+    )
+    names = Run.objects.filter(name__in=["gamma", "delta"]).values_list("name", flat=True)
+    assert sorted(names) == ["delta", "gamma"]
+
+
 @pytest.mark.celery
 def test_with_a_worker_the_job_list_follows_the_jobs_by_itself(  # type: ignore[no-untyped-def]
     collection: Collection,
