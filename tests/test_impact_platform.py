@@ -322,6 +322,20 @@ def test_the_leaderboard_page_and_api_show_the_flip_marks(flips: Collection) -> 
     )
 
 
+def test_the_pages_cached_flip_table_follows_the_stored_marks(flips: Collection) -> None:
+    # The page keeps the rendered marks under their digest: any change of the stored marks
+    # (here a queued count alone, the board unchanged) shows on the next read.
+    client = Client()
+    client.force_login(UserFactory._meta.model.objects.get(username="olga"))
+    page = client.get("/collections/flips/leaderboard/?k=2").content.decode()
+    assert '<td class="num queued">0</td>' in page
+    snapshot = ImpactSnapshot.objects.get(collection=flips, k=2)
+    snapshot.adjacent = [dict(pair, queued=7) for pair in snapshot.adjacent]
+    snapshot.save(update_fields=["adjacent"])
+    page = client.get("/collections/flips/leaderboard/?k=2").content.decode()
+    assert page.count('<td class="num queued">7</td>') == 2
+
+
 def test_the_impact_pool_page_lists_its_highest_impact_pairs(flips: Collection) -> None:
     pool, _ = services.pool_build(collection=flips, name="hot", depth=2, order="impact", budget=5)
     client = Client()

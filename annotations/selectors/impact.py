@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -112,6 +113,7 @@ class FlipState:
 
     pairs: list[AdjacentPair]
     stamp: str
+    digest: str = ""  # of the stored marks: the page's cache key for their table
 
     @property
     def decided(self) -> bool:
@@ -142,4 +144,5 @@ def flip_state_stored(*, collection: Collection, k: int) -> FlipState | None:
         for item in adjacent
         if isinstance(item, dict)
     ]
-    return FlipState(pairs=pairs, stamp=stamp)
+    digest = hashlib.blake2s(repr(pairs).encode(), digest_size=16).hexdigest()
+    return FlipState(pairs=pairs, stamp=stamp, digest=digest)
