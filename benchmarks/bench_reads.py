@@ -359,7 +359,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40, help="sequential requests per path")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of each load")
-    parser.add_argument("--judgements", type=int, default=30, help="per watching level")
+    parser.add_argument("--judgements", type=int, default=30, help="first reads after a judgement")
+    parser.add_argument(
+        "--watch-judgements", type=int, default=60, help="judgements per watching level"
+    )
     parser.add_argument("--poll", type=float, default=3.0, help="seconds between a tab's polls")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=11)
@@ -372,7 +375,7 @@ def main() -> None:
         )  # fmt: skip
     django_setup(args.database_url)
     names = prepare(args.database_url)
-    pairs = judged_pairs(args.judgements * 4, args.seed)
+    pairs = judged_pairs(args.judgements + 3 * args.watch_judgements, args.seed)
     port = free_port()
     log(f"gunicorn with {args.workers} workers on 127.0.0.1:{port}")
     server = start_server(args.database_url, port, args.workers)
@@ -424,7 +427,8 @@ def main() -> None:
             figures["load"][label] = load(client, path, args.clients, args.duration, page)  # type: ignore[index]
         for level, watchers in enumerate((0, 8, 50), start=1):
             log(f"judging with {watchers} leaderboard pages open")
-            chunk = pairs[level * args.judgements : (level + 1) * args.judgements]
+            first = args.judgements + (level - 1) * args.watch_judgements
+            chunk = pairs[first : first + args.watch_judgements]
             figures["watching"][watchers] = watching(client, chunk, watchers, args.poll, k)  # type: ignore[index]
         log("qrels export vs COPY")
         # The fastest of three, as for COPY below: one request alone swings with whatever
