@@ -1,14 +1,16 @@
-"""Stored scores unpacked per cutoff, for assertions: one row per (run, query, k) or (run, k)."""
+"""Stored scores unpacked per cutoff, for assertions: one row per (run, query, k) or (run, k);
+and random judgement changes that move them."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from annotations import exact_arrays, score_packs
-from annotations.models import QueryScore, RunScore
+from annotations import exact_arrays, score_packs, services
+from annotations.models import Document, Judgement, Query, QueryScore, RunScore
 
 
 def query_rows(**filters: Any) -> list[tuple[str, str, score_packs.QueryValues]]:
@@ -120,3 +122,25 @@ def packed_run_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
             **filters
         ).values_list("run_id", "cutoffs", "queries", *score_packs.SUM_COLUMNS, "overflow")
     }
+
+
+def judge_at_random(
+    rng: random.Random,
+    queries: Sequence[Query],
+    documents: Sequence[Document],
+    assessors: Sequence[Any],
+    *,
+    delete_share: float,
+) -> None:
+    """One random judgement change through the services: a grade recorded for a random
+    pair and assessor, or (with probability `delete_share`) their judgement deleted."""
+    query, document = rng.choice(queries), rng.choice(documents)
+    assessor = rng.choice(assessors)
+    existing = Judgement.objects.filter(query=query, document=document, assessor=assessor).first()
+    if existing is not None and rng.random() < delete_share:
+        services.judgement_delete(judgement=existing, source="api")
+    else:
+        services.judgement_record(
+            query=query, document=document, assessor=assessor,
+            grade=rng.randint(0, 3), source="api",
+        )  # fmt: skip

@@ -35,15 +35,22 @@ def _organiser_on_the_import_page(collection: Collection, page, login, settings:
     page.click("#import-link")
 
 
+def _inline_import_page(collection: Collection, page, login, settings: Any, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """An organiser on the import page, jobs run in the request (no broker), its script on."""
+    from playwright.sync_api import expect
+
+    settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
+    settings.CELERY_BROKER_URL = ""
+    _organiser_on_the_import_page(collection, page, login, settings)
+    expect(page.locator("#import-runs .drop-hint")).to_be_visible()  # the script ran
+
+
 def test_two_run_files_dropped_on_the_import_page_become_two_done_jobs(  # type: ignore[no-untyped-def]
     worked_example: Collection, page, login, settings: Any, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
-    settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
-    settings.CELERY_BROKER_URL = ""
-    _organiser_on_the_import_page(worked_example, page, login, settings)
-    expect(page.locator("#import-runs .drop-hint")).to_be_visible()  # the script ran
+    _inline_import_page(worked_example, page, login, settings, tmp_path)
     page.evaluate(DROP, ["#import-runs [data-drop-zone]", [_run_file("alpha"), _run_file("beta")]])
     expect(page.locator("#import-runs .drop-list")).to_have_text("2 files: alpha.txt, beta.txt")
     with page.expect_navigation():
@@ -64,10 +71,7 @@ def test_a_file_of_two_tags_dropped_with_one_run_per_tag_ticked_becomes_two_runs
 ) -> None:
     from playwright.sync_api import expect
 
-    settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
-    settings.CELERY_BROKER_URL = ""
-    _organiser_on_the_import_page(worked_example, page, login, settings)
-    expect(page.locator("#import-runs .drop-hint")).to_be_visible()
+    _inline_import_page(worked_example, page, login, settings, tmp_path)
     track = ("track.txt", _run_file("gamma")[1] + _run_file("delta")[1])
     page.evaluate(DROP, ["#import-runs [data-drop-zone]", [track]])
     page.get_by_label("One run per tag").check()

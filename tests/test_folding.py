@@ -12,7 +12,7 @@ from annotations import exact_arrays, score_packs, scores, services
 from annotations.models import Collection, Document, Judgement, Query, RunScore
 from annotations.scores import folding
 from tests.factories import CollectionFactory, UserFactory
-from tests.stored import packed_run_rows
+from tests.stored import judge_at_random, packed_run_rows
 
 WRITE = Callable[..., Path]
 KS = list(range(1, 13))
@@ -96,15 +96,7 @@ def test_folded_means_equal_a_rescore_bit_for_bit_and_read_only_what_moved(
 
     monkeypatch.setattr(folding, "sums_statement", recorded)
     for step in range(60):
-        query, document = rng.choice(queries), rng.choice(documents)
-        existing = Judgement.objects.filter(query=query, document=document).first()
-        if existing is not None and rng.random() < 0.2:
-            services.judgement_delete(judgement=existing, source="api")
-        else:
-            services.judgement_record(
-                query=query, document=document, assessor=assessor,
-                grade=rng.randint(0, 3), source="api",
-            )  # fmt: skip
+        judge_at_random(rng, queries, documents, [assessor], delete_share=0.2)
         folded = packed_run_rows(run__collection=collection)
         assert scores.scores_verify(collection=collection) == [], f"step {step}"
         if step % 10 == 9:

@@ -24,6 +24,7 @@ from annotations.models import (
 from annotations.scores import scheduling
 from tests.factories import CollectionFactory, UserFactory
 from tests.stored import (
+    judge_at_random,
     ndcg_by_key,
     packed_query_fields,
     packed_query_rows,
@@ -126,18 +127,7 @@ def test_random_judgement_changes_keep_stored_scores_exact(
     queries = list(Query.objects.filter(collection=collection))
     documents = list(Document.objects.filter(collection=collection))
     for step in range(40):
-        query, document = rng.choice(queries), rng.choice(documents)
-        assessor = rng.choice(assessors)
-        existing = Judgement.objects.filter(
-            query=query, document=document, assessor=assessor
-        ).first()
-        if existing is not None and rng.random() < 0.3:
-            services.judgement_delete(judgement=existing, source="api")
-        else:
-            services.judgement_record(
-                query=query, document=document, assessor=assessor,
-                grade=rng.randint(0, 3), source="api",
-            )  # fmt: skip
+        judge_at_random(rng, queries, documents, assessors, delete_share=0.3)
         assert scores.scores_verify(collection=collection) == [], f"step {step}"
         if collection.aggregation == "median" and len(assessors) and step % 5 == 4:
             assert stored_ndcg(collection) == oracle(collection)
