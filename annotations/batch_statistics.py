@@ -162,7 +162,14 @@ def bootstrap_cis(
         matrix = np.stack([data[p] for p in positions], axis=1)  # (size, runs)
         # (runs, resamples), each run's means contiguous
         means = np.ascontiguousarray(((counts @ matrix) / size).T)
-        order = np.partition(means, needed, axis=1)[:, needed]  # (runs, positions)
+        # numpy sorts doubles with SIMD, three times faster than it partitions them. Equal
+        # doubles have equal bits except 0.0 and -0.0, whose places a sort and a partition
+        # may settle differently: with a zero mean anywhere, the partition is kept.
+        by_sorting = not (means == 0.0).any()
+        if by_sorting:
+            order = np.sort(means, axis=1)[:, needed]  # (runs, positions)
+        else:
+            order = np.partition(means, needed, axis=1)[:, needed]
         margins = 16.0 * size * _UNIT * np.abs(matrix).max(axis=0)  # per run
         near = np.zeros(means.shape, dtype=bool)
         for cluster in _clusters(needed):
@@ -172,7 +179,10 @@ def bootstrap_cis(
         for column, position in enumerate(positions):
             chosen = np.flatnonzero(near[column])
             means[column, chosen] = data[position][indices[chosen]].mean(axis=1)
-        # One call for all runs: numpy's quantile works row by row, the same way.
+        # One call for all runs: numpy's quantile works row by row, the same way. It reads
+        # order statistics only, so sorted rows give the same quantiles, faster.
+        if by_sorting and not (means == 0.0).any():
+            means.sort(axis=1)
         bounds = np.quantile(means, quantiles, axis=1)  # (2, runs)
         for column, position in enumerate(positions):
             results[position] = (float(bounds[0, column]), float(bounds[1, column]))

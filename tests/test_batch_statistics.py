@@ -38,6 +38,26 @@ def test_randomization_tests_equal_the_one_pair_test(rows: list[list[float]], se
     )
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(min_value=2, max_value=30).flatmap(
+        lambda n: st.lists(
+            st.lists(st.sampled_from([-0.0, 0.0, -0.5, 0.5, 1.0]), min_size=n, max_size=n),
+            min_size=1,
+            max_size=4,
+        )
+    ),
+    seed=st.integers(min_value=0, max_value=3),
+)
+def test_bootstrap_cis_keep_the_sign_of_a_zero_bound_bit_for_bit(
+    rows: list[list[float]], seed: int
+) -> None:
+    # -0.0 == 0.0, so compare bits: sorting and partitioning may settle signed zeros apart.
+    expected = [statistics.bootstrap_ci(row, resamples=300, seed=seed) for row in rows]
+    got = batch_statistics.bootstrap_cis(rows, resamples=300, seed=seed)
+    assert np.array(got).tobytes() == np.array(expected).tobytes()
+
+
 def test_rows_of_different_lengths_each_get_their_own_draws() -> None:
     rows = [[0.1, 0.9, 0.4], [0.2, 0.3, 0.8, 0.8, 0.0], [0.5]]
     assert batch_statistics.bootstrap_cis(rows, resamples=300) == [
@@ -52,7 +72,8 @@ def test_at_leaderboard_scale_the_numbers_are_the_default_functions_numbers() ->
     matrix = np.round(rng.beta(2, 3, size=(30, 249)), 3)
     matrix[:, rng.random(249) < 0.2] = 0.0
     rows = [list(row) for row in matrix]
-    assert batch_statistics.bootstrap_cis(rows) == [statistics.bootstrap_ci(r) for r in rows]
+    got = batch_statistics.bootstrap_cis(rows)
+    assert np.array(got).tobytes() == np.array([statistics.bootstrap_ci(r) for r in rows]).tobytes()
     pairs = list(itertools.pairwise(rows))
     assert batch_statistics.paired_randomization_tests(pairs) == [
         statistics.paired_randomization_test(a, b) for a, b in pairs

@@ -217,9 +217,16 @@ def run_means_at(
     stored = list(rows)
     if not stored:
         return []
-    sums = np.array(
-        [[score_packs.unpack_sums(getattr(row, name), 1)[0] for name in at_k] for row in stored]
-    )  # (runs, 3, LIMBS): every run's sums at cutoff k
+    # (runs, 3, LIMBS): every run's sums at cutoff k, one conversion per measure
+    sums = np.stack(
+        [
+            score_packs.unpack_sums(
+                b"".join(bytes(getattr(row, name)) for row in stored), len(stored)
+            )
+            for name in at_k
+        ],
+        axis=1,
+    )
     counts = np.array([row.queries for row in stored], dtype=np.int64)
     values = exact_arrays.means(sums, counts[:, np.newaxis]).tolist()
     means = []
