@@ -180,6 +180,17 @@ def test_organiser_sees_the_form_and_sending_adds_the_pairs(trial: Collection, p
     assert "Added 4 pairs to pool main (2 already in it)." in page
 
 
+def test_the_pages_unjudged_count_follows_a_judgement(trial: Collection, pool: Pool) -> None:
+    # The count is kept under the scores stamp, which a judgement moves.
+    client = as_user("olga")
+    assert "Send the 6 unjudged documents" in client.get(f"{QUERY_PAGE}?k=5").content.decode()
+    services.judgement_record(
+        query=q1(trial), document=trial.documents.get(docno="d2"), assessor=user("olga"),
+        grade=1, source="api",
+    )  # fmt: skip
+    assert "Send the 5 unjudged documents" in client.get(f"{QUERY_PAGE}?k=5").content.decode()
+
+
 def test_without_a_pool_the_page_links_to_the_pools_page(trial: Collection) -> None:
     html = as_user("olga").get(QUERY_PAGE).content.decode()
     assert 'id="to-pool"' not in html

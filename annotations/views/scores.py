@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, cast
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -156,6 +157,7 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
          side_b[position] if position < len(side_b) else None)
         for position in range(max(len(side_a), len(side_b)))
     ]  # fmt: skip
+    stamp = scores_state.scores_state(collection=collection).stamp
     context = {
         "collection": collection,
         "query": query,
@@ -168,9 +170,16 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         # Grades reveal the qrels: organisers see them, other members see judged/unjudged.
         "show_grades": access.organiser,
         "judged": SimpleLazyObject(lambda: query_scores.query_judged(query=query)),
-        "stamp": scores_state.scores_state(collection=collection).stamp,
+        "stamp": stamp,
         "unjudged_top": (
-            len(query_scores.query_unjudged_top(query=query, k=k)) if access.organiser else None
+            # Moves only with judgements or runs, which move the scores stamp too.
+            cache.get_or_set(
+                f"query-unjudged-top:{query.id}:{k}:{stamp}",
+                lambda: len(query_scores.query_unjudged_top(query=query, k=k)),
+                600,
+            )
+            if access.organiser
+            else None
         ),
         "pools": list(judging.pools_of(collection=collection)) if access.organiser else [],
     }
