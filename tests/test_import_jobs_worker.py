@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,10 @@ from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from annotations.models import Collection, ImportJob, Judgement, Query
-from annotations.services.jobs import WORKER_STOPPED
+from annotations.services.jobs import WORKER_STOPPED, import_job_create
 from tests.conftest import celery_broker, require_component
 from tests.factories import MembershipFactory, UserFactory
 from tests.test_tasks import BROKER, ROOT, _database_url, _redis_reachable
@@ -141,3 +143,22 @@ def test_a_killed_worker_leaves_the_job_failed_and_nothing_imported(
     job.refresh_from_db()
     assert job.upload_path == ""
     assert not list(Path(settings.NDCG_UPLOAD_DIR).iterdir())
+
+
+def test_a_job_whose_task_the_broker_lost_is_queued_again_and_imported(
+    collection: Collection, organiser: Client, worker: subprocess.Popen[bytes], settings
+) -> None:  # type: ignore[no-untyped-def]
+    # The job is stored but its task never reaches the broker (as after a Redis restart
+    # without persistence); once it has waited NDCG_IMPORT_STALE_SECONDS, the sweep (here a
+    # read of the import page, as the beat's would) queues it again and the worker runs it.
+    settings.NDCG_IMPORT_STALE_SECONDS = 5
+    job = import_job_create(
+        collection=collection, kind="qrels",
+        upload=SimpleUploadedFile("lost.qrels", _qrels(1000)), created_by=None,
+    )  # fmt: skip
+    ImportJob.objects.filter(id=job.id).update(created=timezone.now() - timedelta(seconds=6))
+    caches["coordination"].delete(f"import-job-republished:{job.id}")
+    assert organiser.get(reverse("collection-imports", args=["demo"])).status_code == 200
+    done = _poll(organiser, lambda job: job["state"] == "done", 120)[-1]
+    assert done["summary"] == "judgements as trec: 1000 created, 0 updated, 0 unchanged"
+    assert Judgement.objects.filter(query__collection=collection).count() == 1000

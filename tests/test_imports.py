@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
@@ -303,13 +304,34 @@ def test_a_queued_job_left_by_a_stopped_server_is_failed_without_a_broker(
     settings.NDCG_IMPORT_STALE_SECONDS = 60
     job = _job(trial, upload_dir)
     ImportJob.objects.filter(id=job.id).update(created=timezone.now() - timedelta(seconds=61))
-    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # with a broker it may still wait
-    assert import_jobs_sweep() == 0
     settings.CELERY_BROKER_URL = ""
     assert import_jobs_sweep() == 1
     job.refresh_from_db()
     assert (job.state, job.error) == ("failed", NOT_STARTED)
     assert not Query.objects.filter(qid="q5").exists()
+
+
+def test_with_a_broker_a_job_queued_too_long_is_queued_again_once_per_period(
+    trial: Collection, upload_dir: Path, settings, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    # A broker that lost the task (a Redis restarted without persistence) must not leave the
+    # job queued for ever: the sweep queues it again, at most once per stale period, and
+    # keeps it (a second delivery of a claimed job does nothing).
+    from annotations.services import jobs
+
+    settings.NDCG_IMPORT_STALE_SECONDS = 60
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # never reached: publishing recorded
+    published: list[int] = []
+    monkeypatch.setattr(jobs, "_publish", published.append)
+    caches["coordination"].clear()  # no mark left by an earlier test's job of the same id
+    fresh = _job(trial, upload_dir)
+    lost = _job(trial, upload_dir, created=timezone.now() - timedelta(seconds=61))
+    assert import_jobs_sweep() == 0
+    assert published == [lost.id]
+    assert import_jobs_sweep() == 0  # the page reads sweep too: not queued again meanwhile
+    assert published == [lost.id]
+    assert set(ImportJob.objects.values_list("state", flat=True)) == {"queued"}
+    assert fresh.id not in published
 
 
 def test_with_the_broker_down_the_job_fails_at_once_and_nothing_is_imported(

@@ -333,15 +333,21 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
     """Fail the running jobs not heard of for NDCG_IMPORT_STALE_SECONDS (the worker stopped)
     and, without a broker, the queued jobs that old (the server stopped); their uploads are
     deleted. Nothing of theirs was imported: a job's import commits only together with its
-    "done", and an import that outlives its job's failure rolls back (`import_job_run`)."""
+    "done", and an import that outlives its job's failure rolls back (`import_job_run`).
+
+    With a broker, a job still queued that long is queued again (at most once per that
+    time): a broker that lost its task (a Redis restarted without persistence) would leave
+    it waiting for ever, and a second delivery of a job already claimed does nothing."""
     now = timezone.now()
     limit = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
     jobs = ImportJob.objects.filter(state=ImportJob.RUNNING, heartbeat__lt=limit)
-    if not settings.CELERY_BROKER_URL:
-        stalled = ImportJob.objects.filter(state=ImportJob.QUEUED, created__lt=limit)
-        jobs = jobs | stalled
+    stalled = ImportJob.objects.filter(state=ImportJob.QUEUED, created__lt=limit)
     if collection is not None:
-        jobs = jobs.filter(collection=collection)
+        jobs, stalled = jobs.filter(collection=collection), stalled.filter(collection=collection)
+    if settings.CELERY_BROKER_URL:
+        _republish(list(stalled.values_list("id", flat=True)))
+    else:
+        jobs = jobs | stalled
     swept = 0
     for job in jobs:
         if job.state == ImportJob.RUNNING:
@@ -359,6 +365,16 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
             _upload_delete(job)
             swept += failed
     return swept
+
+
+def _republish(job_ids: list[int]) -> None:
+    """Queue these jobs' tasks again, each at most once per NDCG_IMPORT_STALE_SECONDS (the
+    sweep also runs on every read of the import page)."""
+    timeout = settings.NDCG_IMPORT_STALE_SECONDS
+    for job_id in job_ids:
+        if caches["coordination"].add(f"import-job-republished:{job_id}", 1, timeout=timeout):
+            logger.warning("import job %s still queued: queued again", job_id)
+            _publish(job_id)
 
 
 def import_jobs_sweep_quietly(*, collection: Collection) -> None:
