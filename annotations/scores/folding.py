@@ -25,8 +25,9 @@ from annotations.models import RunScore
 from annotations.score_packs import FloatArray, IntArray
 from annotations.scores.computing import ExactMeans
 
-# One written group of RunScore rows: the measures whose sums moved (empty: only the query
-# count), and whether the sums were read at all (then the overflow texts are written too).
+# One written group of RunScore rows: whether the run's sums were read (then its overflow
+# texts are written too; if not, only its query count moved), and the measures whose sums
+# moved.
 GroupKey = tuple[bool, tuple[int, ...]]
 
 
