@@ -174,12 +174,19 @@ def unpack_sums(data: bytes | memoryview, cutoffs: int, measures: int = 1) -> In
         limbs[:, i] = ((words[:, i - 1] >> (32 - shift)) | (words[:, i] << shift)) & _MASK
     limbs[:, 3] = ((words[:, 2] >> (32 - shift)) | (sign << shift)) & _MASK
     limbs[:, 4] = sign
-    shape = (cutoffs, exact_arrays.LIMBS) if measures == 1 else (measures, cutoffs, 5)
+    limbs_shape = (cutoffs, exact_arrays.LIMBS)
+    shape = limbs_shape if measures == 1 else (measures, *limbs_shape)
     return limbs.reshape(shape)
 
 
 def overflow_key(measure: int, index: int) -> str:
     return f"{measure}:{index}"
+
+
+def overflow_place(key: str) -> tuple[int, int]:
+    """The (measure, position) an overflow key names ("1:7" -> (1, 7))."""
+    measure, index = key.split(":")
+    return int(measure), int(index)
 
 
 def exact_total(sums: IntArray, overflow: Mapping[str, str], measure: int, index: int) -> int:
@@ -194,7 +201,7 @@ def means_of(sums: IntArray, overflow: Mapping[str, str], queries: int) -> Float
     """The (3, K) correctly rounded means of a run's exact sums over `queries`."""
     means = exact_arrays.means(sums, np.int64(queries))
     for key, text in overflow.items():
-        measure, index = map(int, key.split(":"))
+        measure, index = overflow_place(key)
         means[measure, index] = exact.total_mean(exact.total_from_text(text), queries)
     return means
 

@@ -104,7 +104,7 @@ class ExactMeans:
             )
         for r, (_, _, overflow) in enumerate(rows):
             for key, text in overflow.items():
-                measure, index = map(int, key.split(":"))
+                measure, index = score_packs.overflow_place(key)
                 means.big[(r, measure, index)] = exact.total_from_text(text)
                 means.sums[r, measure, index] = 0
         return means

@@ -191,7 +191,7 @@ def _tail_overflow(
     their position within the tail."""
     tail = {}
     for key, text in overflow.items():
-        measure, index = map(int, key.split(":"))
+        measure, index = score_packs.overflow_place(key)
         if measure in measures and index >= start:
             tail[score_packs.overflow_key(measures.index(measure), index - start)] = text
     return tail
@@ -203,10 +203,10 @@ def _merged_overflow(
     """The stored texts outside the read tails, and the folded tails' texts in place."""
     merged = {}
     for key, text in stored.items():
-        measure, index = map(int, key.split(":"))
+        measure, index = score_packs.overflow_place(key)
         if measure not in measures or index < start:
             merged[key] = text
     for key, text in tail.items():
-        place, index = map(int, key.split(":"))
+        place, index = score_packs.overflow_place(key)
         merged[score_packs.overflow_key(measures[place], index + start)] = text
     return merged
