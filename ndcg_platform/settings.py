@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "annotations.middleware.RefuseNulMiddleware",
+    "annotations.lockouts.ProxyCountWarningMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -198,18 +199,25 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# Login throttling (django-axes): after NDCG_LOGIN_FAILURES failed logins for one account,
-# or from one address, further attempts are refused for NDCG_LOGIN_COOLOFF_MINUTES; staff see
-# the attempts and lockouts in the admin ("Axes").
+# Login throttling (django-axes, annotations/lockouts.py): after NDCG_LOGIN_FAILURES failed
+# logins for one account from one address, or NDCG_LOGIN_FAILURES_PER_ACCOUNT for one account
+# from anywhere, further attempts are refused for NDCG_LOGIN_COOLOFF_MINUTES. Never per
+# address alone: made-up usernames lock out nobody else. Staff see the attempts in the admin.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+AXES_HANDLER = "annotations.lockouts.LockoutHandler"
 AXES_FAILURE_LIMIT = env_int("NDCG_LOGIN_FAILURES", 5, minimum=1)
+NDCG_LOGIN_FAILURES_PER_ACCOUNT = env_int(
+    "NDCG_LOGIN_FAILURES_PER_ACCOUNT", 4 * AXES_FAILURE_LIMIT, minimum=1
+)
 AXES_COOLOFF_TIME = env_int("NDCG_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username"]
+AXES_RESET_ON_SUCCESS = True  # the pair's own failures only (LockoutHandler)
 AXES_LOCKOUT_CALLABLE = "annotations.api_errors.lockout_response"
+# Behind a reverse proxy: the number of proxies, so that the client's own address is read
+# from X-Forwarded-For (a warning is logged when that header arrives and this is 0).
 AXES_IPWARE_PROXY_COUNT = env_int("NDCG_PROXY_COUNT", 0)
 
 # Uploads (run files through the API) are streamed to disk above this size and refused above

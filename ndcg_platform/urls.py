@@ -18,10 +18,14 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
-    # The one-time set-password links an organiser hands to a new account.
+    # The one-time set-password links an organiser hands to a new account; setting the
+    # password logs the person in.
     path(
         "accounts/reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(),
+        auth_views.PasswordResetConfirmView.as_view(
+            post_reset_login=True,
+            post_reset_login_backend="django.contrib.auth.backends.ModelBackend",
+        ),
         name="password_reset_confirm",
     ),
     path(

@@ -45,7 +45,7 @@ def test_an_organiser_adds_an_existing_user_with_a_role(trial: Collection) -> No
     assert again.status_code == 400 and "eve already has this role" in again.content.decode()
     missing = as_user("olga").post(PAGE, {"action": "add", "username": "nobody", "role": "owner"})
     html = missing.content.decode()
-    assert missing.status_code == 400 and "No account is called &#x27;nobody&#x27;" in html
+    assert missing.status_code == 400 and "&#x27;nobody&#x27; cannot be added" in html
     assert 'class="error-summary"' in html  # the summary at the top and the inline error
 
 
@@ -82,7 +82,7 @@ def test_the_link_is_mailed_when_mail_is_configured(trial: Collection, settings:
 
 
 def test_a_taken_or_invalid_username_is_refused_and_nothing_is_created(trial: Collection) -> None:
-    for username, problem in (("Alice", "An account with this username exists"), ("a b", "")):
+    for username, problem in (("Alice", "This username is taken"), ("a b", "")):
         response = as_user("olga").post(
             PAGE, {"action": "create", "username": username, "role": "assessor"}
         )
@@ -96,6 +96,7 @@ def test_links_only_for_accounts_without_a_password_and_never_for_staff(
     alice = _membership("alice", "assessor")
     response = as_user("olga").post(f"{PAGE}{alice.id}/link/", follow=True)
     assert "alice has set a password" in response.content.decode()
+    assert "New set-password link" not in response.content.decode()
     root = UserFactory(username="root", is_staff=True)
     root.set_unusable_password()
     root.save()
@@ -159,3 +160,147 @@ def test_every_user_changes_their_own_password(trial: Collection) -> None:
         },
     )
     assert wrong.status_code == 200 and "error-summary" in wrong.content.decode()
+
+
+# Accounts belong to the collection that made them: no organiser reaches another collection's
+# accounts through Add existing user or a set-password link.
+
+
+def _second_collection_with_a_new_organiser() -> tuple[Collection, Any]:
+    """Collection "other", organised by bea, whose members page creates "newcomer" as an
+    organiser of "other" (the account has no password yet)."""
+    from tests.factories import CollectionFactory, MembershipFactory
+
+    other = CollectionFactory(slug="other")
+    MembershipFactory(collection=other, user=UserFactory(username="bea"), role="organiser")
+    response = as_user("bea").post(
+        "/collections/other/members/",
+        {"action": "create", "username": "newcomer", "email": "", "role": "organiser"},
+    )
+    assert response.status_code == 200
+    return other, response.context["link"]
+
+
+def test_another_collections_new_account_cannot_be_added_or_given_a_link(
+    trial: Collection,
+) -> None:
+    other, bea_link = _second_collection_with_a_new_organiser()
+    take = as_user("olga").post(PAGE, {"action": "add", "username": "newcomer", "role": "owner"})
+    nobody = as_user("olga").post(PAGE, {"action": "add", "username": "nobody", "role": "owner"})
+    assert take.status_code == nobody.status_code == 400
+    # one answer whether the account exists without a password or does not exist at all
+    assert take.context["add_form"].errors["username"] == [
+        "'newcomer' cannot be added: ask the person for the username they log in with, or "
+        "create a new account below."
+    ]
+    assert nobody.context["add_form"].errors["username"][0].startswith("'nobody' cannot be")
+    assert not Membership.objects.filter(collection=trial, user__username="newcomer").exists()
+
+    # Even if it were a member here (staff added it), olga cannot issue its link.
+    newcomer = get_user_model().objects.get(username="newcomer")
+    membership = Membership.objects.create(collection=trial, user=newcomer, role="assessor")
+    page = as_user("olga").get(PAGE).content.decode()
+    assert "New set-password link" not in page
+    refused = as_user("olga").post(f"{PAGE}{membership.id}/link/", follow=True)
+    assert "/accounts/reset/" not in refused.content.decode()
+    assert "issued only for an account this collection created" in refused.content.decode()
+    # and bea, whose account it is, cannot either while it holds a role in trial
+    theirs = Membership.objects.get(collection=other, user=newcomer)
+    again = as_user("bea").post(f"/collections/other/members/{theirs.id}/link/", follow=True)
+    assert "/accounts/reset/" not in again.content.decode()
+    # bea's first link still works for the real person
+    visitor = Client()
+    form = visitor.get(bea_link["url"], follow=True)
+    assert form.context["validlink"]
+
+
+def test_the_import_account_never_gets_a_link_or_a_role(trial: Collection) -> None:
+    from annotations import services
+    from annotations.models import AccountOrigin
+
+    trec = services.import_assessor()
+    assert AccountOrigin.objects.get(user=trec).system
+    added = as_user("olga").post(PAGE, {"action": "add", "username": "trec", "role": "organiser"})
+    assert added.status_code == 400 and "cannot be added" in added.content.decode()
+    # staff may add it for a moment, but no one issues it a link, not even staff
+    membership = Membership.objects.create(collection=trial, user=trec, role="assessor")
+    root = UserFactory(username="root", is_staff=True)
+    for user in ("olga", "root"):
+        response = as_user(user).post(f"{PAGE}{membership.id}/link/", follow=True)
+        assert "trec is a system account" in response.content.decode()
+        assert "/accounts/reset/" not in response.content.decode()
+    assert root.is_staff
+
+
+def test_links_and_additions_are_audited_for_staff(trial: Collection) -> None:
+    from annotations.models import AccountAudit
+
+    created = as_user("olga").post(
+        PAGE, {"action": "create", "username": "nina", "email": "", "role": "assessor"}
+    )
+    nina = _membership("nina", "assessor")
+    as_user("olga").post(f"{PAGE}{nina.id}/link/")
+    as_user("olga").post(PAGE, {"action": "add", "username": "eve", "role": "owner"})
+    as_user("olga").post(f"{PAGE}{nina.id}/role/", {"role": "owner"})
+    assert created.status_code == 200
+    trail = list(
+        AccountAudit.objects.order_by("id").values_list(
+            "actor_name", "action", "target_name", "collection_slug", "detail"
+        )
+    )
+    assert trail == [
+        ("olga", "created", "nina", "trial", "assessor"),
+        ("olga", "link", "nina", "trial", ""),
+        ("olga", "link", "nina", "trial", ""),
+        ("olga", "added", "eve", "trial", "owner"),
+        ("olga", "role", "nina", "trial", "assessor -> owner"),
+    ]
+    root = UserFactory(username="root", is_staff=True, is_superuser=True)
+    listing = as_user("root").get("/admin/annotations/accountaudit/")
+    assert listing.status_code == 200 and "nina" in listing.content.decode()
+    assert as_user("olga").get("/admin/annotations/accountaudit/").status_code == 302
+    assert root.is_superuser
+
+
+def test_staff_issue_a_link_for_an_account_of_another_collection(trial: Collection) -> None:
+    other, _ = _second_collection_with_a_new_organiser()
+    newcomer = get_user_model().objects.get(username="newcomer")
+    membership = Membership.objects.create(collection=trial, user=newcomer, role="assessor")
+    UserFactory(username="root", is_staff=True)
+    response = as_user("root").post(f"{PAGE}{membership.id}/link/")
+    assert response.status_code == 200 and "/accounts/reset/" in response.context["link"]["url"]
+    assert other.slug == "other"
+
+
+def test_accounts_without_a_password_from_before_get_their_origin_by_migration(
+    transactional_db: None,
+) -> None:
+    """Migration 0015: an account without a password holding roles in one collection belongs
+    to it; one holding roles in two belongs to none (only staff give it a link); `trec` is a
+    system account."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("annotations", "0014_import_job_split_tags")]
+    after = [("annotations", "0015_account_origins")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    user_model = old.get_model("auth", "User")
+    collection_model = old.get_model("annotations", "Collection")
+    membership_model = old.get_model("annotations", "Membership")
+    one = collection_model.objects.create(slug="one", name="one", cutoffs=[10])
+    two = collection_model.objects.create(slug="two", name="two", cutoffs=[10])
+    users = {name: user_model.objects.create(username=name, password="!x") for name in
+             ("solo", "shared", "trec")}  # fmt: skip
+    membership_model.objects.create(collection=one, user=users["solo"], role="assessor")
+    for collection in (one, two):
+        membership_model.objects.create(collection=collection, user=users["shared"], role="owner")
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    origin = executor.loader.project_state(after).apps.get_model("annotations", "AccountOrigin")
+    rows = {o.user_id: (o.collection_id, o.system) for o in origin.objects.all()}
+    assert rows == {users["solo"].pk: (one.pk, False), users["trec"].pk: (None, True)}
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -27,6 +27,7 @@ def test_repeated_wrong_passwords_lock_the_account_even_against_the_right_one(
     db: None, settings: Any
 ) -> None:
     settings.AXES_FAILURE_LIMIT = 3
+    settings.NDCG_LOGIN_FAILURES_PER_ACCOUNT = 6
     UserFactory(username="victim", password="right-password-1")
     client = Client(REMOTE_ADDR="10.0.0.1")
     for _ in range(2):
@@ -34,12 +35,67 @@ def test_repeated_wrong_passwords_lock_the_account_even_against_the_right_one(
     locked = _login(client, "victim", "wrong")
     assert locked.status_code == 429
     assert "Too many failed logins" in locked.content.decode()
-    # the right password from another address: still refused (the account is locked)
+    # from this address even the right password is refused (and counts: 4 failures)
+    assert _login(client, "victim", "right-password-1").status_code == 429
+    # from another address the account still logs in, until it has failed 6 times in all
     other = Client(REMOTE_ADDR="10.0.0.2")
-    assert _login(other, "victim", "right-password-1").status_code == 429
+    assert _login(other, "victim", "right-password-1").status_code == 302
+    third = Client(REMOTE_ADDR="10.0.0.3")
+    assert [_login(third, "victim", "wrong").status_code for _ in range(2)] == [200, 429]
+    fourth = Client(REMOTE_ADDR="10.0.0.4")
+    assert _login(fourth, "victim", "right-password-1").status_code == 429  # from anywhere
     from axes.models import AccessAttempt
 
     assert AccessAttempt.objects.filter(username="victim").exists()  # seen in the admin
+
+
+def test_logging_into_ones_own_account_does_not_reset_anothers_failures(
+    db: None, settings: Any
+) -> None:
+    """4 guesses, then one's own login, again and again: the guessed account is locked at
+    the limit all the same (a success clears only its own account's failures there)."""
+    settings.AXES_FAILURE_LIMIT = 5
+    UserFactory(username="victim", password="right-password-1")
+    UserFactory(username="attacker", password="attacker-pass-1")
+    client = Client(REMOTE_ADDR="10.0.2.1")
+    statuses = []
+    for _ in range(3):
+        statuses += [_login(client, "victim", "guess").status_code for _ in range(4)]
+        assert (
+            _login(Client(REMOTE_ADDR="10.0.2.1"), "attacker", "attacker-pass-1").status_code == 302
+        )
+    assert statuses[:4] == [200] * 4 and statuses[4] == 429 and set(statuses[5:]) == {429}
+
+
+def test_made_up_usernames_lock_out_nobody_else_at_that_address(db: None, settings: Any) -> None:
+    settings.AXES_FAILURE_LIMIT = 3
+    UserFactory(username="colleague", password="right-password-1")
+    client = Client(REMOTE_ADDR="10.0.3.1")
+    for name in ("nobody-1", "nobody-2", "nobody-3", "nobody-4"):
+        for _ in range(4):
+            _login(client, name, "wrong")
+    assert _login(client, "nobody-1", "wrong").status_code == 429  # that name is locked
+    same_address = Client(REMOTE_ADDR="10.0.3.1")
+    assert _login(same_address, "colleague", "right-password-1").status_code == 302
+    assert (
+        _token(Client(REMOTE_ADDR="10.0.3.1"), "colleague", "right-password-1").status_code == 200
+    )
+
+
+def test_a_forwarded_request_with_no_proxy_count_is_warned_about_once(
+    db: None, settings: Any, caplog: Any
+) -> None:
+    from annotations.lockouts import ProxyCountWarningMiddleware
+
+    settings.AXES_IPWARE_PROXY_COUNT = 0
+    ProxyCountWarningMiddleware.warned = False
+    with caplog.at_level("WARNING", logger="annotations.security"):
+        Client().get("/accounts/login/")
+        assert not caplog.records
+        for _ in range(2):
+            Client().get("/accounts/login/", HTTP_X_FORWARDED_FOR="203.0.113.9")
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "NDCG_PROXY_COUNT is 0" in warnings[0]
 
 
 def test_a_right_password_before_the_limit_logs_in_and_resets_the_count(
@@ -131,11 +187,11 @@ def test_wrong_passwords_at_the_token_endpoint_lock_out_like_the_login_page(
     body = locked.json()["error"]
     assert body["status"] == 429 and body["code"] == "locked_out"
     assert "Too many failed logins" in body["detail"] and int(locked["Retry-After"]) > 0
-    # the right password, from another address: refused while the account is locked
-    refused = _token(Client(REMOTE_ADDR="10.0.1.2"), "target", "right-password-1")
+    # the right password from this address: refused while the pair is locked
+    refused = _token(Client(REMOTE_ADDR="10.0.1.1"), "target", "right-password-1")
     assert refused.status_code == 429
     # and the login page counts the same attempts
-    assert _login(Client(REMOTE_ADDR="10.0.1.3"), "target", "right-password-1").status_code == 429
+    assert _login(Client(REMOTE_ADDR="10.0.1.1"), "target", "right-password-1").status_code == 429
 
 
 def test_a_token_request_without_credentials_is_a_400_naming_the_fields(db: None) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
@@ -19,15 +17,8 @@ ROLE_HELP = (
 class MemberAddForm(forms.Form):
     username = forms.CharField(max_length=150, help_text="The account's username.")
     role = forms.ChoiceField(choices=Membership.ROLE_CHOICES, help_text=ROLE_HELP)
-
-    def clean_username(self) -> Any:
-        username = self.cleaned_data["username"]
-        user = get_user_model().objects.filter(username=username).first()
-        if user is None:
-            raise forms.ValidationError(
-                f"No account is called {username!r}; create it below instead."
-            )
-        return user
+    # Whether the account can be added is the service's rule (services.membership_add),
+    # answered in one message whatever the reason.
 
 
 class AccountCreateForm(forms.Form):
@@ -47,7 +38,7 @@ class AccountCreateForm(forms.Form):
         username: str = self.cleaned_data["username"]
         if get_user_model().objects.filter(username__iexact=username).exists():
             raise forms.ValidationError(
-                "An account with this username exists; add it as an existing user above."
+                "This username is taken: choose another, or add the person's own account above."
             )
         return username
 

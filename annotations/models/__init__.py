@@ -1,5 +1,6 @@
 """Collections, queries, documents, runs, judgements with their history, and stored scores."""
 
+from annotations.models.accounts import AccountAudit, AccountOrigin
 from annotations.models.collections import (
     AGGREGATION_CHOICES,
     DEFAULT_CUTOFFS,
@@ -51,6 +52,8 @@ __all__ = [
     "ID_MAX_LENGTH",
     "MISSING_CHOICES",
     "STALE_CHOICES",
+    "AccountAudit",
+    "AccountOrigin",
     "Adjudication",
     "Assignment",
     "AssignmentItem",

@@ -48,9 +48,12 @@ from annotations.services.members import (
     account_create,
     account_password_link,
     account_password_link_send,
+    link_candidates,
+    link_refusal,
     membership_add,
     membership_change_role,
     membership_remove,
+    system_account,
 )
 from annotations.services.pools import (
     assignment_create,
@@ -108,6 +111,8 @@ __all__ = [
     "judgement_record",
     "judgement_upsert",
     "judgements_import",
+    "link_candidates",
+    "link_refusal",
     "membership_add",
     "membership_change_role",
     "membership_grant",
@@ -125,5 +130,6 @@ __all__ = [
     "run_import",
     "run_store",
     "runs_import",
+    "system_account",
     "topics_import",
 ]

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 from itertools import islice
+from typing import cast
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -32,6 +33,7 @@ from annotations.services.imports import (
     documents_ensure,
     queries_ensure,
 )
+from annotations.services.members import system_account
 
 IMPORT_ASSESSOR = "trec"
 
@@ -200,11 +202,7 @@ def import_assessor(username: str | None = None) -> User:
             return user_model.objects.get(username=username)
         except user_model.DoesNotExist:
             raise ValidationError({"assessor": f"no user named {username!r}"}) from None
-    user, created = user_model.objects.get_or_create(username=IMPORT_ASSESSOR)
-    if created:
-        user.set_unusable_password()
-        user.save()
-    return user
+    return cast(User, system_account(IMPORT_ASSESSOR))
 
 
 QRELS_BATCH = 50_000

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -34,6 +35,7 @@ def _page(
     context = {
         "collection": collection,
         "memberships": memberships,
+        "linkable": services.link_candidates(collection=collection, actor=_actor(request)),
         "roles": Membership.ROLE_CHOICES,
         "add_form": add_form or MemberAddForm(),
         "create_form": create_form or AccountCreateForm(),
@@ -42,8 +44,14 @@ def _page(
     return render(request, "annotations/members/members.html", context, status=status)
 
 
+def _actor(request: HttpRequest) -> User:
+    """The organiser (or staff) acting: the pages below require a login."""
+    return cast(User, request.user)
+
+
 def _link(request: HttpRequest, collection: Collection, user: Any) -> dict[str, Any]:
-    url = request.build_absolute_uri(services.account_password_link(user=user))
+    path = services.account_password_link(user=user, collection=collection, actor=_actor(request))
+    url = request.build_absolute_uri(path)
     mailed = services.account_password_link_send(user=user, url=url, collection=collection)
     return {"user": user, "url": url, "mailed": mailed}
 
@@ -63,6 +71,7 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
                     username=data["username"],
                     email=data["email"],
                     role=data["role"],
+                    actor=_actor(request),
                 )
             except ValidationError as error:
                 create_form.add_error(None, " ".join(error.messages))
@@ -72,16 +81,19 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
         return _page(request, collection, create_form=create_form, status=400)
     add_form = MemberAddForm(request.POST)
     if add_form.is_valid():
-        user = add_form.cleaned_data["username"]
+        username = add_form.cleaned_data["username"]
         try:
             services.membership_add(
-                collection=collection, user=user, role=add_form.cleaned_data["role"]
+                collection=collection,
+                username=username,
+                role=add_form.cleaned_data["role"],
+                actor=_actor(request),
             )
         except ValidationError as error:
             for field, problems in error.message_dict.items():
                 add_form.add_error(field if field in add_form.fields else None, problems)
         else:
-            messages.success(request, f"{user.get_username()} added.")
+            messages.success(request, f"{username} added.")
             return redirect("collection-members", slug=collection.slug)
     return _page(request, collection, add_form=add_form, status=400)
 
@@ -104,7 +116,9 @@ def member_role(request: HttpRequest, slug: str, membership_id: int) -> HttpResp
         messages.error(request, "Choose one of the roles.")
     else:
         try:
-            services.membership_change_role(membership=membership, role=form.cleaned_data["role"])
+            services.membership_change_role(
+                membership=membership, role=form.cleaned_data["role"], actor=_actor(request)
+            )
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
         else:
@@ -120,7 +134,7 @@ def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
     membership = _membership(request, slug, membership_id)
     if request.method == "POST":
         try:
-            services.membership_remove(membership=membership)
+            services.membership_remove(membership=membership, actor=_actor(request))
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
         else:
@@ -136,7 +150,8 @@ def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
 @login_required
 @require_POST
 def member_link(request: HttpRequest, slug: str, membership_id: int) -> HttpResponse:
-    """A fresh set-password link for a member who has not set a password yet."""
+    """A fresh set-password link for a member this collection created who has not set a
+    password yet (services.link_refusal says who qualifies)."""
     membership = _membership(request, slug, membership_id)
     try:
         link = _link(request, membership.collection, membership.user)
