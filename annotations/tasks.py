@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from annotations import scores, snapshots
+from annotations import idempotency, scores, snapshots
 from annotations.models import Collection, Query, Run
 from annotations.services import impact, jobs
 
@@ -58,3 +58,10 @@ def import_job_run(job_id: int) -> str:
 def import_jobs_sweep() -> int:
     """Periodic (celery beat): fail the import jobs whose worker stopped."""
     return jobs.import_jobs_sweep()
+
+
+@shared_task(name="annotations.tasks.idempotency_purge")
+def idempotency_purge() -> int:
+    """Periodic (celery beat): forget the stored answers of writes older than their keys'
+    NDCG_IDEMPOTENCY_HOURS."""
+    return idempotency.purge_expired()

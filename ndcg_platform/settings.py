@@ -220,6 +220,9 @@ AXES_LOCKOUT_CALLABLE = "annotations.api_errors.lockout_response"
 # from X-Forwarded-For (a warning is logged when that header arrives and this is 0).
 AXES_IPWARE_PROXY_COUNT = env_int("NDCG_PROXY_COUNT", 0)
 
+# API writes sent with an Idempotency-Key keep their answer this long for retries.
+NDCG_IDEMPOTENCY_HOURS = env_int("NDCG_IDEMPOTENCY_HOURS", 24, minimum=1)
+
 # Uploads (run files through the API) are streamed to disk above this size and refused above
 # NDCG_MAX_UPLOAD_MB.
 NDCG_MAX_UPLOAD_MB = env_int("NDCG_MAX_UPLOAD_MB", 200, minimum=1)
@@ -291,6 +294,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotations.tasks.import_jobs_sweep",
         "schedule": float(NDCG_SWEEP_SECONDS),
     },
+    "idempotency-purge": {"task": "annotations.tasks.idempotency_purge", "schedule": 3600.0},
 }
 
 # The browsable API (HTML forms at ?format=api) only where asked for; JSON alone otherwise.

@@ -107,6 +107,26 @@ def test_a_double_submit_creates_one_judgement_and_one_history_row(
     assert JudgementHistory.objects.count() == 1
 
 
+def test_a_grade_sent_twice_with_its_pages_key_is_answered_with_the_first_redirect(
+    assigned: Assignment,
+) -> None:
+    client = as_user("alice")
+    page = client.get(grade_url(assigned, 1))
+    key = page.context["idempotency_key"]
+    assert f'name="idempotency_key" value="{key}"' in page.content.decode()
+    form = {"grade": "2", "idempotency_key": key}
+    first = client.post(grade_url(assigned, 1), form)
+    client.post(grade_url(assigned, 2), {"grade": "1"})  # the next pair meanwhile
+    retry = client.post(grade_url(assigned, 1), form)
+    assert first.status_code == retry.status_code == 302
+    assert retry["Location"] == first["Location"] == grade_url(assigned, 2)
+    assert retry["Idempotent-Replayed"] == "true"
+    assert JudgementHistory.objects.filter(document__docno="d1").count() == 1
+    # another grade from the same page is a new choice, and saved
+    changed = client.post(grade_url(assigned, 1), {"grade": "0", "idempotency_key": key})
+    assert changed.status_code == 302 and alice_grades()["d1"] == 0
+
+
 def test_revisiting_changes_the_grade_and_records_old_and_new(assigned: Assignment) -> None:
     client = as_user("alice")
     client.post(grade_url(assigned, 1), {"grade": "2"})

@@ -273,34 +273,30 @@ def test_staff_issue_a_link_for_an_account_of_another_collection(trial: Collecti
 
 
 def test_accounts_without_a_password_from_before_get_their_origin_by_migration(
-    transactional_db: None,
+    db: None,
 ) -> None:
-    """Migration 0015: an account without a password holding roles in one collection belongs
-    to it; one holding roles in two belongs to none (only staff give it a link); `trec` is a
-    system account."""
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
+    """Migration 0015's data step: an account without a password holding roles in one
+    collection belongs to it; one holding roles in two belongs to none (only staff give it a
+    link); `trec` is a system account; accounts with a password get no origin."""
+    import importlib
 
-    before = [("annotations", "0014_import_job_split_tags")]
-    after = [("annotations", "0015_account_origins")]
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)
-    old = executor.loader.project_state(before).apps
-    user_model = old.get_model("auth", "User")
-    collection_model = old.get_model("annotations", "Collection")
-    membership_model = old.get_model("annotations", "Membership")
-    one = collection_model.objects.create(slug="one", name="one", cutoffs=[10])
-    two = collection_model.objects.create(slug="two", name="two", cutoffs=[10])
-    users = {name: user_model.objects.create(username=name, password="!x") for name in
-             ("solo", "shared", "trec")}  # fmt: skip
-    membership_model.objects.create(collection=one, user=users["solo"], role="assessor")
+    from django.apps import apps
+
+    from annotations.models import AccountOrigin
+    from tests.factories import CollectionFactory
+
+    migration = importlib.import_module("annotations.migrations.0015_account_origins")
+    one, two = CollectionFactory(slug="one"), CollectionFactory(slug="two")
+    users = {}
+    for name in ("solo", "shared", "trec", "withpassword"):
+        users[name] = UserFactory(username=name)
+        if name != "withpassword":
+            users[name].set_unusable_password()
+            users[name].save()
+    Membership.objects.create(collection=one, user=users["solo"], role="assessor")
+    Membership.objects.create(collection=one, user=users["withpassword"], role="assessor")
     for collection in (one, two):
-        membership_model.objects.create(collection=collection, user=users["shared"], role="owner")
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(after)
-    origin = executor.loader.project_state(after).apps.get_model("annotations", "AccountOrigin")
-    rows = {o.user_id: (o.collection_id, o.system) for o in origin.objects.all()}
+        Membership.objects.create(collection=collection, user=users["shared"], role="owner")
+    migration.origins_of_existing_accounts(apps, None)
+    rows = {o.user_id: (o.collection_id, o.system) for o in AccountOrigin.objects.all()}
     assert rows == {users["solo"].pk: (one.pk, False), users["trec"].pk: (None, True)}
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -8,7 +8,10 @@ import django_filters
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
 from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework.exceptions import MethodNotAllowed, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -16,10 +19,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations import selectors
+from annotations import idempotency, selectors
 from annotations.access import Access
 from annotations.api_errors import UploadTooLarge
-from annotations.models import Collection
+from annotations.models import Collection, IdempotentResponse
 from annotations.permissions import (
     ASSESSOR,
     ORGANISER,
@@ -73,7 +76,24 @@ def _cutoff(collection: Collection, request: Request) -> int:
 
 
 class ApiView(APIView):
-    """Base of every API view (errors get one body through settings' EXCEPTION_HANDLER)."""
+    """Base of every API view (errors get one body through settings' EXCEPTION_HANDLER).
+
+    A write sent with an Idempotency-Key runs in one transaction with the record of its
+    answer (annotations/idempotency.py): a retry replays the answer instead of writing again.
+    """
+
+    _idempotent: IdempotentResponse | None = None
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if request.method not in idempotency.WRITE_METHODS or idempotency.HEADER not in (
+            request.headers
+        ):
+            return super().dispatch(request, *args, **kwargs)
+        with transaction.atomic():
+            response = super().dispatch(request, *args, **kwargs)
+            if response.status_code >= 400:
+                transaction.set_rollback(True)  # an error changed nothing, and keeps nothing
+        return response
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # A method the resource lacks is a 405 (with Allow) for every caller: before the
@@ -82,6 +102,23 @@ class ApiView(APIView):
         if method not in self.http_method_names or not hasattr(self, method):
             raise MethodNotAllowed(request.method or "")
         super().initial(request, *args, **kwargs)
+        key = idempotency.requested_key(request)
+        if key is not None and request.user.is_authenticated:
+            self._idempotent = idempotency.claim(request, key)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, idempotency.Replay):
+            return cast(Response, exc.response)
+        return super().handle_exception(exc)
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        record, self._idempotent = self._idempotent, None
+        if record is not None and 200 <= response.status_code < 400:
+            idempotency.store(record, cast(HttpResponse, response))
+        return response
 
 
 class CollectionApiView(ApiView):

@@ -16,6 +16,7 @@ from annotations.models.collections import (
     Query,
     default_cutoffs,
 )
+from annotations.models.idempotency import IdempotentResponse
 from annotations.models.impact import DocumentImpact, ImpactSnapshot
 from annotations.models.jobs import ImportJob
 from annotations.models.judgements import (
@@ -62,6 +63,7 @@ __all__ = [
     "DocumentImpact",
     "GradeLevel",
     "IdealScore",
+    "IdempotentResponse",
     "ImpactSnapshot",
     "ImportJob",
     "Judgement",

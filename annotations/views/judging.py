@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import ValidationError as DRFValidationError
 
-from annotations import services
+from annotations import idempotency, services
 from annotations.forms import (
     DISAGREEMENT_CHOICES,
     AdjudicationForm,
@@ -24,7 +27,15 @@ from annotations.forms import (
     PoolExtendForm,
 )
 from annotations.highlighting import highlight, query_terms
-from annotations.models import Assignment, AssignmentItem, Collection, Document, Pool, Query
+from annotations.models import (
+    Assignment,
+    AssignmentItem,
+    Collection,
+    Document,
+    IdempotentResponse,
+    Pool,
+    Query,
+)
 from annotations.selectors import cutoff_from
 from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
@@ -108,7 +119,33 @@ def assignment_continue(request: HttpRequest, assignment_id: int) -> HttpRespons
 
 @login_required
 def grade(request: HttpRequest, assignment_id: int, position: int) -> HttpResponse:
-    """The grading page (GET) and its plain form POST, which saves and then redirects."""
+    """The grading page (GET) and its plain form POST, which saves and then redirects.
+
+    Each page carries its own idempotency key: a POST sent twice (a retry after a cut
+    connection, a double submit) saves once and answers the first redirect again. Another
+    grade sent from the same page is a new choice and is saved."""
+    try:
+        key = idempotency.requested_key(request)
+    except DRFValidationError:
+        return HttpResponseBadRequest("The form's idempotency key is malformed.")
+    if key is None:
+        return _grade(request, assignment_id, position)
+    with transaction.atomic():
+        try:
+            record: IdempotentResponse | None = idempotency.claim(request, key)
+        except idempotency.Replay as replay:
+            return replay.response
+        except idempotency.KeyReused:
+            record = None
+        response = _grade(request, assignment_id, position)
+        if record is not None and 300 <= response.status_code < 400:
+            idempotency.store(record, response)
+        elif record is not None:
+            transaction.set_rollback(True)
+    return response
+
+
+def _grade(request: HttpRequest, assignment_id: int, position: int) -> HttpResponse:
     assignment = _own_assignment(request, assignment_id)
     item = selectors.item_at(assignment=assignment, position=position)
     if item is None:
@@ -157,6 +194,7 @@ def grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespon
         "previous": previous,
         "following": following,
         "form": form,
+        "idempotency_key": uuid.uuid4().hex,
     }
     return render(request, "annotations/judging/grade.html", context, status=200)
 
