@@ -27,6 +27,19 @@ _WITH_BODY = {
     415: "The body is not of the documented content type.",
 }
 _METHODS = {"get", "put", "post", "patch", "delete"}
+_WRITES = {"put", "post", "patch", "delete"}
+# Every write takes an Idempotency-Key (annotations/idempotency.py).
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Makes the write safe to retry: a retry with the same key and the same "
+    "request answers the first successful answer again (with `Idempotent-Replayed: true`) "
+    "and writes nothing; the key with a different request is a 422. Per caller, kept for "
+    "NDCG_IDEMPOTENCY_HOURS (24 by default). 1 to 255 visible ASCII characters.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+}
+_KEY_REUSED = "The Idempotency-Key was already used by the caller for a different request."
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -48,6 +61,11 @@ def error_responses(
             extra = dict(_ALWAYS)
             if "requestBody" in operation:
                 extra.update(_WITH_BODY)
+            if method in _WRITES:
+                parameters = operation.setdefault("parameters", [])
+                if not any(p.get("name") == "Idempotency-Key" for p in parameters):
+                    parameters.append(dict(_IDEMPOTENCY_KEY))
+                extra[422] = _KEY_REUSED
             for status, description in extra.items():
                 responses.setdefault(str(status), _error(description))
             operation["responses"] = dict(sorted(responses.items()))
