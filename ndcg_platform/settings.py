@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "annotations.middleware.RefuseNulMiddleware",
+    "annotations.middleware.RefuseInvalidUtf8Middleware",
     "annotations.lockouts.ProxyCountWarningMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -332,6 +333,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Collections, runs, graded judgements and trec_eval-exact nDCG@k scores.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/schema/ and /api/docs/ for anonymous callers: on in development, off in production
+    # unless NDCG_PUBLIC_API_SCHEMA=true (logged-in users and tokens always read them).
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny"
+        if env_bool("NDCG_PUBLIC_API_SCHEMA", not PRODUCTION)
+        else "rest_framework.permissions.IsAuthenticated"
+    ],
     # Swagger UI from the installed sidecar package: the docs page works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

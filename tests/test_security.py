@@ -198,3 +198,34 @@ def test_a_token_request_without_credentials_is_a_400_naming_the_fields(db: None
     response = Client().post("/api/v1/token/", {}, content_type="application/json")
     assert response.status_code == 400
     assert set(response.json()["error"]["fields"]) == {"username", "password"}
+
+
+def test_the_api_schema_and_docs_are_for_logged_in_users_in_production_unless_opened() -> None:
+    code = "from django.conf import settings; print(settings.SPECTACULAR_SETTINGS['SERVE_PERMISSIONS'])"
+    seen = {}
+    for extra in ({}, {"NDCG_PUBLIC_API_SCHEMA": "true"}):
+        result = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=ROOT, env=_production_env(**extra), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        seen[bool(extra)] = result.stdout.strip().splitlines()[-1]
+    assert seen == {
+        False: "['rest_framework.permissions.IsAuthenticated']",
+        True: "['rest_framework.permissions.AllowAny']",
+    }
+
+
+def test_an_anonymous_caller_reads_no_schema_when_it_is_closed(db: None, monkeypatch: Any) -> None:
+    from drf_spectacular.settings import spectacular_settings
+    from rest_framework.permissions import IsAuthenticated
+
+    monkeypatch.setattr(spectacular_settings, "SERVE_PERMISSIONS", [IsAuthenticated])
+    for path in ("/api/schema/?format=json", "/api/docs/"):
+        closed = Client().get(path)
+        assert closed.status_code in (401, 403), path
+        assert closed.json()["error"]["status"] == closed.status_code
+    client = Client()
+    client.force_login(UserFactory(username="reader"))
+    assert client.get("/api/schema/?format=json").status_code == 200
+    assert client.get("/api/docs/").status_code == 200

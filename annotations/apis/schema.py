@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -23,6 +24,10 @@ class JsonErrors(APIView):
             response.accepted_renderer = JSONRenderer()
             response.accepted_media_type = JSONRenderer.media_type
         return response
+
+    def get_permissions(self) -> list[Any]:
+        # Read when asked (NDCG_PUBLIC_API_SCHEMA), not when the class was defined.
+        return [permission() for permission in spectacular_settings.SERVE_PERMISSIONS]
 
 
 class SchemaApi(JsonErrors, SpectacularAPIView):

@@ -61,7 +61,8 @@ class CollectionForm(forms.Form):
     public_leaderboard = forms.BooleanField(
         required=False,
         label="Public leaderboard",
-        help_text="Anyone, logged in or not, reads the leaderboard, run pages and comparisons.",
+        help_text="Anyone, logged in or not, reads the leaderboard, run pages and comparisons: "
+        "this collection's assessors too, so a public leaderboard unblinds them.",
     )
     assessors_see_leaderboard = forms.BooleanField(
         required=False,
