@@ -60,11 +60,12 @@ class RefuseInvalidUtf8Middleware:
         where = None
         if _undecodable(request.META.get("QUERY_STRING", "")):
             where = "query string"
-        elif request.method == "POST" and (request.content_type or "") == (
-            "application/x-www-form-urlencoded"
+        elif (
+            request.method == "POST"
+            and request.content_type == "application/x-www-form-urlencoded"
+            and _undecodable(request.body)
         ):
-            if _undecodable(request.body):
-                where = "form"
+            where = "form"
         if where is not None:
             detail = f"The request's {where} is not valid UTF-8."
             if request.path_info.startswith("/api/"):

@@ -201,7 +201,9 @@ def test_a_token_request_without_credentials_is_a_400_naming_the_fields(db: None
 
 
 def test_the_api_schema_and_docs_are_for_logged_in_users_in_production_unless_opened() -> None:
-    code = "from django.conf import settings; print(settings.SPECTACULAR_SETTINGS['SERVE_PERMISSIONS'])"
+    code = (
+        "from django.conf import settings;print(settings.SPECTACULAR_SETTINGS['SERVE_PERMISSIONS'])"
+    )
     seen = {}
     for extra in ({}, {"NDCG_PUBLIC_API_SCHEMA": "true"}):
         result = subprocess.run(
