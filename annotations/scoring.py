@@ -359,23 +359,44 @@ def effective_grade(grades: Sequence[int], rule: str = "median") -> int:
     return math.ceil(Fraction(sum(ordered), len(ordered)) - Fraction(1, 2))
 
 
+def ordered_mean(values: Iterable[float]) -> float:
+    """trec_eval's mean of values given in its query order: added one by one into a double,
+    left to right, then divided by their count (0.0 for none).
+
+    trec_eval accumulates its ``all`` line this way over the queries in ascending qid
+    order (bytewise, as strcmp sorts them); the caller passes the values in that order
+    (``trec_order``). Not ``math.fsum`` nor numpy's pairwise sum, and not Python's ``sum``,
+    which compensates from Python 3.12 on: each would differ from trec_eval in the last bits.
+    """
+    total = 0.0
+    count = 0
+    for value in values:
+        total += value
+        count += 1
+    return total / count if count else 0.0
+
+
+def trec_order(qids: Iterable[QueryId]) -> list[QueryId]:
+    """Query ids in trec_eval's order: ascending, strings by code point, which is the order
+    of their UTF-8 bytes (strcmp). A database's ORDER BY may collate otherwise."""
+    return sorted(qids)
+
+
 def run_mean(values: Mapping[QueryId, float], evaluated: Iterable[QueryId]) -> float:
     """Mean of per-query values over the evaluated queries (those with >= 1 judgement).
 
     - An evaluated query missing from ``values`` (the run returned nothing for it) counts
       0.0, like ``trec_eval -c``; values of queries outside ``evaluated`` are ignored.
     - Summed sequentially in ascending query-id order, the order trec_eval accumulates its
-      ``all`` line in, then divided by the number of evaluated queries. Deterministic:
-      the same inputs give the same last bit whatever the mapping's order. Pass qid strings
-      to get trec_eval's exact order (integer ids sort numerically, not bytewise).
+      ``all`` line in, then divided by the number of evaluated queries (``ordered_mean``).
+      Deterministic: the same inputs give the same last bit whatever the mapping's order.
+      Pass qid strings to get trec_eval's exact order (integer ids sort numerically, not
+      bytewise).
     - No evaluated query: ``ValueError`` rather than 0.0, which would be indistinguishable
       from a run that failed every query (trec_eval also refuses: "No queries with both
       results and relevance info"). The caller shows "no score yet".
     """
-    queries = sorted(set(evaluated))
+    queries = trec_order(set(evaluated))
     if not queries:
         raise ValueError("no evaluated queries: a mean over zero queries is undefined")
-    total = 0.0
-    for query in queries:
-        total += values.get(query, 0.0)
-    return total / len(queries)
+    return ordered_mean(values.get(query, 0.0) for query in queries)

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from annotations import batch_statistics, statistics
 from annotations.models import Run
+from annotations.scoring import ordered_mean
 from annotations.selectors.scores_state import scores_state
 from annotations.selectors.stored_scores import (
     evaluated_queries,
-    exact_mean,
     paired_values,
     query_vector,
     stored_ndcg,
@@ -83,8 +83,8 @@ def runs_compare(*, a: Run, b: Run, k: int) -> Comparison:
         b=b,
         k=k,
         rows=rows,
-        mean_a=exact_mean(va) if rows else None,
-        mean_b=exact_mean(vb) if rows else None,
+        mean_a=ordered_mean(va) if rows else None,
+        mean_b=ordered_mean(vb) if rows else None,
         p_value=paired_p_value(first, second) if rows else None,
         wins=wins,
         ties=ties,

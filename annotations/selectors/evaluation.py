@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotations import score_packs
-from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
+from annotations.models import Collection, IdealScore, Query, QueryScore, Run
+from annotations.selectors.stored_scores import run_means_at
 
 
 @dataclass(frozen=True)
@@ -49,22 +50,25 @@ def stored_query_scores(
 
 
 def stored_run_scores(*, runs: list[Run], ks: list[int]) -> list[StoredRunScore]:
-    wanted = set(ks)
-    rows = RunScore.objects.filter(run__in=runs).select_related("run").order_by("run__name")
-    return [
-        StoredRunScore(row.run.name, k, m.queries, m.ndcg, m.ndcg_condensed, m.judged)
-        for row in rows
-        for k, m in row.per_cutoff().items()
-        if k in wanted
+    """The runs' means at each k, by run name then k: trec_eval's `all` values, bit for bit
+    (``stored_scores.run_means_at``). Runs not scored yet are absent."""
+    if not runs:
+        return []
+    collection = runs[0].collection
+    means = [
+        StoredRunScore(m.run.name, k, m.queries, m.ndcg, m.ndcg_condensed, m.judged)
+        for k in sorted(set(ks) & set(collection.sorted_cutoffs))
+        for m in run_means_at(collection, k, runs=runs)
     ]
+    return sorted(means, key=lambda m: (m.run, m.k))
 
 
 def evaluated_qids(*, collection: Collection) -> list[str]:
-    """qids of the queries with at least one judgement (those scored), in qid order."""
-    return list(
+    """qids of the queries with at least one judgement (those scored), in trec_eval's qid
+    order (sorted here, not by the database's collation)."""
+    return sorted(
         Query.objects.filter(collection=collection, ideal_scores__isnull=False)
         .distinct()
-        .order_by("qid")
         .values_list("qid", flat=True)
     )
 

@@ -12,15 +12,15 @@ from datetime import datetime
 from django.db.models import Max
 from django.utils import timezone
 
-from annotations import batch_statistics, exact, scoring, statistics
+from annotations import batch_statistics, scoring, statistics
 from annotations.models import Collection, Run
+from annotations.scoring import ordered_mean
 from annotations.selectors import effective_grades_by_query, top_documents
 from annotations.selectors.comparisons import PERMUTATION_SEED, PERMUTATIONS
 from annotations.selectors.scores_state import ScoresState, scores_state
 from annotations.selectors.stored_scores import (
     RunMean,
     evaluated_queries,
-    exact_mean,
     is_judged,
     paired_values,
     query_vector,
@@ -137,20 +137,11 @@ def top_grade_bounds_by_query(
 
 
 def _top_grade_mean(row: RunMean, vector: dict[int, float], promoted: dict[int, float]) -> float:
-    """The run's mean with the promoted values in place of the stored ones, exactly.
-
-    The stored exact sum (``RunMean.ndcg_sum``, over the same queries as the vector) moves
-    by the promoted values' differences only: the correctly rounded mean of the whole
-    vector at a fraction of the work. Should the stored sum not match the vector (it always
-    does once the scores are stored), the vector is summed afresh.
-    """
+    """The run's mean with the promoted values in place of the stored ones, summed as the
+    mean itself is (trec_eval's order: the vector is in qid order)."""
     if not promoted:
         return row.ndcg
-    if row.queries == len(vector):
-        total = exact.total_from_text(row.ndcg_sum)
-        total += sum(exact.scaled(promoted[q]) - exact.scaled(vector[q]) for q in promoted)
-        return exact.total_mean(total, row.queries)
-    return exact_mean([promoted.get(q, v) for q, v in vector.items()])
+    return ordered_mean(promoted.get(q, v) for q, v in vector.items())
 
 
 # --- leaderboard --------------------------------------------------------------------------

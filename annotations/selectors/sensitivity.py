@@ -20,8 +20,8 @@ from django.core.cache import cache
 from django.db.models import Count
 
 from annotations import rank_correlation, scoring, selectors
-from annotations.exact import mean_of
 from annotations.models import Collection, Judgement, Run
+from annotations.scoring import ordered_mean
 from annotations.selectors.scores_state import scores_state
 from annotations.selectors.stored_scores import evaluated_queries, query_vector, stored_ndcg
 
@@ -88,7 +88,9 @@ def _compute(collection: Collection, k: int) -> Sensitivity:
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
     stored = stored_ndcg(collection, list(runs), k)
     vectors = {run_id: query_vector(collection, evaluated, stored[run_id]) for run_id in runs}
-    effective_means = {runs[run_id]: mean_of(list(v.values())) for run_id, v in vectors.items()}
+    effective_means = {
+        runs[run_id]: ordered_mean(list(v.values())) for run_id, v in vectors.items()
+    }
     effective = rank_correlation.ranking(effective_means)
 
     judgements = Judgement.objects.filter(query__collection=collection)
@@ -138,7 +140,7 @@ def _compute(collection: Collection, k: int) -> Sensitivity:
                     query_id=query_id, depth=k, run_ids=list(runs)
                 )
             _rescore(collection, k, query_id, variant, rankings_of[query_id], changed_vectors)
-        means = {runs[r]: mean_of(list(v.values())) for r, v in changed_vectors.items()}
+        means = {runs[r]: ordered_mean(list(v.values())) for r, v in changed_vectors.items()}
         ordered = rank_correlation.ranking(means)
         assessors.append(
             AssessorRanking(

@@ -10,12 +10,9 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import BinaryField
-from django.db.models.functions import Substr
 
-from annotations import exact, exact_arrays, score_packs
+from annotations import score_packs
 from annotations.bulk import fetch_binary
-from annotations.exact import mean_of
 from annotations.models import Collection, IdealScore, QueryScore, Run, RunScore
 from annotations.selectors.scores_state import scores_state
 
@@ -47,12 +44,13 @@ class RunScores:
 
 
 def evaluated_queries(collection: Collection, k: int) -> list[tuple[int, str, str]]:
-    """(query id, qid, title) of the queries with at least one judgement, in qid order."""
-    return list(
-        IdealScore.objects.filter(query__collection=collection, k=k)
-        .order_by("query__qid")
-        .values_list("query_id", "query__qid", "query__title")
+    """(query id, qid, title) of the queries with at least one judgement, in trec_eval's
+    qid order (sorted here: a database collation may order qids otherwise), the order
+    every mean sums its values in."""
+    rows = IdealScore.objects.filter(query__collection=collection, k=k).values_list(
+        "query_id", "query__qid", "query__title"
     )
+    return sorted(rows, key=lambda row: row[1])
 
 
 def _cutoff_position(collection: Collection, k: int) -> tuple[str, int, int] | None:
@@ -134,11 +132,6 @@ def is_judged(grade: int | None) -> bool:
     return grade is not None and grade >= 0
 
 
-def exact_mean(values: Sequence[float]) -> float:
-    # Exact sum, correctly rounded mean: equal inputs give the stored RunScore mean's bits.
-    return mean_of(values)
-
-
 def stored_ndcg(
     collection: Collection, run_ids: Sequence[int], k: int
 ) -> dict[int, dict[int, float]]:
@@ -167,9 +160,6 @@ def stored_ndcg(
     return values
 
 
-_SUMS = score_packs.SUM_COLUMNS
-
-
 @dataclass(frozen=True)
 class RunMean:
     """A run's stored means at one k (see `score_packs.RunMeans`)."""
@@ -180,7 +170,6 @@ class RunMean:
     ndcg: float
     ndcg_condensed: float
     judged: float
-    ndcg_sum: str
     updated: datetime
 
     @property
@@ -191,23 +180,21 @@ class RunMean:
 def run_means_at(
     collection: Collection, k: int, *, runs: Sequence[Run] | None = None
 ) -> list[RunMean]:
-    """The stored means at k of the collection's runs (or of `runs`) whose means are in
-    the current layout, best first (nDCG@k descending, then name). Only cutoff k is
-    decoded, for all runs at once."""
+    """The means at k of the collection's runs (or of `runs`) that have stored scores in
+    the current layout, best first (nDCG@k descending, then name).
+
+    Each mean is trec_eval's: the run's stored per-query values summed one by one in qid
+    order (``scoring.ordered_mean``; an unanswered judged query adds 0.0 in zero mode and
+    is left out in skip mode), divided by the count the stored RunScore row holds. So the
+    ``all`` values equal trec_eval's bit for bit.
+    """
     found = _cutoff_position(collection, k)
     if found is None:
         return []
-    layout, i, _ = found
-    # Only cutoff k's sum of each measure leaves the database (SQL substr), not every cutoff.
-    width = score_packs.SUM_BYTES
-    at_k = {
-        f"{column}_at": Substr(column, width * i + 1, width, output_field=BinaryField())
-        for column in _SUMS
-    }
+    layout, _, _ = found
     rows = (
         RunScore.objects.filter(cutoffs=layout)
-        .defer(*_SUMS)
-        .annotate(**at_k)
+        .only("run", "queries", "updated", "run__name", "run__owner", "run__collection")
         .select_related("run", "run__owner")
     )
     if runs is not None:
@@ -217,30 +204,28 @@ def run_means_at(
     stored = list(rows)
     if not stored:
         return []
-    # (runs, 3, LIMBS): every run's sums at cutoff k, one conversion per measure
-    sums = np.stack(
-        [
-            score_packs.unpack_sums(
-                b"".join(bytes(getattr(row, name)) for row in stored), len(stored)
-            )
-            for name in at_k
-        ],
-        axis=1,
-    )
-    counts = np.array([row.queries for row in stored], dtype=np.int64)
-    values = exact_arrays.means(sums, counts[:, np.newaxis]).tolist()
+    order = {query_id: i for i, (query_id, _, _) in enumerate(evaluated_queries(collection, k))}
+    position = {row.run_id: r for r, row in enumerate(stored)}
+    # (runs, measures, queries) in qid order; 0.0 where a run has no value, which adds
+    # nothing to a sequential sum (x + 0.0 == x for every x that is not -0.0)
+    values = np.zeros((len(stored), 3, len(order)))
+    run_ids = [row.run_id for row in stored]
+    for run_id, query_id, (ndcg, _, judged, condensed) in stored_rows_at(
+        collection, k, run_ids=run_ids
+    ):
+        at = order.get(query_id)
+        if at is not None:
+            values[position[run_id], :, at] = (ndcg, condensed, judged)
+    # numpy's cumsum adds left to right (no pairwise summation): its last column is the
+    # sequential sum; an empty row of queries sums to 0.0.
+    sums = np.cumsum(values, axis=2)[:, :, -1] if order else np.zeros((len(stored), 3))
     means = []
     for r, row in enumerate(stored):
-        # A sum kept as text (off the limbs' grid) replaces its limbs, which hold zero.
-        texts = [row.overflow.get(score_packs.overflow_key(m, i)) for m in range(3)]
-        for measure, text in enumerate(texts):
-            if text is not None:
-                values[r][measure] = exact.total_mean(exact.total_from_text(text), row.queries)
-        ndcg_sum = texts[0] if texts[0] is not None else exact_arrays.to_text(sums[r, 0])
-        ndcg, condensed, judged = values[r]
-        means.append(
-            RunMean(row.run, k, row.queries, ndcg, condensed, judged, ndcg_sum, row.updated)
+        count = row.queries
+        ndcg, condensed, judged = (
+            (float(total) / count if count else 0.0) for total in sums[r].tolist()
         )
+        means.append(RunMean(row.run, k, count, ndcg, condensed, judged, row.updated))
     means.sort(key=lambda mean: (-mean.ndcg, mean.run.name))
     return means
 

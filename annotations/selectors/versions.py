@@ -20,8 +20,8 @@ from django.core.cache import cache
 from django.db.models import Max
 
 from annotations import rank_correlation, scoring, selectors, trec
-from annotations.exact import mean_of
 from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
+from annotations.scoring import ordered_mean
 
 ADJUDICATION = "adjudication"
 HISTORY_FIELDS = (
@@ -185,7 +185,7 @@ def _leaderboard(
                 continue
             values = scoring.query_scores(ranking, grades, [k], mark.gain, idcgs)[k]
             ndcg[run_id][qid], judged[run_id][qid] = values.ndcg, values.judged
-    means = {name: mean_of(list(ndcg[run_id].values())) for run_id, name in runs}
+    means = {name: ordered_mean(list(ndcg[run_id].values())) for run_id, name in runs}
     order = rank_correlation.ranking(means)
     ids = {name: run_id for run_id, name in runs}
     rows = [
@@ -193,7 +193,7 @@ def _leaderboard(
             run=name,
             rank=position,
             ndcg=means[name],
-            judged=mean_of(list(judged[ids[name]].values())),
+            judged=ordered_mean(list(judged[ids[name]].values())),
             queries=len(ndcg[ids[name]]),
             per_query=ndcg[ids[name]],
         )

@@ -1,0 +1,115 @@
+"""Run means are trec_eval's `all` values bit for bit: its per-query doubles summed one by one
+in qid order (0 for a judged query a run did not answer), divided by their count."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from io import StringIO
+from pathlib import Path
+
+import pytrec_eval
+from django.core.management import call_command
+
+from annotations import scores, selectors, services
+from annotations.exact import mean_of
+from annotations.models import Collection
+from annotations.scoring import ordered_mean, trec_order
+from annotations.selectors.leaderboards import leaderboard_compute
+from annotations.selectors.stored_scores import run_means_at
+from tests.factories import CollectionFactory, UserFactory
+
+WRITE = Callable[..., Path]
+KS = (5, 10)
+
+
+def _campaign(write_file: WRITE, *, missing: str = "zero") -> Collection:
+    """40 queries (q1..q40: bytewise q10 < q2), random grades, four runs, each leaving some
+    judged queries unanswered."""
+    rng = random.Random(20261201)
+    collection = CollectionFactory(slug="means", cutoffs=list(KS), missing_queries=missing)
+    qrels = [
+        f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(1, 41) for d in rng.sample(range(60), 14)
+    ]
+    services.judgements_import(
+        collection=collection, source=write_file("q.qrels", "\n".join(qrels)),
+        assessor=UserFactory(username="nist"),
+    )  # fmt: skip
+    for name in ("alpha", "beta", "gamma", "delta"):
+        answered = [q for q in range(1, 41) if rng.random() > 0.15]
+        results = {}
+        for q in answered:
+            ranking = rng.sample(range(60), 20)
+            results[f"q{q}"] = [(f"d{d}", None, rank + 1) for rank, d in enumerate(ranking)]
+        services.run_store(collection=collection, run_name=name, results=results)
+    assert scores.scores_verify(collection=collection) == []
+    return collection
+
+
+def _trec_eval_all(collection: Collection) -> dict[tuple[str, int], float]:
+    """What trec_eval -c prints on its `all` line for each run and k: pytrec_eval's
+    per-query values, added in trec_eval's query order, over the judged queries."""
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, docno, grade in selectors.qrels_rows(collection=collection):
+        qrels.setdefault(qid, {})[docno] = grade
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{','.join(map(str, KS))}"})
+    means: dict[tuple[str, int], float] = {}
+    for run in collection.runs.all():
+        ranking: dict[str, dict[str, float]] = {}
+        for qid, docno, _, score, _ in selectors.run_rows(run=run):
+            ranking.setdefault(qid, {})[docno] = score
+        result = evaluator.evaluate(ranking)
+        for k in KS:
+            counted = [
+                q for q in trec_order(qrels) if collection.missing_queries == "zero" or q in result
+            ]
+            values = [result.get(q, {}).get(f"ndcg_cut_{k}", 0.0) for q in counted]
+            total = 0.0
+            for value in values:
+                total += value
+            means[(run.name, k)] = total / len(values)
+    return means
+
+
+def test_the_leaderboard_run_page_and_evaluate_print_trec_evals_all_values(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    collection = _campaign(write_file)
+    expected = _trec_eval_all(collection)
+    means = {(m.run.name, k): m.ndcg for k in KS for m in run_means_at(collection, k)}
+    assert means == expected  # == on doubles: every bit
+    for k in KS:
+        board = leaderboard_compute(collection=collection, k=k)
+        assert {(row.run.name, k): row.ndcg for row in board.rows} == {
+            key: value for key, value in expected.items() if key[1] == k
+        }
+    run = collection.runs.get(name="beta")
+    page = selectors.stored_scores.run_scores(run=run, k=10)
+    assert page.ndcg == expected[("beta", 10)]
+    out = StringIO()
+    call_command("evaluate", "means", "--format", "json", stdout=out)
+    printed = {
+        (name, int(k)): value["ndcg"]
+        for name, run_json in json.loads(out.getvalue())["runs"].items()
+        for k, value in run_json["all"].items()
+    }
+    assert printed == expected
+    # The test tells the two ways apart: the correctly rounded mean of the same values
+    # differs from trec_eval's in the last bits for some run and k.
+    per_query = {
+        (run, k): [v.ndcg for v in selectors.stored_scores.run_scores(run=r, k=k).per_query]
+        for r in collection.runs.all()
+        for run in [r.name]
+        for k in KS
+    }
+    assert any(mean_of(values) != expected[key] for key, values in per_query.items())
+    assert all(ordered_mean(values) == expected[key] for key, values in per_query.items())
+
+
+def test_with_missing_queries_skipped_the_mean_is_over_the_answered_ones(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    collection = _campaign(write_file, missing="skip")
+    expected = _trec_eval_all(collection)
+    assert {(m.run.name, k): m.ndcg for k in KS for m in run_means_at(collection, k)} == expected
