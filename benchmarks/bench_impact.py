@@ -58,13 +58,8 @@ SCHEME = "linear"
 
 
 def generator() -> Path:
-    for candidate in (
-        ROOT.parent / "shared/bench/gen_trec.py",
-        Path("/work/shared/bench/gen_trec.py"),
-    ):
-        if candidate.exists():
-            return candidate
-    raise SystemExit("gen_trec.py not found (../shared/bench/ or /work/shared/bench/)")
+    """The collection generator kept beside the benchmarks."""
+    return Path(__file__).resolve().parent / "gen_trec.py"
 
 
 @dataclass

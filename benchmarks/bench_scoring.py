@@ -72,10 +72,7 @@ CUTOFFS = (5, 10, 20)
 MEASURES = {"ndcg_cut.5,10,20"}
 TOLERANCE = 1e-12
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/ndcg_bench"
-GEN_CANDIDATES = (
-    REPO.parent / "shared" / "bench" / "gen_trec.py",
-    Path("/work/shared/bench/gen_trec.py"),
-)
+GENERATOR = REPO / "benchmarks" / "gen_trec.py"
 STEPS = (
     "prepare",
     "copy_floor",
@@ -155,11 +152,10 @@ def manifest_ok(directory: Path, preset: str) -> bool:
 
 
 def find_generator(explicit: str | None) -> Path:
-    candidates = [Path(explicit)] if explicit else list(GEN_CANDIDATES)
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    sys.exit(f"gen_trec.py not found (tried {', '.join(map(str, candidates))}); pass --gen PATH")
+    candidate = Path(explicit) if explicit else GENERATOR
+    if not candidate.is_file():
+        sys.exit(f"gen_trec.py not found at {candidate}; pass --gen PATH")
+    return candidate
 
 
 def ensure_data(args: argparse.Namespace) -> dict:
@@ -1168,7 +1164,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", default="robust04", choices=["robust04", "dl19", "small"])
     parser.add_argument("--workdir", default=str(REPO / "benchmarks" / "data"))
     parser.add_argument(
-        "--gen", default=None, help="path of gen_trec.py (default ../shared/bench/gen_trec.py)"
+        "--gen", default=None, help="path of gen_trec.py (default benchmarks/gen_trec.py)"
     )
     parser.add_argument(
         "--database-url", default=DEFAULT_URL, help="DROPPED and recreated unless --skip-import"

@@ -132,31 +132,49 @@ def is_judged(grade: int | None) -> bool:
     return grade is not None and grade >= 0
 
 
-def stored_ndcg(
-    collection: Collection, run_ids: Sequence[int], k: int
-) -> dict[int, dict[int, float]]:
-    """run id -> query id -> nDCG@k stored at k (one read: the leaderboard's hot input).
+def stored_columns(
+    collection: Collection, run_ids: Sequence[int], k: int, columns: Sequence[str]
+) -> dict[int, tuple[list[int], list[list[float]]]]:
+    """run id -> (query ids, one list of values per column) of the measures `columns`
+    stored at k (``score_packs.QUERY_MEASURES`` names).
 
-    On PostgreSQL each run's values arrive as one row (its query ids and their 8-byte
-    values joined in query order), not one row per query: a few hundred rows instead of
-    tens of thousands at TREC scale.
+    On PostgreSQL each run's values arrive as one row (its query ids and, per column, their
+    8-byte values joined in query order), not one row per query: a few hundred rows instead
+    of tens of thousands at TREC scale.
     """
-    values: dict[int, dict[int, float]] = defaultdict(dict)
     found = _cutoff_position(collection, k)
     ids = list(run_ids)
+    out: dict[int, tuple[list[int], list[list[float]]]] = {}
     if connection.vendor != "postgresql" or found is None or not ids:
-        for run_id, query_id, at in stored_rows_at(collection, k, run_ids=ids, measures=1):
-            values[run_id][query_id] = at[0]
-        return values
+        wanted = [score_packs.QUERY_MEASURES.index(column) for column in columns]
+        for run_id, query_id, at in stored_rows_at(collection, k, run_ids=ids):
+            query_ids, lists = out.setdefault(run_id, ([], [[] for _ in columns]))
+            query_ids.append(query_id)
+            for values, m in zip(lists, wanted, strict=True):
+                values.append(at[m])
+        return out
     layout, i, _ = found
+    joined = ", ".join(
+        f"string_agg(substr({column}, {8 * i + 1}, 8), ''::bytea ORDER BY query_id)"
+        for column in columns
+    )
     sql = (
-        "SELECT run_id, array_agg(query_id ORDER BY query_id), "
-        f"string_agg(substr(ndcg, {8 * i + 1}, 8), ''::bytea ORDER BY query_id) "
+        f"SELECT run_id, array_agg(query_id ORDER BY query_id), {joined} "
         f"FROM {QueryScore._meta.db_table} WHERE cutoffs = %s AND run_id = ANY(%s) "
         "GROUP BY run_id"
     )
-    for run_id, query_ids, packed in fetch_binary(sql, [layout, ids]):
-        values[run_id] = dict(zip(query_ids, score_packs.floats(packed).tolist(), strict=True))
+    for run_id, query_ids, *packed in fetch_binary(sql, [layout, ids]):
+        out[run_id] = (list(query_ids), [score_packs.floats(p).tolist() for p in packed])
+    return out
+
+
+def stored_ndcg(
+    collection: Collection, run_ids: Sequence[int], k: int
+) -> dict[int, dict[int, float]]:
+    """run id -> query id -> nDCG@k stored at k (one read: the leaderboard's hot input)."""
+    values: dict[int, dict[int, float]] = defaultdict(dict)
+    for run_id, (query_ids, (ndcg,)) in stored_columns(collection, run_ids, k, ["ndcg"]).items():
+        values[run_id] = dict(zip(query_ids, ndcg, strict=True))
     return values
 
 
@@ -209,13 +227,15 @@ def run_means_at(
     # (runs, measures, queries) in qid order; 0.0 where a run has no value, which adds
     # nothing to a sequential sum (x + 0.0 == x for every x that is not -0.0)
     values = np.zeros((len(stored), 3, len(order)))
-    run_ids = [row.run_id for row in stored]
-    for run_id, query_id, (ndcg, _, judged, condensed) in stored_rows_at(
-        collection, k, run_ids=run_ids
-    ):
-        at = order.get(query_id)
-        if at is not None:
-            values[position[run_id], :, at] = (ndcg, condensed, judged)
+    columns = stored_columns(
+        collection, [row.run_id for row in stored], k, ["ndcg", "ndcg_condensed", "judged"]
+    )
+    for run_id, (query_ids, measures) in columns.items():
+        places = [order.get(query_id, -1) for query_id in query_ids]
+        kept = [n for n, place in enumerate(places) if place >= 0]
+        if kept:
+            targets = [places[n] for n in kept]
+            values[position[run_id], :, targets] = np.array(measures)[:, kept].T
     # numpy's cumsum adds left to right (no pairwise summation): its last column is the
     # sequential sum; an empty row of queries sums to 0.0.
     sums = np.cumsum(values, axis=2)[:, :, -1] if order else np.zeros((len(stored), 3))
