@@ -8,18 +8,27 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve test check lint typecheck migrations-check install fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
+.PHONY: demo serve test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
-$(SERVE_STAMP): pyproject.toml
+# Installs take the versions pinned in constraints.txt (`make lock` renews them).
+$(SERVE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	touch $(SERVE_STAMP)
 
 $(STAMP): $(SERVE_STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
+
+## Renew constraints.txt: the newest versions pyproject.toml admits, resolved in a fresh venv
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --upgrade pip
+	.lock-venv/bin/python -m pip install --quiet -e ".[dev]"
+	{ sed -n '1,2p' constraints.txt; .lock-venv/bin/python -m pip freeze --exclude-editable; } > constraints.new
+	mv constraints.new constraints.txt && rm -rf .lock-venv
 
 install: $(STAMP)
 
