@@ -219,6 +219,9 @@ def django_setup(args: argparse.Namespace) -> None:
     import django
 
     django.setup()
+    from ndcg_platform.process_tuning import tune_long_lived_process
+
+    tune_long_lived_process()  # as a gunicorn or Celery worker is tuned
 
 
 def defer_scoring() -> dict[str, set[int]]:

@@ -11,10 +11,13 @@ timeout = 120
 
 
 def post_worker_init(worker) -> None:  # type: ignore[no-untyped-def]
-    """Each worker makes its leaderboard random draws before its first request, not in it."""
+    """Each worker makes its leaderboard random draws before its first request, not in it,
+    then tunes itself as a long-lived process (ndcg_platform/process_tuning.py)."""
     from annotations import snapshots
+    from ndcg_platform.process_tuning import tune_long_lived_process
 
     try:
         snapshots.statistics_warm()
     except Exception:  # a database not migrated yet: the first computation makes them
         worker.log.warning("could not warm the leaderboard statistics", exc_info=True)
+    tune_long_lived_process()
