@@ -28,7 +28,7 @@ from annotations import exact, exact_arrays
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-# The three run means, in the order of a run's sums and Triple, and their sums' columns.
+# The three run means, in the order of a run's sums (and of RunMeans), and their sums' columns.
 MEAN_MEASURES = ("ndcg", "ndcg_condensed", "judged")
 SUM_COLUMNS = tuple(f"{measure}_sums" for measure in MEAN_MEASURES)
 # The per-query measures of a score matrix row (scoring_arrays.MEASURES).

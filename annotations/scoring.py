@@ -283,7 +283,7 @@ def query_scores(
 
     for position, doc in enumerate(ranking):
         grade = grades.get(doc)
-        # _is_judged inlined: this loop runs for every run of a query on each judgement.
+        # is_judged inlined: this loop runs for every run of a query on each judgement.
         if grade is not None and grade >= 0:
             if grade > 0:
                 doc_gain = gain_of(grade)

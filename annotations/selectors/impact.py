@@ -120,9 +120,6 @@ class FlipState:
         """No adjacent pair can flip (and there is at least one pair)."""
         return bool(self.pairs) and not any(pair.can_flip for pair in self.pairs)
 
-    def for_upper(self, name: str) -> AdjacentPair | None:
-        return next((pair for pair in self.pairs if pair.upper == name), None)
-
 
 def flip_state_stored(*, collection: Collection, k: int) -> FlipState | None:
     """The stored flip marks at k (one row), None when never computed."""

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.cache import cache
-from django.db.models import Max
 
 from annotations import rank_correlation, scoring, selectors, trec
 from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
@@ -116,13 +115,6 @@ def qrels_text_as_of(*, collection: Collection, mark: Mark) -> Iterator[str]:
     )
 
 
-def latest_history_id(*, collection: Collection) -> int:
-    found = JudgementHistory.objects.filter(query__collection=collection).aggregate(last=Max("id"))[
-        "last"
-    ]
-    return int(found or 0)
-
-
 @dataclass(frozen=True)
 class RunAsOf:
     run: str
@@ -200,12 +192,6 @@ def _leaderboard(
         for position, name in enumerate(order, start=1)
     ]
     return LeaderboardAsOf(label=mark.label, k=k, pairs=pairs, queries=len(by_query), rows=rows)
-
-
-def _grades(collection: Collection, mark: Mark) -> dict[tuple[str, str], int]:
-    return {
-        (qid, docno): g for _, qid, _, docno, g in qrels_as_of(collection=collection, mark=mark)
-    }
 
 
 @dataclass(frozen=True)
