@@ -1,0 +1,309 @@
+"""Leaderboard reports: CSV that reads back to the same doubles, LaTeX that escapes and builds."""
+
+import csv
+import io
+import math
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from annotations.formats.reports import (
+    CSV_HEADER,
+    ReportMeta,
+    ReportRow,
+    latex_escape,
+    leaderboard_csv,
+    leaderboard_latex,
+    shortest_repr,
+)
+
+META = ReportMeta(k=10, measure="nDCG", alpha=0.05, permutations=10_000, seed=0)
+SPECIALS = "&%$#_{}~^\\"
+TRICKY_NAMES = [
+    "plain",
+    "comma, inside",
+    'say "hi"',
+    "line\nbreak",
+    "carriage\rreturn",
+    "Zürich 東京 🚀",
+    "  spaced  ",
+    "",
+    'a,"b"\r\n,c',
+]
+
+
+def _bits(value: float) -> bytes:
+    return struct.pack("<d", value)
+
+
+def _rows() -> list[ReportRow]:
+    tricky = [0.1 + 0.2, 5e-324, 1 / 3, 0.08600000000000001, 1.0, -0.0, 1e16, 2.0**-1074 * 3]
+    rows = []
+    for index, name in enumerate(TRICKY_NAMES):
+        value = tricky[index % len(tricky)]
+        rows.append(
+            ReportRow(
+                rank=index + 1,
+                run=name,
+                mean=value,
+                ci_low=None if index == 2 else value / 3,
+                ci_high=None if index == 2 else math.nextafter(value, 2.0),
+                judged=1 / 7,
+                queries=249,
+                letters="ab"[: 1 + index % 2],
+            )
+        )
+    return rows
+
+
+# --- shortest_repr --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.1 + 0.2, "0.30000000000000004"),
+        (0.086, "0.086"),
+        (0.08600000000000001, "0.08600000000000001"),
+        (5e-324, "5e-324"),
+        (1 / 3, "0.3333333333333333"),
+        (1.0, "1.0"),
+        (-0.0, "-0.0"),
+        (1e16, "1e+16"),
+        (np.float64(0.5), "0.5"),
+        (3, "3.0"),
+        (float("inf"), "inf"),
+        (float("nan"), "nan"),
+    ],
+)
+def test_shortest_repr_is_reprs_form(value: float, text: str) -> None:
+    assert shortest_repr(value) == text
+
+
+@settings(max_examples=500)
+@given(value=st.floats(allow_nan=False))
+def test_shortest_repr_reads_back_and_has_no_shorter_form(value: float) -> None:
+    text = shortest_repr(value)
+    assert _bits(float(text)) == _bits(value)
+    if math.isfinite(value) and value != 0.0:
+        mantissa = text.split("e")[0].lstrip("-").replace(".", "").lstrip("0")
+        digits = len(mantissa.rstrip("0")) or 1
+        for fewer in range(1, digits):
+            assert float(f"{value:.{fewer}g}") != value
+
+
+def test_shortest_repr_refuses_non_numbers() -> None:
+    for bad in (True, "0.5", None):
+        with pytest.raises(ValueError):
+            shortest_repr(bad)  # type: ignore[arg-type]
+
+
+# --- CSV -----------------------------------------------------------------------------------
+
+
+def test_csv_round_trips_doubles_and_names() -> None:
+    rows = _rows()
+    text = leaderboard_csv(rows, META)
+    parsed = list(csv.reader(io.StringIO(text, newline="")))
+    assert parsed[0] == list(CSV_HEADER)
+    assert len(parsed) == len(rows) + 1
+    for row, cells in zip(rows, parsed[1:], strict=True):
+        rank, run, mean, low, high, judged, queries, group = cells
+        assert int(rank) == row.rank and run == row.run and group == row.letters
+        assert _bits(float(mean)) == _bits(row.mean)
+        assert float(mean) == row.mean and float(judged) == row.judged
+        if row.ci_low is None:
+            assert (low, high) == ("", "")
+        else:
+            assert float(low) == row.ci_low and float(high) == row.ci_high
+        assert int(queries) == row.queries
+    assert "0.30000000000000004" in text and "5e-324" in text and "0.3333333333333333" in text
+
+
+def test_csv_quotes_as_rfc_4180_says() -> None:
+    row = ReportRow(1, 'a,"b"', 0.5, 0.25, 0.75, 1.0, 3, "a")
+    assert leaderboard_csv([row]) == (
+        'rank,run,mean,ci_low,ci_high,judged,queries,group\r\n1,"a,""b""",0.5,0.25,0.75,1.0,3,a\r\n'
+    )
+    assert leaderboard_csv([]) == "rank,run,mean,ci_low,ci_high,judged,queries,group\r\n"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ReportRow(1, "x", float("nan"), 0.1, 0.2, 1.0, 3, "a"),
+        ReportRow(1, "x", 0.1, float("inf"), 0.2, 1.0, 3, "a"),
+        ReportRow(1, "x", 0.1, 0.1, None, 1.0, 3, "a"),
+        ReportRow(True, "x", 0.1, 0.1, 0.2, 1.0, 3, "a"),
+        ReportRow(1, "x", 0.1, 0.1, 0.2, 1.0, 3.0, "a"),  # type: ignore[arg-type]
+        ReportRow(1, 7, 0.1, 0.1, 0.2, 1.0, 3, "a"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_rows_are_refused(row: ReportRow) -> None:
+    with pytest.raises(ValueError):
+        leaderboard_csv([row])
+    with pytest.raises(ValueError):
+        leaderboard_latex([row], META)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        ReportMeta(0, "nDCG", 0.05, 10, 0),
+        ReportMeta(10, "nDCG", 0.0, 10, 0),
+        ReportMeta(10, "nDCG", float("nan"), 10, 0),
+        ReportMeta(10, "nDCG", 0.05, 0, 0),
+        ReportMeta(10, "nDCG", 0.05, 10, -1),
+        ReportMeta(10, "", 0.05, 10, 0),
+        ReportMeta(10, "nDCG", 0.05, 10, 0, confidence=1.0),
+    ],
+)
+def test_bad_meta_is_refused(meta: ReportMeta) -> None:
+    with pytest.raises(ValueError):
+        leaderboard_latex([], meta)
+    with pytest.raises(ValueError):
+        leaderboard_csv([], meta)
+
+
+# --- LaTeX escaping ------------------------------------------------------------------------
+
+
+def test_every_special_character_is_escaped() -> None:
+    assert latex_escape(SPECIALS) == (
+        r"\&\%\$\#\_\{\}\textasciitilde{}\textasciicircum{}\textbackslash{}"
+    )
+    assert latex_escape("a<b>c|d") == r"a\textless{}b\textgreater{}c\textbar{}d"
+    assert latex_escape("run--a---b") == "run-{}-a-{}-{}-b"
+    assert latex_escape("``q'' ?` !` ,,") == "`{}`q'{}' ?{}` !{}` ,{},"
+    assert latex_escape("tab\there\nnew\r\x00\x85") == "tab here new   "
+    assert latex_escape("Zürich 東京") == "Zürich 東京"
+    assert latex_escape(r"\textbf{x}") == r"\textbackslash{}textbf\{x\}"
+
+
+_ESCAPES = sorted(
+    [
+        r"\textasciitilde{}",
+        r"\textasciicircum{}",
+        r"\textbackslash{}",
+        r"\textless{}",
+        r"\textgreater{}",
+        r"\textbar{}",
+        *(f"\\{c}" for c in "&%$#_{}"),
+    ],
+    key=len,
+    reverse=True,
+)
+
+
+@settings(max_examples=300)
+@given(text=st.text(alphabet=st.sampled_from([*SPECIALS, *"<>|-`'!?,aZ ü\n"]), max_size=30))
+def test_escaped_text_has_no_bare_special_character(text: str) -> None:
+    escaped = latex_escape(text)
+    rest = escaped
+    for escape in _ESCAPES:
+        rest = rest.replace(escape, "")
+    rest = rest.replace("{}", "")
+    assert not set(rest) & set(SPECIALS + "<>|\n")
+    for ligature in ("--", "``", "''", "!`", "?`", ",,"):
+        assert ligature not in escaped
+
+
+# --- LaTeX table ---------------------------------------------------------------------------
+
+
+def _table_rows() -> list[ReportRow]:
+    return [
+        ReportRow(1, "BM25 & RM3_{v2}", 0.12345, 0.1, 0.15, 0.95, 249, "a"),
+        ReportRow(1, "tied~best", 0.12345, 0.11, 0.14, 0.9, 249, "a"),
+        ReportRow(3, "Zürich 100% #3", 0.00005, None, None, 1 / 3, 249, "ab"),
+        ReportRow(4, "zero", -0.00001, -0.00002, 0.0, 0.0, 249, "b"),
+    ]
+
+
+def test_latex_table_layout_and_numbers() -> None:
+    text = leaderboard_latex(_table_rows(), META)
+    lines = text.splitlines()
+    assert lines[0] == r"\begin{table}[t]" and lines[-1] == r"\end{table}"
+    assert text.index(r"\toprule") < text.index(r"\midrule") < text.index(r"\bottomrule")
+    assert r"\label{tab:leaderboard-10}" in lines
+    assert r"Rank & Run & nDCG@10 & 95\% CI & judged@10 & Group \\" in lines
+    body = lines[lines.index(r"\midrule") + 1 : lines.index(r"\bottomrule")]
+    assert body == [
+        r"1 & BM25 \& RM3\_\{v2\} & \textbf{0.1235} & [0.1000, 0.1500] & 0.9500 & a \\",
+        r"1 & tied\textasciitilde{}best & \textbf{0.1235} & [0.1100, 0.1400] & 0.9000 & a \\",
+        r"3 & Zürich 100\% \#3 & 0.0001 & -- & 0.3333 & ab \\",
+        r"4 & zero & 0.0000 & [0.0000, 0.0000] & 0.0000 & b \\",
+    ]
+    caption = next(line for line in lines if line.startswith(r"\caption{"))
+    for part in (
+        "randomised Tukey HSD",
+        r"$\alpha = 0.05$",
+        "10,000 permutations",
+        "seed 0",
+        "249 queries",
+        "4 runs",
+        r"95\% confidence",
+    ):
+        assert part in caption
+
+
+def test_latex_caption_follows_meta() -> None:
+    meta = ReportMeta(k=5, measure="nDCG_cut", alpha=0.01, permutations=1, seed=7, confidence=0.9)
+    rows = [
+        ReportRow(1, "a", 0.5, 0.4, 0.6, 1.0, 1, "a"),
+        ReportRow(2, "b", 0.25, 0.2, 0.3, 1.0, 3, "b"),
+    ]
+    text = leaderboard_latex(rows, meta)
+    assert r"\label{tab:leaderboard-5}" in text
+    assert r"Rank & Run & nDCG\_cut@5 & 90\% CI & judged@5 & Group \\" in text
+    assert r"$\alpha = 0.01$, 1 permutations, seed 7" in text
+    assert "over 1--3 queries" in text
+    assert text.count(r"\textbf{") == 1
+    empty = leaderboard_latex([], META)
+    assert "0 runs over no queries" in empty and r"\midrule" + "\n" + r"\bottomrule" in empty
+
+
+_ENGINE = shutil.which("pdflatex") or shutil.which("lualatex")
+
+
+@pytest.mark.skipif(
+    _ENGINE is None,
+    reason="neither pdflatex nor lualatex is installed; TeX is not a test dependency and may "
+    "be missing on CI machines too, so the compile check is skipped there as well",
+)
+def test_latex_table_compiles(tmp_path: Path) -> None:
+    assert _ENGINE is not None
+    names = ["all " + SPECIALS + " <>|", "run--a ``x'' ?` ,,", "Zürich", "new\nline"]
+    rows = [
+        ReportRow(rank, name, 0.5 - rank / 10, 0.1, 0.6, 1.0, 249, "ab"[rank % 2])
+        for rank, name in enumerate(names, start=1)
+    ]
+    encoding = r"\usepackage[T1]{fontenc}" if Path(_ENGINE).name == "pdflatex" else ""
+    document = "\n".join(
+        [
+            r"\documentclass{article}",
+            encoding,
+            r"\usepackage{booktabs}",
+            r"\begin{document}",
+            leaderboard_latex(rows, META),
+            r"\end{document}",
+            "",
+        ]
+    )
+    (tmp_path / "table.tex").write_text(document, encoding="utf-8")
+    finished = subprocess.run(
+        [_ENGINE, "-interaction=nonstopmode", "-halt-on-error", "table.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stdout[-3000:]
+    assert (tmp_path / "table.pdf").stat().st_size > 0
