@@ -126,6 +126,16 @@ urlpatterns = [
         name="collection-import-jobs",
     ),
     path(
+        "collections/<slug:slug>/import/jobs/<int:job_id>/retry/",
+        imports.import_job_retry_view,
+        name="collection-import-retry",
+    ),
+    path(
+        "collections/<slug:slug>/import/jobs/<int:job_id>/dismiss/",
+        imports.import_job_dismiss_view,
+        name="collection-import-dismiss",
+    ),
+    path(
         "collections/<slug:slug>/import/<slug:kind>/",
         imports.import_upload,
         name="collection-import-upload",

@@ -231,12 +231,25 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # The import page: one upload (a track's run files together) may hold up to this many MB
 # and files (each file still at most NDCG_MAX_UPLOAD_MB). Uploads are kept in
-# NDCG_UPLOAD_DIR until their import job ends; workers must see the same directory.
+# NDCG_UPLOAD_DIR until their import job succeeds, fails on the file itself, or is dismissed
+# (a job failed otherwise keeps its upload for Retry); workers must see the same directory.
 NDCG_IMPORT_MAX_MB = env_int("NDCG_IMPORT_MAX_MB", 4096, minimum=1)
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("NDCG_IMPORT_MAX_FILES", 500, minimum=1)
 NDCG_UPLOAD_DIR = Path(os.environ.get("NDCG_UPLOAD_DIR") or BASE_DIR / "var" / "uploads")
-# A running import job not heard of for this long is failed (its worker stopped).
+# Import jobs. A running job writes a heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
+# (with its progress, twice a second while that moves); one whose heartbeat is older than
+# NDCG_IMPORT_DEAD_SECONDS is failed by the sweep (its worker stopped) and offered again with
+# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost, or never started)
+# is queued again with a broker, failed without one; that limit also stands for running jobs
+# where other processes cannot see the heartbeat (SQLite without a shared coordination cache).
+NDCG_IMPORT_HEARTBEAT_SECONDS = env_int("NDCG_IMPORT_HEARTBEAT_SECONDS", 10, minimum=1)
+NDCG_IMPORT_DEAD_SECONDS = env_int("NDCG_IMPORT_DEAD_SECONDS", 45, minimum=2)
 NDCG_IMPORT_STALE_SECONDS = env_int("NDCG_IMPORT_STALE_SECONDS", 300, minimum=1)
+if NDCG_IMPORT_DEAD_SECONDS <= NDCG_IMPORT_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"NDCG_IMPORT_DEAD_SECONDS={NDCG_IMPORT_DEAD_SECONDS} must be more than "
+        f"NDCG_IMPORT_HEARTBEAT_SECONDS={NDCG_IMPORT_HEARTBEAT_SECONDS}"
+    )
 
 # Score recomputation: inline (in the web or command process, after commit) unless a broker is
 # configured, in which case Celery workers run it.
@@ -291,9 +304,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotations.tasks.scores_sweep_stale",
         "schedule": float(NDCG_SWEEP_SECONDS),
     },
+    # A third of the dead limit (15 s by default: a stopped worker's job fails within a minute).
     "import-jobs-sweep": {
         "task": "annotations.tasks.import_jobs_sweep",
-        "schedule": float(NDCG_SWEEP_SECONDS),
+        "schedule": max(1.0, NDCG_IMPORT_DEAD_SECONDS / 3),
     },
     "idempotency-purge": {"task": "annotations.tasks.idempotency_purge", "schedule": 3600.0},
 }

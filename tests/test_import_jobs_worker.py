@@ -46,7 +46,7 @@ def worker(collection: Collection, settings) -> Iterator[subprocess.Popen[bytes]
         require_component(f"Redis is not reachable at {BROKER}")
     queue = f"ndcg-test-imports-{os.getpid()}"
     env = {**os.environ, "C_FORCE_ROOT": "1", "CELERY_BROKER_URL": BROKER,
-           "DATABASE_URL": _database_url()}  # fmt: skip
+           "DATABASE_URL": _database_url(), "NDCG_IMPORT_HEARTBEAT_SECONDS": "1"}  # fmt: skip
     env.pop("DJANGO_CACHE_URL", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "ndcg_platform", "worker", "--pool=solo",
@@ -129,7 +129,7 @@ def test_a_worker_runs_the_job_and_the_page_sees_its_progress(
 def test_a_killed_worker_leaves_the_job_failed_and_nothing_imported(
     collection: Collection, organiser: Client, worker: subprocess.Popen[bytes], settings
 ) -> None:  # type: ignore[no-untyped-def]
-    settings.NDCG_IMPORT_STALE_SECONDS = 3
+    settings.NDCG_IMPORT_DEAD_SECONDS = 3
     job = _upload(organiser, _qrels(800_000))
     _poll(organiser, _running_with_progress, 120)
     os.kill(worker.pid, signal.SIGKILL)
@@ -140,9 +140,8 @@ def test_a_killed_worker_leaves_the_job_failed_and_nothing_imported(
     assert not Judgement.objects.exists()
     assert not Query.objects.filter(collection=collection).exists()
     assert not get_user_model().objects.filter(username="trec").exists()
-    job.refresh_from_db()
-    assert job.upload_path == ""
-    assert not list(Path(settings.NDCG_UPLOAD_DIR).iterdir())
+    job.refresh_from_db()  # the upload is kept for Retry
+    assert [str(path) for path in Path(settings.NDCG_UPLOAD_DIR).iterdir()] == [job.upload_path]
 
 
 def test_a_job_whose_task_the_broker_lost_is_queued_again_and_imported(

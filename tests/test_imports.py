@@ -294,7 +294,12 @@ def test_a_running_job_not_heard_of_is_failed_when_the_page_is_read(
     assert (stale.state, stale.error) == ("failed", WORKER_STOPPED)
     assert WORKER_STOPPED in page
     assert alive.state == "running"
-    assert [path.name for path in upload_dir.iterdir()] == [f"{alive.token}.upload"]
+    # the stopped job's upload is kept for Retry
+    assert stale.retryable and Path(stale.upload_path).is_file()
+    assert {path.name for path in upload_dir.iterdir()} == {
+        f"{stale.token}.upload",
+        f"{alive.token}.upload",
+    }
     assert import_jobs_sweep() == 0  # already swept
 
 
@@ -344,7 +349,8 @@ def test_with_the_broker_down_the_job_fails_at_once_and_nothing_is_imported(
     job = ImportJob.objects.get()
     assert (job.state, job.error) == ("failed", NOT_QUEUED)
     assert not Query.objects.filter(qid="q9").exists()
-    assert list(upload_dir.iterdir()) == []
+    assert job.retryable  # the upload is kept: Retry queues the job again
+    assert [path.name for path in upload_dir.iterdir()] == [f"{job.token}.upload"]
 
 
 def test_counting_reader_counts_bytes_and_lines_once() -> None:

@@ -42,10 +42,12 @@ def test_an_import_whose_job_was_failed_meanwhile_rolls_back(
     job.refresh_from_db()
     if connection.vendor == "postgresql":
         assert failed == 1  # the import does not lock the job's row until it finishes
+    stored = [str(path) for path in Path(settings.NDCG_UPLOAD_DIR).iterdir()]
     if failed:
         assert (job.state, job.error) == ("failed", WORKER_STOPPED)
         assert not Judgement.objects.exists()  # the import saw the failure and rolled back
+        assert job.retryable and stored == [job.upload_path]  # kept for Retry
     else:  # SQLite has one writer at a time: the update waited for the import's commit
         assert job.state == "done"
         assert Judgement.objects.count() == 150_000
-    assert not list(Path(settings.NDCG_UPLOAD_DIR).iterdir())
+        assert stored == []

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 
 
 class ImportJob(models.Model):
@@ -13,7 +15,9 @@ class ImportJob(models.Model):
     failed (with the parser's `file:line: field: problem (nothing was imported)` message).
 
     A job is marked done in the same transaction that imports its file, so "done" and the
-    imported rows are committed together or not at all.
+    imported rows are committed together or not at all. A job failed other than by its file
+    (its worker stopped, the broker was down) keeps its upload: Retry queues it again,
+    Dismiss deletes the upload and leaves the job dismissed.
     """
 
     TOPICS, DOCUMENTS, QRELS, RUN = "topics", "documents", "qrels", "run"
@@ -24,11 +28,13 @@ class ImportJob(models.Model):
         (RUN, "run"),
     ]
     QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    DISMISSED = "dismissed"
     STATE_CHOICES = [
         (QUEUED, "queued"),
         (RUNNING, "running"),
         (DONE, "done"),
         (FAILED, "failed"),
+        (DISMISSED, "dismissed"),
     ]
     ACTIVE = (QUEUED, RUNNING)
 
@@ -73,13 +79,17 @@ class ImportJob(models.Model):
     heartbeat = models.DateTimeField(
         null=True, blank=True, help_text="Last sign of life of the process running the job"
     )
+    retries = models.PositiveIntegerField(default=0, help_text="Times it was queued again")
+    retried = models.DateTimeField(
+        null=True, blank=True, help_text="When it was last queued again (Retry)"
+    )
 
     class Meta:
         ordering = ["collection_id", "-created", "-id"]
         indexes = [models.Index(fields=["state", "heartbeat"], name="import_job_state")]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(state__in=["queued", "running", "done", "failed"]),
+                condition=models.Q(state__in=["queued", "running", "done", "failed", "dismissed"]),
                 name="import_job_state_valid",
             ),
             models.CheckConstraint(
@@ -100,9 +110,26 @@ class ImportJob(models.Model):
         return self.state in self.ACTIVE
 
     @property
+    def retryable(self) -> bool:
+        """Failed with its upload kept: Retry (and Dismiss) are offered."""
+        return self.state == self.FAILED and bool(self.upload_path)
+
+    @property
     def percent(self) -> int:
         if self.state == self.DONE:
             return 100
         if not self.size:
             return 0
         return min(100, self.bytes_done * 100 // self.size)
+
+
+def _upload_delete_with_job(sender: type[ImportJob], instance: ImportJob, **kwargs: Any) -> None:
+    """A job deleted (in the admin, or with its collection) takes its kept upload along."""
+    if instance.upload_path:
+        path = Path(instance.upload_path)
+        transaction.on_commit(lambda: path.unlink(missing_ok=True))
+
+
+models.signals.post_delete.connect(
+    _upload_delete_with_job, sender=ImportJob, dispatch_uid="import-job-upload-delete"
+)

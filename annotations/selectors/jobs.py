@@ -78,5 +78,6 @@ def import_job_state(job: ImportJob) -> dict[str, Any]:
         "percent": job.percent,
         "summary": job.summary,
         "error": job.error,
+        "retryable": job.retryable,
         "finished": job.finished.isoformat() if job.finished else None,
     }

@@ -1,11 +1,15 @@
-"""Import jobs: store an upload, run its import with visible progress, fail orphaned jobs."""
+"""Import jobs: store an upload, run its import with visible progress and a heartbeat.
+
+Failing the jobs whose process stopped, Retry and Dismiss are in `job_recovery` (their
+names are importable from here too)."""
 
 from __future__ import annotations
 
 import logging
 import os
 import threading
-from datetime import timedelta
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -14,12 +18,23 @@ from django.core.cache import caches
 from django.core.exceptions import ValidationError
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from annotations.models import Collection, ImportJob
-from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
+from annotations.selectors.jobs import progress_in_rows, progress_key
 from annotations.services.imports import documents_import, topics_import
+from annotations.services.job_recovery import (  # noqa: F401  (callers import them from here)
+    NOT_STARTED,
+    RETRY,
+    UPLOAD_GONE,
+    WORKER_STOPPED,
+    import_job_dismiss,
+    import_job_retry,
+    import_jobs_sweep,
+    import_jobs_sweep_quietly,
+    upload_delete,
+)
 from annotations.services.judgements import import_assessor, judgements_import
 from annotations.services.runs import run_files_import
 from annotations.trec import TrecFormatError
@@ -29,10 +44,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-WORKER_STOPPED = "the worker stopped; nothing was imported"
-NOT_STARTED = "the server stopped before the import started; nothing was imported"
-NOT_QUEUED = "the job could not be queued (the broker is unreachable); nothing was imported"
-PROGRESS_SECONDS = 0.5  # how often a running job writes its progress and heartbeat
+NOT_QUEUED = (
+    f"The job could not be queued (the broker is unreachable); nothing was imported. {RETRY}"
+)
+PROGRESS_SECONDS = 0.5  # how often a running job writes its progress while it moves
 
 
 # --- progress ---------------------------------------------------------------------------
@@ -69,9 +84,12 @@ class CountingReader:
         return True
 
 
-def import_job_progress_write(*, job: ImportJob, bytes_done: int, lines_done: int) -> None:
+def import_job_progress_write(
+    *, job: ImportJob, bytes_done: int, lines_done: int, attempt: datetime
+) -> None:
     """Record a running job's progress and heartbeat outside the import's transaction
-    (call it from a thread of its own: its connection is not the import's)."""
+    (call it from a thread of its own: its connection is not the import's); `attempt` is
+    when this run claimed the job, so a run outlived by its job's failure writes nothing."""
     now = timezone.now()
     if progress_in_rows():
         table = connection.ops.quote_name(ImportJob._meta.db_table)
@@ -80,8 +98,8 @@ def import_job_progress_write(*, job: ImportJob, bytes_done: int, lines_done: in
             cursor.execute(
                 f"UPDATE {table} SET bytes_done = %s, lines_done = %s, heartbeat = %s "
                 f"WHERE id = (SELECT id FROM {table} WHERE id = %s AND state = %s "
-                "FOR UPDATE SKIP LOCKED)",
-                [bytes_done, lines_done, now, job.id, ImportJob.RUNNING],
+                "AND started = %s FOR UPDATE SKIP LOCKED)",
+                [bytes_done, lines_done, now, job.id, ImportJob.RUNNING, attempt],
             )
         return
     timeout = max(3600, settings.NDCG_IMPORT_STALE_SECONDS * 4)
@@ -91,22 +109,28 @@ def import_job_progress_write(*, job: ImportJob, bytes_done: int, lines_done: in
 
 
 class _ProgressWriter(threading.Thread):
-    """Writes a job's progress and heartbeat every PROGRESS_SECONDS while the import runs."""
+    """While the import runs, writes the job's progress and heartbeat every PROGRESS_SECONDS
+    while the progress moves, and the heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
+    whatever the import does (a long step that reads nothing: storing, scoring)."""
 
-    def __init__(self, job: ImportJob, reader: CountingReader) -> None:
+    def __init__(self, job: ImportJob, reader: CountingReader, attempt: datetime) -> None:
         super().__init__(name=f"import-job-{job.id}-progress", daemon=True)
-        self.job, self.reader = job, reader
+        self.job, self.reader, self.attempt = job, reader, attempt
         self.finished = threading.Event()
 
     def run(self) -> None:
+        heartbeat = float(settings.NDCG_IMPORT_HEARTBEAT_SECONDS)
+        written, last = (0, 0), time.monotonic()
         try:
-            while not self.finished.wait(PROGRESS_SECONDS):
+            while not self.finished.wait(min(PROGRESS_SECONDS, heartbeat)):
+                done = (self.reader.bytes_done, self.reader.lines_done)
+                if done == written and time.monotonic() - last < heartbeat:
+                    continue
                 try:
                     import_job_progress_write(
-                        job=self.job,
-                        bytes_done=self.reader.bytes_done,
-                        lines_done=self.reader.lines_done,
+                        job=self.job, bytes_done=done[0], lines_done=done[1], attempt=self.attempt
                     )
+                    written, last = done, time.monotonic()
                 except Exception:  # progress is best effort; the import goes on
                     logger.warning("could not record the progress of import job %s", self.job.id)
         finally:
@@ -130,13 +154,6 @@ def _upload_store(upload: UploadedFile, path: Path) -> None:
     with open(path, "wb") as out:
         for chunk in upload.chunks():
             out.write(chunk)
-
-
-def _upload_delete(job: ImportJob) -> None:
-    """Delete a finished job's stored upload (its row already says it is gone)."""
-    if job.upload_path:
-        Path(job.upload_path).unlink(missing_ok=True)
-        job.upload_path = ""
 
 
 def import_job_create(
@@ -192,14 +209,15 @@ def _publish(job_id: int) -> None:
         tasks.import_job_run.apply_async((job_id,), retry=False)
     except Exception as error:
         logger.warning("could not queue import job %s: %r", job_id, error)
-        job = ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).first()
-        if job is not None:
-            _finish_failed(job, NOT_QUEUED, only_if=ImportJob.QUEUED)
-            _upload_delete(job)
+        # The upload is kept: Retry queues the job again.
+        ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
+            state=ImportJob.FAILED, error=NOT_QUEUED, finished=timezone.now()
+        )
 
 
 class _Abandoned(Exception):
-    """The job was failed meanwhile (its heartbeat went stale): its import must not commit."""
+    """The job was failed meanwhile (its heartbeat went stale, and maybe it was queued again
+    since): this run's import must not commit."""
 
 
 def _validation_text(error: ValidationError) -> str:
@@ -241,9 +259,11 @@ def _import(job: ImportJob, source: BinaryIO) -> str:
 def import_job_run(*, job_id: int) -> str:
     """Run a queued job (a worker's task, or the request without a broker); its final state.
 
-    The job is claimed (queued -> running) first, so a task delivered twice runs it once.
-    Its import and its "done" commit in one transaction; any error leaves nothing imported
-    and the error on the job. The stored upload is deleted when the job ends.
+    The job is claimed (queued -> running) first, so a task delivered twice runs it once;
+    the claim's time names this run (`started`), so a run outlived by its job's failure (and
+    perhaps a Retry) changes nothing. Its import and its "done" commit in one transaction;
+    any error leaves nothing imported and the error on the job. The stored upload is deleted
+    when the job is done or its file was at fault, and kept for Retry otherwise.
     """
     now = timezone.now()
     claimed = ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
@@ -253,32 +273,30 @@ def import_job_run(*, job_id: int) -> str:
     found = job.first()
     if found is None:
         return "missing"
-    if not claimed:
+    if not claimed or found.started != now:
         return found.state
-    try:
-        return _run_claimed(found)
-    finally:
-        _upload_delete(found)
+    return _run_claimed(found, now)
 
 
-def _run_claimed(job: ImportJob) -> str:
+def _run_claimed(job: ImportJob, attempt: datetime) -> str:
     try:
         raw = open(job.upload_path, "rb")  # noqa: SIM115  (closed in the finally below)
     except OSError as error:
-        _finish_failed(
-            job, f"{job.file_name}: the upload is gone ({error.strerror}); nothing was imported"
-        )
+        text = f"{job.file_name}: the upload is gone ({error.strerror}); nothing was imported"
+        _finish_failed(job, text, attempt=attempt, keep_upload=False)
         return ImportJob.FAILED
     reader = CountingReader(cast(BinaryIO, raw))
-    writer = _ProgressWriter(job, reader)
+    writer = _ProgressWriter(job, reader, attempt)
     writer.start()
     try:
         with transaction.atomic():
             summary = _import(job, cast(BinaryIO, reader))
             writer.stop()
-            done = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING).update(
+            done = ImportJob.objects.filter(
+                id=job.id, state=ImportJob.RUNNING, started=attempt
+            ).update(
                 state=ImportJob.DONE,
-                upload_path="",  # deleted as the job ends
+                upload_path="",  # deleted once this commits
                 summary=summary,
                 bytes_done=job.size,
                 lines_done=reader.lines_done,
@@ -287,20 +305,25 @@ def _run_claimed(job: ImportJob) -> str:
             )
             if not done:
                 raise _Abandoned
+            path = job.upload_path
+            transaction.on_commit(lambda: upload_delete(path))
     except _Abandoned:
         return ImportJob.FAILED
+    # The file is at fault: a Retry would fail the same way, the upload goes.
     except TrecFormatError as error:
-        return _finish_failed(job, f"{error} (nothing was imported)", reader)
+        text = f"{error} (nothing was imported)"
+        return _finish_failed(job, text, reader, attempt=attempt, keep_upload=False)
     except ValidationError as error:
         text = f"{job.file_name}: {_validation_text(error)} (nothing was imported)"
-        return _finish_failed(job, text, reader)
+        return _finish_failed(job, text, reader, attempt=attempt, keep_upload=False)
+    # Otherwise the upload is kept for Retry.
     except IntegrityError as error:
         text = f"{job.file_name}: the database refused the import ({error}); nothing was imported"
-        return _finish_failed(job, text, reader)
+        return _finish_failed(job, text, reader, attempt=attempt)
     except Exception as error:  # never leave a job running: say what happened
         logger.exception("import job %s failed", job.id)
         text = f"{job.file_name}: the import failed ({type(error).__name__}); nothing was imported"
-        return _finish_failed(job, text, reader)
+        return _finish_failed(job, text, reader, attempt=attempt)
     finally:
         writer.stop()
         raw.close()
@@ -312,74 +335,20 @@ def _finish_failed(
     error: str,
     reader: CountingReader | None = None,
     *,
-    only_if: str = ImportJob.RUNNING,
+    attempt: datetime,
+    keep_upload: bool = True,
 ) -> str:
+    """Fail the job if this run still holds it; its upload deleted unless kept for Retry."""
     fields: dict[str, object] = {
         "state": ImportJob.FAILED,
-        "upload_path": "",
         "error": error,
         "finished": timezone.now(),
     }
+    if not keep_upload:
+        fields["upload_path"] = ""
     if reader is not None:
         fields.update(bytes_done=reader.bytes_done, lines_done=reader.lines_done)
-    ImportJob.objects.filter(id=job.id, state=only_if).update(**fields)
+    held = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=attempt)
+    if held.update(**fields) and not keep_upload:
+        upload_delete(job.upload_path)
     return ImportJob.FAILED
-
-
-# --- jobs whose process stopped ----------------------------------------------------------
-
-
-def import_jobs_sweep(*, collection: Collection | None = None) -> int:
-    """Fail the running jobs not heard of for NDCG_IMPORT_STALE_SECONDS (the worker stopped)
-    and, without a broker, the queued jobs that old (the server stopped); their uploads are
-    deleted. Nothing of theirs was imported: a job's import commits only together with its
-    "done", and an import that outlives its job's failure rolls back (`import_job_run`).
-
-    With a broker, a job still queued that long is queued again (at most once per that
-    time): a broker that lost its task (a Redis restarted without persistence) would leave
-    it waiting for ever, and a second delivery of a job already claimed does nothing."""
-    now = timezone.now()
-    limit = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
-    jobs = ImportJob.objects.filter(state=ImportJob.RUNNING, heartbeat__lt=limit)
-    stalled = ImportJob.objects.filter(state=ImportJob.QUEUED, created__lt=limit)
-    if collection is not None:
-        jobs, stalled = jobs.filter(collection=collection), stalled.filter(collection=collection)
-    if settings.CELERY_BROKER_URL:
-        _republish(list(stalled.values_list("id", flat=True)))
-    else:
-        jobs = jobs | stalled
-    swept = 0
-    for job in jobs:
-        if job.state == ImportJob.RUNNING:
-            progress = import_job_progress_read(job=job)
-            if progress is not None and progress.heartbeat >= limit:
-                continue
-            failed = ImportJob.objects.filter(
-                id=job.id, state=ImportJob.RUNNING, heartbeat__lt=limit
-            ).update(state=ImportJob.FAILED, error=WORKER_STOPPED, finished=now, upload_path="")
-        else:
-            failed = ImportJob.objects.filter(id=job.id, state=ImportJob.QUEUED).update(
-                state=ImportJob.FAILED, error=NOT_STARTED, finished=now, upload_path=""
-            )
-        if failed:
-            _upload_delete(job)
-            swept += failed
-    return swept
-
-
-def _republish(job_ids: list[int]) -> None:
-    """Queue these jobs' tasks again, each at most once per NDCG_IMPORT_STALE_SECONDS (the
-    sweep also runs on every read of the import page)."""
-    timeout = settings.NDCG_IMPORT_STALE_SECONDS
-    for job_id in job_ids:
-        if caches["coordination"].add(f"import-job-republished:{job_id}", 1, timeout=timeout):
-            logger.warning("import job %s still queued: queued again", job_id)
-            _publish(job_id)
-
-
-def import_jobs_sweep_quietly(*, collection: Collection) -> None:
-    """The sweep as a page read does it: best effort (SQLite may be busy with an import)."""
-    try:
-        import_jobs_sweep(collection=collection)
-    except DatabaseError:
-        logger.warning("could not sweep the import jobs of %s", collection.slug)

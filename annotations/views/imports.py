@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import TooManyFilesSent
+from django.core.exceptions import TooManyFilesSent, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
@@ -16,6 +16,8 @@ from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_state, import_jobs_of
 from annotations.services.jobs import (
     import_job_create,
+    import_job_dismiss,
+    import_job_retry,
     import_jobs_start,
     import_jobs_sweep_quietly,
 )
@@ -100,12 +102,44 @@ def _import_upload(request: HttpRequest, collection: Collection, kind: str) -> H
     ]
     import_jobs_start(jobs=jobs)
     for job in ImportJob.objects.filter(id__in=[job.id for job in jobs]).order_by("id"):
-        if job.state == ImportJob.DONE:
-            messages.success(request, f"{job.file_name}: imported ({job.summary}).")
-        elif job.state == ImportJob.FAILED:
-            messages.error(request, job.error)
-        else:
-            messages.info(request, f"{job.file_name}: queued for import.")
+        _report(request, job)
+    return redirect("collection-imports", slug=collection.slug)
+
+
+def _report(request: HttpRequest, job: ImportJob) -> None:
+    if job.state == ImportJob.DONE:
+        messages.success(request, f"{job.file_name}: imported ({job.summary}).")
+    elif job.state == ImportJob.FAILED:
+        messages.error(request, job.error)
+    else:
+        messages.info(request, f"{job.file_name}: queued for import.")
+
+
+@login_required
+@require_POST
+def import_job_retry_view(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
+    """Retry: queue a failed job again with its kept upload and options."""
+    collection = _organised(request, slug)
+    job = get_object_or_404(ImportJob, id=job_id, collection=collection)
+    try:
+        _report(request, import_job_retry(job=job, by=_user(request)))
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    return redirect("collection-imports", slug=collection.slug)
+
+
+@login_required
+@require_POST
+def import_job_dismiss_view(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
+    """Dismiss: delete a failed job's kept upload; the job stays listed, dismissed."""
+    collection = _organised(request, slug)
+    job = get_object_or_404(ImportJob, id=job_id, collection=collection)
+    try:
+        import_job_dismiss(job=job)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.info(request, f"{job.file_name}: dismissed; its upload is deleted.")
     return redirect("collection-imports", slug=collection.slug)
 
 

@@ -67,6 +67,9 @@
     } else {
       result.textContent = job.summary;
     }
+    // Retry and Dismiss, rendered with the row, show once the job failed with its upload kept.
+    var actions = row.querySelector(".job-actions");
+    if (actions) actions.hidden = !job.retryable;
     return true;
   }
 

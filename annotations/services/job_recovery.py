@@ -1,0 +1,164 @@
+"""Import jobs whose process stopped: the sweep that fails them, Retry and Dismiss.
+
+A job failed other than by its file keeps its stored upload, so the organiser can queue the
+same job again (Retry) or let it go (Dismiss, which deletes the upload).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotations.models import Collection, ImportJob
+from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+logger = logging.getLogger(__name__)
+
+RETRY = "Press Retry to import it again."
+WORKER_STOPPED = f"The worker stopped while importing this file; nothing was imported. {RETRY}"
+NOT_STARTED = f"The server stopped before the import started; nothing was imported. {RETRY}"
+UPLOAD_GONE = (
+    "The stored upload is gone, so this file cannot be imported again; nothing was imported. "
+    "Upload the file again."
+)
+
+
+def upload_delete(path: str) -> None:
+    """Delete a stored upload its job no longer names."""
+    if path:
+        Path(path).unlink(missing_ok=True)
+
+
+def _dead_seconds() -> int:
+    """How long a running job may be silent: NDCG_IMPORT_DEAD_SECONDS where every process
+    sees its heartbeat (on its row, or in a shared coordination cache), else no less than
+    NDCG_IMPORT_STALE_SECONDS (a process that cannot see a live job's heartbeat would
+    otherwise fail it)."""
+    dead = settings.NDCG_IMPORT_DEAD_SECONDS
+    if progress_in_rows() or settings.NDCG_COORDINATION_SHARED:
+        return dead
+    return max(dead, settings.NDCG_IMPORT_STALE_SECONDS)
+
+
+def import_jobs_sweep(*, collection: Collection | None = None) -> int:
+    """Fail the running jobs whose heartbeat is older than NDCG_IMPORT_DEAD_SECONDS (the
+    worker stopped) and, without a broker, the jobs queued for NDCG_IMPORT_STALE_SECONDS
+    (the server stopped); their uploads are kept for Retry. Nothing of theirs was imported:
+    a job's import commits only together with its "done", and an import that outlives its
+    job's failure rolls back (`import_job_run`).
+
+    With a broker, a job still queued that long is queued again (at most once per that
+    time): a broker that lost its task (a Redis restarted without persistence) would leave
+    it waiting for ever, and a second delivery of a job already claimed does nothing."""
+    now = timezone.now()
+    dead = now - timedelta(seconds=_dead_seconds())
+    stale = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
+    running = ImportJob.objects.filter(state=ImportJob.RUNNING, heartbeat__lt=dead)
+    waiting = ImportJob.objects.alias(since=Coalesce("retried", "created")).filter(
+        state=ImportJob.QUEUED, since__lt=stale
+    )
+    if collection is not None:
+        running = running.filter(collection=collection)
+        waiting = waiting.filter(collection=collection)
+    swept = 0
+    for job in running:
+        progress = import_job_progress_read(job=job)
+        if progress is not None and progress.heartbeat >= dead:
+            continue
+        swept += ImportJob.objects.filter(
+            id=job.id, state=ImportJob.RUNNING, heartbeat__lt=dead
+        ).update(state=ImportJob.FAILED, error=WORKER_STOPPED, finished=now)
+    if settings.CELERY_BROKER_URL:
+        _republish(list(waiting.values_list("id", flat=True)))
+        return swept
+    for job_id in waiting.values_list("id", flat=True):
+        swept += ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
+            state=ImportJob.FAILED, error=NOT_STARTED, finished=now
+        )
+    return swept
+
+
+def _republish(job_ids: list[int]) -> None:
+    """Queue these jobs' tasks again, each at most once per NDCG_IMPORT_STALE_SECONDS (the
+    sweep also runs on every read of the import page)."""
+    from annotations.services import jobs
+
+    timeout = settings.NDCG_IMPORT_STALE_SECONDS
+    for job_id in job_ids:
+        if caches["coordination"].add(f"import-job-republished:{job_id}", 1, timeout=timeout):
+            logger.warning("import job %s still queued: queued again", job_id)
+            jobs._publish(job_id)
+
+
+def import_jobs_sweep_quietly(*, collection: Collection) -> None:
+    """The sweep as a page read does it: best effort (SQLite may be busy with an import)."""
+    try:
+        import_jobs_sweep(collection=collection)
+    except DatabaseError:
+        logger.warning("could not sweep the import jobs of %s", collection.slug)
+
+
+def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
+    """Queue a failed job again with its stored upload and its options (kind, assessor,
+    replace, split_tags); without a broker it runs here. The job as it is afterwards.
+    ValidationError when it is not failed, or its upload is gone (the job then says so)."""
+    from annotations.services import jobs
+
+    if job.state != ImportJob.FAILED:
+        raise ValidationError(f"{job.file_name}: only a failed import can be retried.")
+    if not job.upload_path or not Path(job.upload_path).is_file():
+        ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED).update(
+            upload_path="", error=UPLOAD_GONE
+        )
+        raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
+    queued = (
+        ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
+        .exclude(upload_path="")
+        .update(
+            state=ImportJob.QUEUED, error="", summary="", bytes_done=0, lines_done=0,
+            started=None, finished=None, heartbeat=None, retried=timezone.now(),
+            retries=F("retries") + 1,
+        )
+    )  # fmt: skip
+    if not queued:
+        raise ValidationError(f"{job.file_name}: it was retried or dismissed meanwhile.")
+    _progress_forget(job)
+    logger.info("import job %s queued again by %s", job.id, by.username if by else "nobody")
+    job.refresh_from_db()
+    jobs.import_jobs_start(jobs=[job])
+    job.refresh_from_db()
+    return job
+
+
+def import_job_dismiss(*, job: ImportJob) -> None:
+    """Let a failed job go: its stored upload is deleted, the job stays listed, dismissed."""
+    path = job.upload_path
+    dismissed = ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED).update(
+        state=ImportJob.DISMISSED, upload_path=""
+    )
+    if not dismissed:
+        raise ValidationError(f"{job.file_name}: only a failed import can be dismissed.")
+    upload_delete(path)
+
+
+def _progress_forget(job: ImportJob) -> None:
+    """Drop what an earlier run of the job left in the coordination cache (best effort)."""
+    if progress_in_rows():
+        return
+    try:
+        caches["coordination"].delete(progress_key(job))
+    except Exception:
+        logger.warning("could not clear the progress of import job %s", job.id)
