@@ -11,8 +11,9 @@ from annotations.models import ImportJob
 
 @admin.register(ImportJob)
 class ImportJobAdmin(ReadOnlyAdmin):
-    """Every upload of the import page and its outcome; a finished job may be deleted (its
-    stored upload is already gone), a queued or running one not (a worker holds it)."""
+    """Every upload of the import page and its outcome; a finished job may be deleted (with
+    the upload a failed job keeps for its Retry), a queued or running one not (a worker
+    holds it)."""
 
     list_display = ["file_name", "collection", "kind", "state", "size", "created_by", "created"]
     list_filter = ["state", "kind", "collection"]
@@ -22,7 +23,7 @@ class ImportJobAdmin(ReadOnlyAdmin):
     fields = [
         "collection", "kind", "file_name", "size", "state", "summary", "error",
         "bytes_done", "lines_done", "replace", "split_tags", "assessor", "created_by",
-        "created", "started", "finished", "heartbeat",
+        "created", "started", "finished", "heartbeat", "retries", "retried",
     ]  # fmt: skip
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
