@@ -35,7 +35,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotations import score_packs
+from annotations.formats import score_bytes
 from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
 from annotations.selectors.leaderboards import (
     BoundsByQuery,
@@ -145,7 +145,7 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         sorted(
             Run.objects.filter(
                 collection=collection,
-                run_scores__cutoffs=score_packs.layout(collection.sorted_cutoffs),
+                run_scores__cutoffs=score_bytes.layout(collection.sorted_cutoffs),
             ).values_list("id", flat=True)
         )
         if k in collection.sorted_cutoffs
@@ -238,14 +238,14 @@ def leaderboards_refresh_task(*, collection_id: int) -> int:
 def statistics_warm() -> int:
     """Make this process's random draws for every query count a stored leaderboard has, so
     its first leaderboard computation is as fast as the next; returns how many sizes."""
-    from annotations import batch_statistics
+    from annotations.metrics import significance_arrays
 
     sizes: set[object] = set()
     for row in LeaderboardSnapshot.objects.values_list("rows", flat=True):
         sizes.update(entry.get("queries") for entry in row if isinstance(entry, dict))
     counts = sorted(size for size in sizes if isinstance(size, int))
     for size in counts:
-        batch_statistics.draws_warm(size)
+        significance_arrays.draws_warm(size)
     return len(counts)
 
 

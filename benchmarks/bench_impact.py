@@ -10,7 +10,7 @@ and reveals grades one at a time in four orders:
   query   query by query: a query's whole depth-k pool (rank 1 of every run, then 2, ...),
           then the next query
   random  the depth-k pool in a random order (seeded)
-  impact  highest ``annotations.impact`` first (over the whole collection; ties by query,
+  impact  highest ``annotations.metrics.impact`` first (over the whole collection; ties by query,
           then first retrieval), recomputed from the judgements so far, the grade prior
           included, after every batch: batch = max(--batch, --growth x judged so far),
           10 then 5% by default, about 90 recomputations for a 5,600-pair pool
@@ -27,7 +27,7 @@ this truth and the one with IDCGs from the whole qrels file); a retrieved docume
 drew from outside its qrels (its unjudged share is clipped noise around 0) has hidden grade
 0. nDCG is kept incrementally in numpy (a judgement adds its gain to the DCG of the runs
 that rank it, then the query's IDCG is redone); after each order a sample of queries is
-checked against ``annotations.scoring.query_scores`` to 1e-12 (the incremental sums add in
+checked against ``annotations.metrics.ndcg.query_scores`` to 1e-12 (the incremental sums add in
 judging order, not rank order), and the tau-b used here against ``scipy.stats.kendalltau``.
 """
 
@@ -49,8 +49,8 @@ import scipy.stats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from annotations import scoring  # noqa: E402
-from annotations.impact import UNJUDGED, QueryTop, impact_compute  # noqa: E402
+from annotations.metrics import ndcg  # noqa: E402
+from annotations.metrics.impact import UNJUDGED, QueryTop, impact_compute  # noqa: E402
 
 ORDERS = ("depth", "query", "random", "impact")
 SCALE = (0, 1, 2, 3)
@@ -109,7 +109,7 @@ def load(folder: Path, k: int) -> Collection:
         matrix = np.full((len(runs), k), -1, dtype=np.int64)
         ranked: dict[str, list[str]] = {}
         for a, run in enumerate(runs):
-            order = scoring.order_ranking(by_run[run].get(qid, []))[:k]
+            order = ndcg.order_ranking(by_run[run].get(qid, []))[:k]
             ranked[run] = order
             for i, docno in enumerate(order):
                 matrix[a, i] = pool.setdefault(docno, len(pool))
@@ -117,7 +117,7 @@ def load(folder: Path, k: int) -> Collection:
         hidden.append(np.array([qrels[qid].get(d, 0) for d in pool], dtype=np.int64))
         docnos.append(list(pool))
         rankings.append(ranked)
-        qrels_idcgs.append(scoring.idcg(qrels[qid].values(), k, SCHEME))
+        qrels_idcgs.append(ndcg.idcg(qrels[qid].values(), k, SCHEME))
     return Collection(qids, runs, tops, hidden, docnos, rankings, qrels_idcgs)
 
 
@@ -140,7 +140,7 @@ class Leaderboard:
         grade = int(self.c.hidden[q][d])
         self.grades[q][d] = grade
         self.count += 1
-        gain = scoring.gain(grade, SCHEME)
+        gain = ndcg.gain(grade, SCHEME)
         if gain <= 0:
             return  # neither a DCG nor the IDCG moves
         self.dcg[q] += gain * self.c.tops[q].weights[:, d]
@@ -248,15 +248,15 @@ def simulate(
 
 
 def check(collection: Collection, board: Leaderboard, k: int) -> None:
-    """The incremental nDCG equals annotations.scoring on a sample of queries, and the tau
+    """The incremental nDCG equals annotations.metrics.ndcg on a sample of queries, and the tau
     used here equals scipy's tau-b (on a state with ties: every query judged to half)."""
     for q in range(0, len(collection.qids), max(1, len(collection.qids) // 10)):
         grades = {collection.docnos[q][d]: int(g) for d, g in enumerate(board.grades[q]) if g >= 0}
-        idcgs = scoring.idcgs_for(grades.values(), [k], SCHEME)
+        idcgs = ndcg.idcgs_for(grades.values(), [k], SCHEME)
         for a, run in enumerate(collection.runs):
-            expected = scoring.query_scores(
-                collection.rankings[q][run], grades, [k], SCHEME, idcgs
-            )[k].ndcg
+            expected = ndcg.query_scores(collection.rankings[q][run], grades, [k], SCHEME, idcgs)[
+                k
+            ].ndcg
             if abs(expected - board.ndcg[q, a]) > 1e-12:
                 raise SystemExit(f"incremental nDCG differs from scoring: query {q}, run {run}")
     half = Leaderboard(collection, k)

@@ -618,14 +618,14 @@ def _stored_ndcg(collection, query_qids=None) -> dict[tuple[str, str, int], floa
     rows = QueryScore.objects.filter(run__collection=collection)
     if query_qids is not None:
         rows = rows.filter(query__qid__in=list(query_qids))
-    from annotations import score_packs
+    from annotations.formats import score_bytes
 
     return {
         (run, qid, k): float(value)
         for run, qid, cutoffs, ndcg in rows.values_list(
             "run__name", "query__qid", "cutoffs", "ndcg"
         ).iterator(chunk_size=20000)
-        for k, value in zip(score_packs.cutoffs_of(cutoffs), score_packs.floats(ndcg), strict=True)
+        for k, value in zip(score_bytes.cutoffs_of(cutoffs), score_bytes.floats(ndcg), strict=True)
     }
 
 

@@ -9,24 +9,26 @@ from typing import Any
 
 import numpy as np
 
-from annotations import exact_arrays, score_packs, services
+from annotations import services
+from annotations.formats import score_bytes
+from annotations.metrics import exact_arrays
 from annotations.models import Document, Judgement, Query, QueryScore, RunScore
 
 
-def query_rows(**filters: Any) -> list[tuple[str, str, score_packs.QueryValues]]:
+def query_rows(**filters: Any) -> list[tuple[str, str, score_bytes.QueryValues]]:
     """(run name, qid, values at one k) of every stored per-query score matching `filters`
     (QueryScore lookups, e.g. run=..., query__qid=...), every cutoff unpacked."""
     rows = QueryScore.objects.filter(**filters).values_list(
-        "run__name", "query__qid", "cutoffs", *score_packs.QUERY_MEASURES
+        "run__name", "query__qid", "cutoffs", *score_bytes.QUERY_MEASURES
     )
     return [
         (run, qid, values)
         for run, qid, cutoffs, *columns in rows
-        for values in score_packs.query_values(cutoffs, *columns).values()
+        for values in score_bytes.query_values(cutoffs, *columns).values()
     ]
 
 
-def query_score(*, k: int, **filters: Any) -> score_packs.QueryValues:
+def query_score(*, k: int, **filters: Any) -> score_bytes.QueryValues:
     """The stored scores at k of the one (run, query) matching `filters`."""
     return QueryScore.objects.get(**filters).at(k)
 
@@ -36,7 +38,7 @@ def ndcg_by_key(**filters: Any) -> dict[tuple[str, str, int], float]:
     return {(run, qid, values.k): values.ndcg for run, qid, values in query_rows(**filters)}
 
 
-def run_rows(**filters: Any) -> list[tuple[str, score_packs.RunMeans]]:
+def run_rows(**filters: Any) -> list[tuple[str, score_bytes.RunMeans]]:
     """(run name, means at one k) of every stored run mean matching `filters`."""
     return [
         (row.run.name, means)
@@ -45,7 +47,7 @@ def run_rows(**filters: Any) -> list[tuple[str, score_packs.RunMeans]]:
     ]
 
 
-def run_score(*, k: int, **filters: Any) -> score_packs.RunMeans:
+def run_score(*, k: int, **filters: Any) -> score_bytes.RunMeans:
     """The stored means at k of the one run matching `filters`."""
     return RunScore.objects.get(**filters).at(k)
 
@@ -54,16 +56,16 @@ def packed_query_fields(ks: Sequence[int], **values: float) -> dict[str, Any]:
     """The packed fields (cutoffs, one column per measure) of a per-query row holding the values
     at every cutoff in `ks` (measure -> value, each of QUERY_MEASURES; 0.0 where absent),
     for QueryScore.objects.create(run=..., query=..., **fields)."""
-    unknown = set(values) - set(score_packs.QUERY_MEASURES)
+    unknown = set(values) - set(score_bytes.QUERY_MEASURES)
     if unknown:
         raise ValueError(f"not a per-query measure: {sorted(unknown)}")
     matrix = np.array(
-        [[float(values.get(measure, 0.0))] * len(ks) for measure in score_packs.QUERY_MEASURES]
+        [[float(values.get(measure, 0.0))] * len(ks) for measure in score_bytes.QUERY_MEASURES]
     )
-    columns = score_packs.pack_query(matrix)
+    columns = score_bytes.pack_query(matrix)
     return {
-        "cutoffs": score_packs.layout(ks),
-        **dict(zip(score_packs.QUERY_MEASURES, columns, strict=True)),
+        "cutoffs": score_bytes.layout(ks),
+        **dict(zip(score_bytes.QUERY_MEASURES, columns, strict=True)),
     }
 
 
@@ -71,11 +73,11 @@ def packed_run_fields(ks: Sequence[int], *, queries: int = 0) -> dict[str, Any]:
     """The packed fields of a run mean row with zero means at every cutoff in `ks`, for
     RunScore.objects.create(run=..., **fields)."""
     return {
-        "cutoffs": score_packs.layout(ks),
+        "cutoffs": score_bytes.layout(ks),
         "queries": queries,
         **{
-            column: score_packs.pack_sums(np.zeros((len(ks), exact_arrays.LIMBS), dtype=np.int64))
-            for column in score_packs.SUM_COLUMNS
+            column: score_bytes.pack_sums(np.zeros((len(ks), exact_arrays.LIMBS), dtype=np.int64))
+            for column in score_bytes.SUM_COLUMNS
         },
         "overflow": {},
     }
@@ -88,18 +90,18 @@ def rewrite_query_scores(*, k: int, values: Mapping[str, float], **filters: Any)
     number of rows rewritten; KeyError if a row has no value at k."""
     rows = list(QueryScore.objects.filter(**filters))
     for row in rows:
-        where = score_packs.position(row.cutoffs, k)
+        where = score_bytes.position(row.cutoffs, k)
         if where is None:
             raise KeyError(k)
-        columns = [getattr(row, measure) for measure in score_packs.QUERY_MEASURES]
-        matrix = score_packs.unpack_query(*columns).copy()
+        columns = [getattr(row, measure) for measure in score_bytes.QUERY_MEASURES]
+        matrix = score_bytes.unpack_query(*columns).copy()
         for measure, value in values.items():
-            matrix[score_packs.QUERY_MEASURES.index(measure), where] = value
+            matrix[score_bytes.QUERY_MEASURES.index(measure), where] = value
         for measure, column in zip(
-            score_packs.QUERY_MEASURES, score_packs.pack_query(matrix), strict=True
+            score_bytes.QUERY_MEASURES, score_bytes.pack_query(matrix), strict=True
         ):
             setattr(row, measure, column)
-        row.save(update_fields=list(score_packs.QUERY_MEASURES))
+        row.save(update_fields=list(score_bytes.QUERY_MEASURES))
     return len(rows)
 
 
@@ -109,7 +111,7 @@ def packed_query_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
     return {
         pk: (cutoffs, *map(bytes, columns))
         for pk, cutoffs, *columns in QueryScore.objects.filter(**filters).values_list(
-            "id", "cutoffs", *score_packs.QUERY_MEASURES
+            "id", "cutoffs", *score_bytes.QUERY_MEASURES
         )
     }
 
@@ -120,7 +122,7 @@ def packed_run_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
         run_id: (cutoffs, queries, *map(bytes, sums), overflow)
         for run_id, cutoffs, queries, *sums, overflow in RunScore.objects.filter(
             **filters
-        ).values_list("run_id", "cutoffs", "queries", *score_packs.SUM_COLUMNS, "overflow")
+        ).values_list("run_id", "cutoffs", "queries", *score_bytes.SUM_COLUMNS, "overflow")
     }
 
 

@@ -1,4 +1,4 @@
-"""Tests for annotations.agreement: hand-computed cases, published values, independent oracles."""
+"""annotations.metrics.agreement: hand-computed cases, published values, independent oracles."""
 
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -8,7 +8,7 @@ from itertools import permutations
 import numpy as np
 import pytest
 
-from annotations.agreement import (
+from annotations.metrics.agreement import (
     cohen_kappa_quadratic,
     confusion_matrix,
     krippendorff_alpha_ordinal,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from annotations import score_packs
 from annotations.bulk import bulk_delete, bulk_insert, bulk_update
+from annotations.formats import score_bytes
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from tests.factories import CollectionFactory, QueryFactory
 
@@ -28,17 +28,17 @@ AWKWARD_TEXTS = [
 AWKWARD_BYTES = [
     b"", b"\x00", b"\\", b'"', b"{,}", b"NULL", b"\\x00", b"\t\n\r", bytes(range(256)),
 ]  # fmt: skip
-MEASURES = score_packs.QUERY_MEASURES  # one bytes column per measure
+MEASURES = score_bytes.QUERY_MEASURES  # one bytes column per measure
 QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *MEASURES)
 RUN_SCORE_COLUMNS = (
     "run_id",
     "cutoffs",
     "queries",
-    *score_packs.SUM_COLUMNS,
+    *score_bytes.SUM_COLUMNS,
     "overflow",
     "updated",
 )
-SUMS = score_packs.SUM_COLUMNS[0]  # the exact sums of nDCG
+SUMS = score_bytes.SUM_COLUMNS[0]  # the exact sums of nDCG
 EARLIER = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 12, 30, tzinfo=UTC)
 
@@ -65,7 +65,7 @@ def _same_at_every_measure(
     ndcg: float, dcg: float, judged: float, condensed: float
 ) -> tuple[bytes, ...]:
     """The packed columns of a one-cutoff row."""
-    return score_packs.pack_query(np.array([[ndcg], [dcg], [judged], [condensed]]))
+    return score_bytes.pack_query(np.array([[ndcg], [dcg], [judged], [condensed]]))
 
 
 def _stored_query_scores() -> dict[tuple[int, int], tuple[object, ...]]:
@@ -248,7 +248,7 @@ def test_bulk_update_with_a_key_shared_by_every_row_touches_only_those_rows() ->
         QueryScore,
         key=("query_id", "run_id"),
         columns=("ndcg",),
-        rows=[(second.id, runs[0].id, score_packs.float_bytes([0.125]))],
+        rows=[(second.id, runs[0].id, score_bytes.float_bytes([0.125]))],
     )
     assert QueryScore.objects.get(query=second, run=runs[0]).at(5)[1:] == (0.125, 1.0, 1.0, 0.5)
     assert QueryScore.objects.get(query=second, run=runs[1]).at(5).ndcg == 0.5

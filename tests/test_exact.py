@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotations.exact import ExactSum, fold
+from annotations.metrics.exact import ExactSum, fold
 
 
 def test_mean_is_the_correctly_rounded_exact_mean() -> None:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from annotations import exact
-from annotations import exact_arrays as ea
-from annotations.exact import ExactSum
+from annotations.metrics import exact
+from annotations.metrics import exact_arrays as ea
+from annotations.metrics.exact import ExactSum
 
 GRID_UNIT = 2.0**-96
 MAX_COUNT = 2**31 - 1

@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from annotations import exact_arrays, score_packs, scores, services
+from annotations import scores, services
+from annotations.formats import score_bytes
+from annotations.metrics import exact_arrays
 from annotations.models import Collection, Document, Judgement, Query, RunScore
 from annotations.scores import folding
 from tests.factories import CollectionFactory, UserFactory
@@ -118,8 +120,8 @@ def test_sums_kept_as_text_in_and_out_of_the_read_tail_stay_exact(
     before = row.per_cutoff()
     # The nDCG sum at the last cutoff (inside any tail a change reads) and the judged@k sum
     # at the first (a measure a grade change does not move) are kept as text.
-    ndcg = score_packs.unpack_sums(row.ndcg_sums, len(KS))
-    judged = score_packs.unpack_sums(row.judged_sums, len(KS))
+    ndcg = score_bytes.unpack_sums(row.ndcg_sums, len(KS))
+    judged = score_bytes.unpack_sums(row.judged_sums, len(KS))
     last = len(KS) - 1
     row.overflow = {
         f"0:{last}": exact_arrays.to_text(ndcg[last]),
@@ -127,7 +129,7 @@ def test_sums_kept_as_text_in_and_out_of_the_read_tail_stay_exact(
     }
     ndcg[last] = 0
     judged[0] = 0
-    row.ndcg_sums, row.judged_sums = score_packs.pack_sums(ndcg), score_packs.pack_sums(judged)
+    row.ndcg_sums, row.judged_sums = score_bytes.pack_sums(ndcg), score_bytes.pack_sums(judged)
     row.save()
     assert RunScore.objects.get().per_cutoff() == before
     query = Query.objects.get()

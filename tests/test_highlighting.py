@@ -1,6 +1,6 @@
 """Query-term highlighting: escaped untrusted text, whole words, plurals, no stopwords."""
 
-from annotations.highlighting import highlight, query_terms
+from annotations.formats.highlighting import highlight, query_terms
 
 
 def test_query_terms_drop_stopwords_short_words_and_repeats() -> None:

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations import batch_statistics, statistics
-from annotations.metrics import hsd
+from annotations.metrics import hsd, significance, significance_arrays
 from annotations.metrics.hsd import below_best, compact_letters, randomised_tukey_hsd
 
 
@@ -141,7 +140,7 @@ def test_pair_reports_difference_effect_size_and_bootstrap_interval() -> None:
     per_query = scores[0] - scores[2]
     assert comparison.difference == result.differences[0, 2]
     assert comparison.effect_size == pytest.approx(per_query.mean() / per_query.std(ddof=1))
-    assert (comparison.ci_low, comparison.ci_high) == statistics.bootstrap_ci(
+    assert (comparison.ci_low, comparison.ci_high) == significance.bootstrap_ci(
         per_query, resamples=500, seed=3
     )
     assert comparison.ci_low <= comparison.difference <= comparison.ci_high
@@ -152,7 +151,7 @@ def test_pair_reports_difference_effect_size_and_bootstrap_interval() -> None:
     assert reverse.effect_size == pytest.approx(-comparison.effect_size)
     assert reverse.p_adjusted == comparison.p_adjusted
     other_seed = result.pair(0, 2, resamples=500, seed=4)
-    assert (other_seed.ci_low, other_seed.ci_high) == statistics.bootstrap_ci(
+    assert (other_seed.ci_low, other_seed.ci_high) == significance.bootstrap_ci(
         per_query, resamples=500, seed=4
     )
     with pytest.raises(ValueError, match="range"):
@@ -205,7 +204,7 @@ def test_family_wise_error_is_controlled_under_the_null() -> None:
         result = randomised_tukey_hsd(scores, permutations=1000, seed=seed)
         hsd_hits += bool(result.significant.any())
         pairs = [(scores[i], scores[j]) for i in range(8) for j in range(i + 1, 8)]
-        raw = batch_statistics.paired_randomization_tests(pairs, permutations=1000, seed=seed)
+        raw = significance_arrays.paired_randomization_tests(pairs, permutations=1000, seed=seed)
         unadjusted_hits += any(p < 0.05 for p in raw)
     assert hsd_hits <= 6
     assert unadjusted_hits > 6

@@ -1,4 +1,4 @@
-"""Tests for annotations.impact: hand-computed impacts, priors and pair states; properties."""
+"""annotations.metrics.impact: hand-computed impacts, priors and pair states; properties."""
 
 import itertools
 import math
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations.impact import (
+from annotations.metrics.impact import (
     UNJUDGED,
     QueryTop,
     estimated_idcg,
@@ -20,7 +20,7 @@ from annotations.impact import (
     impact_scores,
     pair_weights,
 )
-from annotations.impact.prior import bucket
+from annotations.metrics.impact.prior import bucket
 
 C2 = 1 / math.log2(3)  # the weight of rank 2: 0.6309297535714575
 
@@ -191,9 +191,9 @@ def test_a_run_without_the_query_scores_zero_there() -> None:
 
 
 def test_the_model_is_framework_free() -> None:
-    # A fresh interpreter: importing annotations.impact loads scoring and numpy, no Django.
+    # A fresh interpreter: importing annotations.metrics.impact loads scoring and numpy, no Django.
     code = (
-        "import sys, annotations.impact; "
+        "import sys, annotations.metrics.impact; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'rest_framework'}))"
     )
     output = subprocess.run(

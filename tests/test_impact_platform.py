@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from annotations import services
-from annotations.impact import UNJUDGED, impact_scores
+from annotations.metrics.impact import UNJUDGED, impact_scores
 from annotations.models import (
     AssignmentItem,
     Collection,

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from annotations import services, snapshots, statistics
+from annotations import services, snapshots
+from annotations.metrics import significance
 from annotations.models import Collection, Run
 from annotations.selectors import (
     comparisons,
@@ -71,7 +72,7 @@ def test_leaderboard_orders_runs_and_reports_stored_means(tiny: Collection) -> N
 def test_confidence_interval_is_the_bootstrap_of_the_zero_filled_vector(tiny: Collection) -> None:
     board = snapshots.leaderboard_read(collection=tiny, k=2)
     run_a = next(row for row in board.rows if row.run.name == "A")
-    expected = statistics.bootstrap_ci([A_Q1, A_Q2, 0.0], resamples=10_000, seed=0)
+    expected = significance.bootstrap_ci([A_Q1, A_Q2, 0.0], resamples=10_000, seed=0)
     assert (run_a.ci_low, run_a.ci_high) == pytest.approx(expected, abs=1e-15)
     assert run_a.ci_low <= run_a.ndcg <= run_a.ci_high
     # fixed seed: the same data always gives the same interval
@@ -87,7 +88,7 @@ def test_skip_mode_averages_only_the_answered_queries(
     run_a = next(row for row in board.rows if row.run.name == "A")
     assert run_a.queries == 2
     assert run_a.ndcg == pytest.approx((A_Q1 + A_Q2) / 2)
-    expected = statistics.bootstrap_ci([A_Q1, A_Q2], resamples=10_000, seed=0)
+    expected = significance.bootstrap_ci([A_Q1, A_Q2], resamples=10_000, seed=0)
     assert (run_a.ci_low, run_a.ci_high) == pytest.approx(expected)
     scores = stored_scores.run_scores(run=Run.objects.get(name="A"), k=2)
     assert [row.qid for row in scores.per_query] == ["q1", "q2"]
@@ -161,7 +162,7 @@ def test_tiers_split_where_the_holm_adjusted_adjacent_test_is_significant(
     assert [row.run.name for row in board.rows] == ["good", "bad1", "bad2"]
     # good vs bad1: all 8 differences +1, p = (1 + hits) / 10001 with hits ~ 2/256 of the
     # flips; Holm over the two adjacent pairs doubles the smaller p, still < 0.05.
-    raw = statistics.paired_randomization_test([1.0] * 8, [0.0] * 8, seed=0)
+    raw = significance.paired_randomization_test([1.0] * 8, [0.0] * 8, seed=0)
     assert board.rows[0].p_next == pytest.approx(min(1.0, 2 * raw))
     assert board.rows[1].p_next == 1.0 and board.rows[2].p_next is None
     assert [row.tier for row in board.rows] == [1, 2, 2]

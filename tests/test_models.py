@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
-from annotations import packing
+from annotations.formats import ranking_bytes
 from annotations.models import (
     Adjudication,
     Collection,
@@ -67,9 +67,9 @@ def ranking(run: Run, query: Query, documents: list[Document]) -> Ranking:
         run=run,
         query=query,
         size=len(documents),
-        documents=packing.pack_ids([document.pk for document in documents]),
-        scores=packing.pack_scores([float(-i) for i in range(len(documents))]),
-        ranks=packing.pack_ranks(list(range(1, len(documents) + 1))),
+        documents=ranking_bytes.pack_ids([document.pk for document in documents]),
+        scores=ranking_bytes.pack_scores([float(-i) for i in range(len(documents))]),
+        ranks=ranking_bytes.pack_ranks(list(range(1, len(documents) + 1))),
     )
 
 
@@ -81,13 +81,13 @@ def test_a_ranking_keeps_a_copy_of_its_top_ids_in_the_row(pair: tuple[Query, Doc
     ids = list(range(1, HEAD_IDS + 40))
     run = RunFactory(collection=query.collection)
     Ranking.objects.create(
-        run=run, query=query, size=len(ids), documents=packing.pack_ids(ids),
-        scores=b"", ranks=packing.pack_ranks(list(range(1, len(ids) + 1))),
+        run=run, query=query, size=len(ids), documents=ranking_bytes.pack_ids(ids),
+        scores=b"", ranks=ranking_bytes.pack_ranks(list(range(1, len(ids) + 1))),
     )  # fmt: skip
     stored = Ranking.objects.get(run=run)
-    assert packing.unpack_ids(stored.head) == ids[:HEAD_IDS]
-    Ranking.objects.filter(pk=stored.pk).update(documents=packing.pack_ids([7, 8]), size=2)
-    assert packing.unpack_ids(Ranking.objects.get(pk=stored.pk).head) == [7, 8]
+    assert ranking_bytes.unpack_ids(stored.head) == ids[:HEAD_IDS]
+    Ranking.objects.filter(pk=stored.pk).update(documents=ranking_bytes.pack_ids([7, 8]), size=2)
+    assert ranking_bytes.unpack_ids(Ranking.objects.get(pk=stored.pk).head) == [7, 8]
 
 
 # Uniqueness ------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
-from annotations.rank_correlation import (
+from annotations.metrics.rank_correlation import (
     kendall_tau_b,
     rank_swings,
     ranking,

@@ -13,9 +13,9 @@ import pytrec_eval
 from django.core.management import call_command
 
 from annotations import scores, selectors, services
-from annotations.exact import mean_of
+from annotations.metrics.exact import mean_of
+from annotations.metrics.ndcg import ordered_mean, trec_order
 from annotations.models import Collection
-from annotations.scoring import ordered_mean, trec_order
 from annotations.selectors.leaderboards import leaderboard_compute
 from annotations.selectors.stored_scores import run_means_at
 from tests.factories import CollectionFactory, UserFactory

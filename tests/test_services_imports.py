@@ -570,18 +570,18 @@ class Unseekable(io.RawIOBase):
 def test_files_that_cannot_be_read_whole_go_through_the_line_reader(
     db: None, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    from annotations import run_columns
+    from annotations.formats import run_arrow
 
     reads: list[bytes] = []
-    real = run_columns.read_run_columns
+    real = run_arrow.read_run_columns
     monkeypatch.setattr(
-        run_columns, "read_run_columns", lambda data: reads.append(data) or real(data)
+        run_arrow, "read_run_columns", lambda data: reads.append(data) or real(data)
     )
     text = "\n".join(RUN_LINES) + "\n"
     if case == "unseekable":
         source: Any = io.BufferedReader(Unseekable(text.encode()))
     else:
-        monkeypatch.setattr(run_columns, "MAX_BYTES", 10)
+        monkeypatch.setattr(run_arrow, "MAX_BYTES", 10)
         source = stream(text)
     first, second = CollectionFactory(), CollectionFactory()
     run, count = services.run_import(collection=first, source=source)

@@ -236,11 +236,11 @@ def test_while_one_read_computes_a_snapshot_other_reads_serve_the_stored_one(
 def test_warming_makes_the_draws_of_every_stored_leaderboards_query_count(
     collection: Collection,
 ) -> None:
-    from annotations import batch_statistics
+    from annotations.metrics import significance_arrays
 
     snapshots.leaderboard_read(collection=collection, k=2)
-    batch_statistics._cached_indices.cache_clear()
-    batch_statistics._cached_signs.cache_clear()
+    significance_arrays._cached_indices.cache_clear()
+    significance_arrays._cached_signs.cache_clear()
     assert snapshots.statistics_warm() == 1  # three evaluated queries at k = 2
-    assert batch_statistics._cached_indices.cache_info().currsize == 1
-    assert batch_statistics._cached_signs.cache_info().currsize == 1
+    assert significance_arrays._cached_indices.cache_info().currsize == 1
+    assert significance_arrays._cached_signs.cache_info().currsize == 1

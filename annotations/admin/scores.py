@@ -4,8 +4,8 @@ from typing import Any
 
 from django.contrib import admin
 
-from annotations import score_packs
 from annotations.admin._base import ReadOnlyAdmin
+from annotations.formats import score_bytes
 from annotations.models import (
     IdealScore,
     QueryScore,
@@ -23,7 +23,7 @@ def _per_cutoff(values: dict[int, Any], fields: tuple[str, ...]) -> str:
 
 @admin.register(QueryScore)
 class QueryScoreAdmin(ReadOnlyAdmin):
-    """One row per run and query, every cutoff packed (see `annotations.score_packs`)."""
+    """One row per run and query, every cutoff packed (see `annotations.formats.score_bytes`)."""
 
     list_display = ["run", "query", "cutoffs", "first_ndcg"]
     list_filter = ["run__collection"]
@@ -33,7 +33,7 @@ class QueryScoreAdmin(ReadOnlyAdmin):
 
     @admin.display(description="nDCG at the first cutoff")
     def first_ndcg(self, obj: QueryScore) -> float:
-        return float(score_packs.floats(obj.ndcg)[0])
+        return float(score_bytes.floats(obj.ndcg)[0])
 
     @admin.display(description="scores per cutoff")
     def scores(self, obj: QueryScore) -> str:
@@ -43,7 +43,7 @@ class QueryScoreAdmin(ReadOnlyAdmin):
 
 @admin.register(RunScore)
 class RunScoreAdmin(ReadOnlyAdmin):
-    """One row per run, the means at every cutoff packed (see `annotations.score_packs`)."""
+    """One row per run, the means at every cutoff packed (see `annotations.formats.score_bytes`)."""
 
     list_display = ["run", "cutoffs", "queries", "first_ndcg", "updated"]
     list_filter = ["run__collection"]

@@ -17,7 +17,12 @@ from numbers import Integral, Real
 import numpy as np
 import numpy.typing as npt
 
-from annotations.statistics import _TIE_TOLERANCE, _generator, _positive_count, bootstrap_ci
+from annotations.metrics.significance import (
+    _TIE_TOLERANCE,
+    _generator,
+    _positive_count,
+    bootstrap_ci,
+)
 
 __all__ = [
     "AllPairs",
@@ -94,7 +99,7 @@ class AllPairs:
           rounding and counts as zero) it is 0.0 for a zero difference and ``+-inf``
           otherwise.
         - ``ci_low, ci_high`` is the paired percentile bootstrap interval of the mean of the
-          ``d_q``: ``statistics.bootstrap_ci(d, resamples=resamples, confidence=confidence,
+          ``d_q``: ``significance.bootstrap_ci(d, resamples=resamples, confidence=confidence,
           seed=seed)``, ``resamples`` resamples of the queries with replacement, seeded by
           ``seed`` (default: the test's own seed), so the same call gives the same interval.
           It is a per-pair interval, not adjusted for the number of pairs.

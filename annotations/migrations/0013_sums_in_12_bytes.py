@@ -2,7 +2,7 @@
 
 The exact sums of the run means were five 32-bit limbs (20 bytes) a value, stored out of
 line: at 100 cutoffs a judgement rewrote two TOAST values of 2 kB per run. A sum is now a
-signed 96-bit integer in units of 2**-72 (`score_packs.pack_sums`), and a run's row (3.6 kB
+signed 96-bit integer in units of 2**-72 (`score_bytes.pack_sums`), and a run's row (3.6 kB
 at 100 cutoffs) stays inside its page, uncompressed, where an update fits beside it. The
 stored sums are converted, not recomputed: each keeps its exact value, and the few that
 12 bytes cannot hold move to the overflow texts, where they stay exact.
@@ -13,7 +13,8 @@ from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
 
-from annotations import exact, exact_arrays, score_packs
+from annotations.formats import score_bytes
+from annotations.metrics import exact, exact_arrays
 
 SUMS = ("ndcg_sums", "ndcg_condensed_sums", "judged_sums")
 _OLD_LIMB = np.dtype("<i4")
@@ -36,12 +37,12 @@ def to_12_bytes(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> Non
         overflow = dict(row.overflow or {})
         for measure, name in enumerate(SUMS):
             sums = _old_sums(getattr(row, name), cutoffs)
-            for index in np.flatnonzero(~score_packs.packable(sums)):
+            for index in np.flatnonzero(~score_bytes.packable(sums)):
                 # Kept exactly as text, as a sum off the grid is; its limbs hold zero.
-                key = score_packs.overflow_key(measure, int(index))
+                key = score_bytes.overflow_key(measure, int(index))
                 overflow[key] = exact.total_to_text(exact_arrays.to_total(sums[index]))
                 sums[index] = 0
-            setattr(row, name, score_packs.pack_sums(sums))
+            setattr(row, name, score_bytes.pack_sums(sums))
         RunScore.objects.filter(pk=row.pk).update(
             overflow=overflow, **{name: getattr(row, name) for name in SUMS}
         )

@@ -12,7 +12,7 @@ class ImpactSnapshot(models.Model):
 
     Derived data, replaced in place by `services.impact_refresh`: `pairs` holds one
     ``[run a id, run b id, lower, upper, weight]`` per pair of runs (``a < b``; bounds of
-    mean_a - mean_b, see `annotations.impact.model`), `adjacent` the leaderboard's adjacent
+    mean_a - mean_b, see `annotations.metrics.impact.model`), `adjacent` the leaderboard's adjacent
     pairs as of `leaderboard_stamp` (upper and lower run ids, whether judging can still flip
     them, how many impact-ordered pairs are queued for them).
     """

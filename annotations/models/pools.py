@@ -19,7 +19,7 @@ class Pool(models.Model):
     `runs` are the runs pooled so far and `queries` the queries it is limited to (empty: all
     of them). `overlap` is how many assessors each pair should be assigned to. An
     impact-ordered pool (`order`) holds the `budget` unjudged pairs of highest impact at
-    cutoff `depth` (`annotations.impact`), and hands them out highest impact first.
+    cutoff `depth` (`annotations.metrics.impact`), and hands them out highest impact first.
     """
 
     DEPTH = "depth"

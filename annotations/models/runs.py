@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Substr
 
-from annotations import packing
+from annotations.formats import ranking_bytes
 from annotations.models.collections import ID_MAX_LENGTH, Collection, Query
 
 
@@ -46,7 +46,8 @@ class Ranking(models.Model):
     """A run's ranked documents for one query: the run's results, one row per (run, query).
 
     The documents are stored in effective order (trec_eval's: score descending, ties by
-    docno descending), fixed at import, as packed arrays (see `annotations.packing`): 64-bit
+    docno descending), fixed at import, as packed arrays
+    (see `annotations.formats.ranking_bytes`): 64-bit
     document ids, the submitted scores as doubles (empty when the run gave none) and the
     submitted ranks. A TREC-scale collection has 27 million results but only 27 thousand
     rankings, so imports write a few hundred rows per run and scoring reads one row per run
@@ -84,10 +85,10 @@ class Ranking(models.Model):
         return f"ranking of run {self.run_id} for query {self.query_id} ({self.size} documents)"
 
     def document_ids(self, depth: int | None = None) -> list[int]:
-        return packing.unpack_ids(self.documents, depth)
+        return ranking_bytes.unpack_ids(self.documents, depth)
 
     def score_values(self) -> list[float] | None:
-        return packing.unpack_scores(self.scores) if self.scores else None
+        return ranking_bytes.unpack_scores(self.scores) if self.scores else None
 
     def rank_values(self) -> list[int]:
-        return packing.unpack_ranks(self.ranks)
+        return ranking_bytes.unpack_ranks(self.ranks)

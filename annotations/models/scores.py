@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from annotations import score_packs
+from annotations.formats import score_bytes
 from annotations.models.collections import Query
 from annotations.models.runs import Run
 
@@ -32,7 +32,7 @@ class IdealScore(models.Model):
 class QueryScore(models.Model):
     """A run's scores for one evaluated query at every cutoff of its collection, packed.
 
-    See `annotations.score_packs`: `cutoffs` is the layout; each measure is one float64 per
+    See `annotations.formats.score_bytes`: `cutoffs` is the layout; each measure is one float64 per
     cutoff. `at(k)` unpacks one cutoff.
     """
 
@@ -58,13 +58,13 @@ class QueryScore(models.Model):
     def __str__(self) -> str:
         return f"scores of run {self.run_id} on query {self.query_id} at k={self.cutoffs}"
 
-    def at(self, k: int) -> score_packs.QueryValues:
+    def at(self, k: int) -> score_bytes.QueryValues:
         """The scores at cutoff k; KeyError if the row has no value at k."""
         return self.per_cutoff()[k]
 
-    def per_cutoff(self) -> dict[int, score_packs.QueryValues]:
+    def per_cutoff(self) -> dict[int, score_bytes.QueryValues]:
         """k -> the scores at k."""
-        return score_packs.query_values(
+        return score_bytes.query_values(
             self.cutoffs, self.ndcg, self.dcg, self.judged, self.ndcg_condensed
         )
 
@@ -74,9 +74,10 @@ class RunScore(models.Model):
 
     The means are the correctly rounded mean of the exact sum of the per-query values
     (every finite double is an integer multiple of 2**-1074, so the sum is an exact binary
-    fraction): one column per measure holds its sums, 12 bytes each (`score_packs.pack_sums`;
+    fraction): one column per measure holds its sums, 12 bytes each (`score_bytes.pack_sums`;
     a judgement rewrites only the measures it moved), and `overflow` the few that do not
-    fit them as `annotations.exact` texts. An incremental update after one query changes therefore
+    fit them as `annotations.metrics.exact` texts. An incremental update after one query
+    changes therefore
     gives the same bits as a recomputation from scratch. `queries` is how many queries the
     means are over (the same at every cutoff); `at(k)` divides, correctly rounded.
     """
@@ -103,16 +104,16 @@ class RunScore(models.Model):
     def __str__(self) -> str:
         return f"means of run {self.run_id} at k={self.cutoffs}"
 
-    def at(self, k: int) -> score_packs.RunMeans:
+    def at(self, k: int) -> score_bytes.RunMeans:
         """The means at cutoff k; KeyError if the row has no mean at k."""
         return self.per_cutoff()[k]
 
-    def per_cutoff(self) -> dict[int, score_packs.RunMeans]:
+    def per_cutoff(self) -> dict[int, score_bytes.RunMeans]:
         """k -> the means at k."""
-        return score_packs.run_means(
+        return score_bytes.run_means(
             self.cutoffs,
             self.queries,
-            [getattr(self, column) for column in score_packs.SUM_COLUMNS],
+            [getattr(self, column) for column in score_bytes.SUM_COLUMNS],
             self.overflow,
         )
 

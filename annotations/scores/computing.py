@@ -8,17 +8,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import connection
 
-from annotations import exact, exact_arrays, score_packs, scoring, scoring_arrays, selectors
+from annotations import selectors
 from annotations.bulk import execute
+from annotations.formats import score_bytes
+from annotations.formats.score_bytes import FloatArray, IntArray
+from annotations.metrics import exact, exact_arrays, ndcg, ndcg_arrays
 from annotations.models import Collection
-from annotations.score_packs import FloatArray, IntArray
 
 # Rows of a score matrix (runs, 4, K) that feed the run means, in MEAN_MEASURES order:
 # nDCG, nDCG', judged@k.
-MEAN_ROWS = [scoring_arrays.MEASURES.index(name) for name in score_packs.MEAN_MEASURES]
-QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *score_packs.QUERY_MEASURES)
+MEAN_ROWS = [ndcg_arrays.MEASURES.index(name) for name in score_bytes.MEAN_MEASURES]
+QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *score_bytes.QUERY_MEASURES)
 RUN_SCORE_COLUMNS = (
-    "run_id", "cutoffs", "queries", *score_packs.SUM_COLUMNS, "overflow", "updated",
+    "run_id", "cutoffs", "queries", *score_bytes.SUM_COLUMNS, "overflow", "updated",
 )  # fmt: skip
 
 
@@ -57,8 +59,8 @@ def score_rankings(
     ks = collection.sorted_cutoffs
     if not grades:
         return QueryScores({}, [], np.zeros((0, 4, len(ks))))
-    idcgs = scoring.idcgs_for(grades.values(), ks, collection.gain)
-    run_ids, matrix = scoring_arrays.score_matrix(rankings, grades, ks, collection.gain, idcgs)
+    idcgs = ndcg.idcgs_for(grades.values(), ks, collection.gain)
+    run_ids, matrix = ndcg_arrays.score_matrix(rankings, grades, ks, collection.gain, idcgs)
     return QueryScores(idcgs, run_ids, matrix)
 
 
@@ -70,7 +72,7 @@ class ExactMeans:
     or huge doubles, never seen in practice but possible), and sums their stored form cannot
     hold (`spill`), are summed as exact integers in `big` instead, keyed (run index,
     measure, position); `overflow(rows)` gives them as the overflow texts of the packed
-    RunScore rows (a mean is decoded when read, see `score_packs.means_of`).
+    RunScore rows (a mean is decoded when read, see `score_bytes.means_of`).
     """
 
     runs: int
@@ -99,12 +101,12 @@ class ExactMeans:
         # One buffer per measure for all runs: a single conversion instead of one per run.
         for m in range(measures):
             packed = b"".join(sums[m] for _, sums, _ in rows)
-            means.sums[:, m] = score_packs.unpack_sums(packed, cutoffs * len(rows)).reshape(
+            means.sums[:, m] = score_bytes.unpack_sums(packed, cutoffs * len(rows)).reshape(
                 len(rows), cutoffs, exact_arrays.LIMBS
             )
         for r, (_, _, overflow) in enumerate(rows):
             for key, text in overflow.items():
-                measure, index = score_packs.overflow_place(key)
+                measure, index = score_bytes.overflow_place(key)
                 means.big[(r, measure, index)] = exact.total_from_text(text)
                 means.sums[r, measure, index] = 0
         return means
@@ -135,8 +137,8 @@ class ExactMeans:
 
     def spill(self, rows: IntArray) -> None:
         """Move the sums of runs `rows` that their stored form cannot hold (see
-        `score_packs.packable`) to `big`, exactly; call before packing them."""
-        fits = score_packs.packable(self.sums[rows])
+        `score_bytes.packable`) to `big`, exactly; call before packing them."""
+        fits = score_bytes.packable(self.sums[rows])
         if fits.all():
             return
         for i, measure, index in zip(*np.nonzero(~fits), strict=True):
@@ -152,7 +154,7 @@ class ExactMeans:
             for (r, measure, index), total in self.big.items():
                 i = position.get(r)
                 if i is not None:
-                    key = score_packs.overflow_key(measure, index)
+                    key = score_bytes.overflow_key(measure, index)
                     overflow[i][key] = exact.total_to_text(total)
         return overflow
 

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from annotations import score_packs
+from annotations.formats import score_bytes
+from annotations.formats.score_bytes import FloatArray, IntArray
 from annotations.models import RunScore
-from annotations.score_packs import FloatArray, IntArray
 from annotations.scores.computing import ExactMeans
 
 # One written group of RunScore rows: whether the run's sums were read (then its overflow
@@ -83,7 +83,7 @@ def plan(
     (missing queries count as zero) every mean counts the query once it has judgements, so
     the counts move by `count_delta`; otherwise a run counts the queries it has values for.
     """
-    ks = len(score_packs.cutoffs_of(layout))
+    ks = len(score_bytes.cutoffs_of(layout))
     current = [run for run in runs if run.cutoffs == layout]
     size = len(current)
     before = _values_of(current, *old, ks)
@@ -122,8 +122,8 @@ def _has(runs: Sequence[RunRow], ids: Sequence[int]) -> IntArray:
 def sums_statement(fold: FoldPlan) -> tuple[str, list[Any]]:
     """The read of the moved runs' sums of the moved measures, from the first moved cutoff
     (rows: run id, then one tail per measure in `fold.measures` order)."""
-    offset = fold.start * score_packs.SUM_BYTES + 1  # SQL substr counts from 1
-    tails = ", ".join(f"substr({score_packs.SUM_COLUMNS[m]}, %s)" for m in fold.measures)
+    offset = fold.start * score_bytes.SUM_BYTES + 1  # SQL substr counts from 1
+    tails = ", ".join(f"substr({score_bytes.SUM_COLUMNS[m]}, %s)" for m in fold.measures)
     run_ids = [fold.runs[i].run_id for i in fold.summed]
     table = RunScore._meta.db_table
     if connection.vendor == "postgresql":
@@ -167,8 +167,8 @@ def fold_rows(
     means.spill(everything)
     texts = means.overflow(everything)
     # One packing for all runs, cut into each run's tails.
-    packed = score_packs.pack_sums(means.sums)
-    size = score_packs.SUM_BYTES * width
+    packed = score_bytes.pack_sums(means.sums)
+    size = score_bytes.SUM_BYTES * width
     for j, (i, run) in enumerate(zip(fold.summed, rows, strict=True)):
         at = len(read) * j
         tail = [packed[(at + m) * size : (at + m + 1) * size] for m in range(len(read))]
@@ -191,9 +191,9 @@ def _tail_overflow(
     their position within the tail."""
     tail = {}
     for key, text in overflow.items():
-        measure, index = score_packs.overflow_place(key)
+        measure, index = score_bytes.overflow_place(key)
         if measure in measures and index >= start:
-            tail[score_packs.overflow_key(measures.index(measure), index - start)] = text
+            tail[score_bytes.overflow_key(measures.index(measure), index - start)] = text
     return tail
 
 
@@ -203,10 +203,10 @@ def _merged_overflow(
     """The stored texts outside the read tails, and the folded tails' texts in place."""
     merged = {}
     for key, text in stored.items():
-        measure, index = score_packs.overflow_place(key)
+        measure, index = score_bytes.overflow_place(key)
         if measure not in measures or index < start:
             merged[key] = text
     for key, text in tail.items():
-        place, index = score_packs.overflow_place(key)
-        merged[score_packs.overflow_key(measures[place], index + start)] = text
+        place, index = score_bytes.overflow_place(key)
+        merged[score_bytes.overflow_key(measures[place], index + start)] = text
     return merged

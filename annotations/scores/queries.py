@@ -10,7 +10,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotations import score_packs, selectors
+from annotations import selectors
 from annotations.bulk import (
     bulk_delete,
     bulk_insert,
@@ -20,8 +20,9 @@ from annotations.bulk import (
     pipeline,
     reads,
 )
+from annotations.formats import score_bytes
+from annotations.formats.score_bytes import FloatArray
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
-from annotations.score_packs import FloatArray
 from annotations.scores import folding
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
@@ -154,7 +155,7 @@ def _store_query(
     changed, with only the measures that moved; the run means move by the exact difference
     of this query's values (`folding`), all runs at once.
     """
-    layout = score_packs.layout(collection.sorted_cutoffs)
+    layout = score_bytes.layout(collection.sorted_cutoffs)
     idcgs = new.idcgs
     row_of = new.row_of()
     old_ids, old_matrix = _stored_matrix(stored, layout)
@@ -164,7 +165,7 @@ def _store_query(
     # and nDCG' of every run but no DCG and no judged@k, which are then not rewritten.
     updates: dict[tuple[int, ...], list[tuple[object, ...]]] = defaultdict(list)
     both = [(i, old_row[run_id]) for i, run_id in enumerate(new.run_ids) if run_id in old_row]
-    measures = len(score_packs.QUERY_MEASURES)
+    measures = len(score_bytes.QUERY_MEASURES)
     moved_columns = np.ones((len(new.run_ids), measures), dtype=bool)  # another layout: all
     if both:
         into, source = map(list, zip(*both, strict=True))
@@ -177,13 +178,13 @@ def _store_query(
     sets = {c: tuple(j for j in range(measures) if c >> j & 1) for c in set(codes)}
     for i, run_id in enumerate(new.run_ids):
         if run_id not in stored:
-            inserts.append((run_id, query_id, layout, *score_packs.pack_query(new.matrix[i])))
+            inserts.append((run_id, query_id, layout, *score_bytes.pack_query(new.matrix[i])))
             continue
         moved = sets[codes[i]]
         if moved:
             row = new.matrix[i]
             updates[moved].append(
-                (query_id, run_id, layout, *(score_packs.float_bytes(row[j]) for j in moved))
+                (query_id, run_id, layout, *(score_bytes.float_bytes(row[j]) for j in moved))
             )
     gone = [run_id for run_id in stored if run_id not in row_of]
     # Inserts and deletes first (rare: a query's first or last judgement, a run's first
@@ -225,7 +226,7 @@ def _store_query(
             bulk_update(
                 QueryScore,
                 key=("query_id", "run_id"),
-                columns=("cutoffs", *(score_packs.QUERY_MEASURES[j] for j in moved)),
+                columns=("cutoffs", *(score_bytes.QUERY_MEASURES[j] for j in moved)),
                 rows=changed,
             )
         bulk_update(
@@ -235,9 +236,9 @@ def _store_query(
             rows=[(query_id, k, v) for k, v in idcgs.items() if old_ideal.get(k, v) != v],
         )
         now = timezone.now()
-        offset = fold.start * score_packs.SUM_BYTES
+        offset = fold.start * score_bytes.SUM_BYTES
         for (summed, moved), changed in rows.items():
-            columns = tuple(score_packs.SUM_COLUMNS[m] for m in moved)
+            columns = tuple(score_bytes.SUM_COLUMNS[m] for m in moved)
             bulk_update(
                 RunScore,
                 key=("run_id",),
@@ -258,15 +259,15 @@ def _stored_matrix(stored: dict[int, tuple[Any, ...]], layout: str) -> tuple[lis
     """The runs whose stored row is in `layout` and their (runs, 4, K) values (one
     conversion per measure for all of them)."""
     runs = [run_id for run_id, row in stored.items() if row[0] == layout]
-    ks = len(score_packs.cutoffs_of(layout))
+    ks = len(score_bytes.cutoffs_of(layout))
     if not runs:
-        return runs, np.zeros((0, len(score_packs.QUERY_MEASURES), ks))
+        return runs, np.zeros((0, len(score_bytes.QUERY_MEASURES), ks))
     matrix = np.stack(
         [
-            score_packs.floats(b"".join(stored[run_id][1 + j] for run_id in runs)).reshape(
+            score_bytes.floats(b"".join(stored[run_id][1 + j] for run_id in runs)).reshape(
                 len(runs), ks
             )
-            for j in range(len(score_packs.QUERY_MEASURES))
+            for j in range(len(score_bytes.QUERY_MEASURES))
         ],
         axis=1,
     )

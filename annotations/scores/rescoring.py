@@ -12,12 +12,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations import score_packs, selectors
+from annotations import selectors
 from annotations.bulk import (
     bulk_delete,
     bulk_insert,
     bulk_update,
 )
+from annotations.formats import score_bytes
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
@@ -74,13 +75,13 @@ class _Means:
         rows = np.arange(len(self.run_ids), dtype=np.int64)
         self.exact.spill(rows)
         overflow = self.exact.overflow(rows)
-        layout = score_packs.layout(self.collection.sorted_cutoffs)
+        layout = score_bytes.layout(self.collection.sorted_cutoffs)
         return [
             (
                 run_id,
                 layout,
                 int(self.exact.counts[i]),
-                *(score_packs.pack_sums(self.exact.sums[i, m]) for m in range(3)),
+                *(score_bytes.pack_sums(self.exact.sums[i, m]) for m in range(3)),
                 json.dumps(overflow[i]),
             )
             for i, run_id in enumerate(self.run_ids)
@@ -102,7 +103,7 @@ def _packed_rows(
 ) -> dict[tuple[int, int], tuple[Any, ...]]:
     """(query, run) -> the packed QueryScore values of one query's scores."""
     return {
-        (query_id, run_id): (layout, *score_packs.pack_query(scores.matrix[i]))
+        (query_id, run_id): (layout, *score_bytes.pack_query(scores.matrix[i]))
         for i, run_id in enumerate(scores.run_ids)
     }
 
@@ -127,7 +128,7 @@ def scores_recompute_run(*, run_id: int) -> bool:
         QueryScore.objects.filter(run_id=run_id).delete()
         RunScore.objects.filter(run_id=run_id).delete()
         means = _Means(collection, [run_id])
-        layout = score_packs.layout(collection.sorted_cutoffs)
+        layout = score_bytes.layout(collection.sorted_cutoffs)
         rows: list[tuple[object, ...]] = []
         for query_id, scores in _scored_queries(collection, run_ids=[run_id]):
             means.add(scores)
@@ -158,7 +159,7 @@ def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[Any,
     stored = {
         run_id: (cutoffs, *map(bytes, columns))
         for run_id, cutoffs, *columns in QueryScore.objects.filter(query_id=query_id).values_list(
-            "run_id", "cutoffs", *score_packs.QUERY_MEASURES
+            "run_id", "cutoffs", *score_bytes.QUERY_MEASURES
         )
     }
     return ideal, stored
@@ -176,7 +177,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
         collection = lock_collection(collection_id)
         versions = _versions(collection)  # read before the judgements: marked scored below
         means = _Means(collection, _run_ids(collection))
-        layout = score_packs.layout(collection.sorted_cutoffs)
+        layout = score_bytes.layout(collection.sorted_cutoffs)
         seen: set[int] = set()
         ideal_rows = _Writes(IdealScore, key=("query_id", "k"), columns=("idcg",))
         score_rows = _Writes(
@@ -296,7 +297,7 @@ def _per_cutoff(packed: tuple[Any, ...] | None) -> dict[int, tuple[float, ...]]:
     """k -> (ndcg, dcg, judged, ndcg_condensed) of a packed per-query row (None: absent)."""
     if packed is None:
         return {}
-    return {k: tuple(values[1:]) for k, values in score_packs.query_values(*packed).items()}
+    return {k: tuple(values[1:]) for k, values in score_bytes.query_values(*packed).items()}
 
 
 def _differences(collection: Collection) -> list[str]:
@@ -304,7 +305,7 @@ def _differences(collection: Collection) -> list[str]:
     names = dict(Run.objects.filter(collection=collection).values_list("id", "name"))
     versions = _versions(collection)
     means = _Means(collection, list(names))
-    layout = score_packs.layout(collection.sorted_cutoffs)
+    layout = score_bytes.layout(collection.sorted_cutoffs)
     ideal_differences: list[tuple[tuple[int, int], str]] = []
     score_differences: list[tuple[tuple[int, int, int], str]] = []
 
@@ -362,7 +363,7 @@ def _differences(collection: Collection) -> list[str]:
     computed = {
         (row[0], k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
         for row in means.finish(some_runs=False)
-        for k, m in score_packs.run_means(row[1], row[2], row[3:6], json.loads(row[6])).items()
+        for k, m in score_bytes.run_means(row[1], row[2], row[3:6], json.loads(row[6])).items()
     }
     for run_key in sorted(set(stored_runs) | set(computed)):
         if stored_runs.get(run_key) != computed.get(run_key):

@@ -12,8 +12,10 @@ from django.db import connection, models
 from django.db.models import F, QuerySet
 from django.db.models.functions import Substr
 
-from annotations import packing, scoring, trec
+from annotations import trec
 from annotations.bulk import fetch_binary
+from annotations.formats import ranking_bytes
+from annotations.metrics import ndcg
 from annotations.models import (
     HEAD_IDS,
     Adjudication,
@@ -34,7 +36,7 @@ def _aggregate(
 ) -> dict[int, int]:
     # Every rule gives a lone grade back unchanged: most pairs have one assessor.
     effective = {
-        doc: grades[0] if len(grades) == 1 else scoring.effective_grade(grades, rule)
+        doc: grades[0] if len(grades) == 1 else ndcg.effective_grade(grades, rule)
         for doc, grades in grades_by_doc.items()
     }
     effective.update(adjudicated)
@@ -142,7 +144,7 @@ def query_rankings(
         params.extend(wanted)
     # The hottest read of the platform (every judgement): raw SQL, bytea fetched in binary.
     return {
-        run_id: packing.unpack_ids(documents, depth)
+        run_id: ranking_bytes.unpack_ids(documents, depth)
         for run_id, documents in fetch_binary(sql, params)
     }
 
@@ -191,12 +193,12 @@ def scoring_rankings_from_rows(
     whose prefix holds too few judged documents are read whole."""
     graded = np.fromiter(grades.keys(), dtype=np.int64, count=len(grades))
     values = np.fromiter(grades.values(), dtype=np.int64, count=len(grades))
-    judged = graded[values >= 0]  # scoring.is_judged
+    judged = graded[values >= 0]  # ndcg.is_judged
     rankings: dict[int, npt.NDArray[np.int64]] = {}
     prefix = depth * SCORING_PREFIX_FACTOR
     sizes: list[int] = []
     for run_id, size, documents in rows:
-        rankings[run_id] = packing.unpack_id_array(documents, prefix)
+        rankings[run_id] = ranking_bytes.unpack_id_array(documents, prefix)
         sizes.append(size)
     if not rankings:
         return rankings
@@ -272,7 +274,7 @@ def top_documents(
         .values_list("run_id", "query_id", column)
         .iterator(chunk_size=500)
     ):
-        yield run_id, query_id, packing.unpack_ids(documents, depth)
+        yield run_id, query_id, ranking_bytes.unpack_ids(documents, depth)
 
 
 def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
@@ -315,7 +317,7 @@ def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterat
             row = bytes(data)
             if b"\x03" in row:
                 head, _, grades = row.rstrip(b"\n").partition(b"\x03")
-                combined = scoring.effective_grade([int(g) for g in grades.split(b",")], rule)
+                combined = ndcg.effective_grade([int(g) for g in grades.split(b",")], rule)
                 row = head + str(combined).encode() + b"\n"
             pending.append(row)
             size += len(row)
@@ -350,12 +352,12 @@ def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:
             if pair is not None:
                 yield (
                     *ids,
-                    adjudicated.get(pair, scoring.effective_grade(grades, collection.aggregation)),
+                    adjudicated.get(pair, ndcg.effective_grade(grades, collection.aggregation)),
                 )
             pair, ids, grades = (query_id, document_id), (qid, docno), []
         grades.append(grade)
     if pair is not None:
-        yield *ids, adjudicated.get(pair, scoring.effective_grade(grades, collection.aggregation))
+        yield *ids, adjudicated.get(pair, ndcg.effective_grade(grades, collection.aggregation))
 
 
 def run_rows(*, run: Run) -> Iterator[tuple[str, str, int, float, str]]:
@@ -371,11 +373,11 @@ def run_rows(*, run: Run) -> Iterator[tuple[str, str, int, float, str]]:
         .iterator(chunk_size=200)
     )
     for qid, documents, scores, ranks in rankings:
-        ids = packing.unpack_ids(documents)
+        ids = ranking_bytes.unpack_ids(documents)
         docnos = dict(Document.objects.filter(id__in=ids).values_list("id", "docno"))
-        values = packing.unpack_scores(scores) if scores else None
+        values = ranking_bytes.unpack_scores(scores) if scores else None
         for position, (document_id, rank) in enumerate(
-            zip(ids, packing.unpack_ranks(ranks), strict=True), start=1
+            zip(ids, ranking_bytes.unpack_ranks(ranks), strict=True), start=1
         ):
             score = float(-position) if values is None else values[position - 1]
             yield qid, docnos[document_id], rank, score, run.name

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotations import batch_statistics, statistics
+from annotations.metrics import significance, significance_arrays
+from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Run
-from annotations.scoring import ordered_mean
 from annotations.selectors.scores_state import scores_state
 from annotations.selectors.stored_scores import (
     evaluated_queries,
@@ -24,7 +24,7 @@ def paired_p_value(first: dict[int, float], second: dict[int, float]) -> float:
     a, b = paired_values(first, second)
     if not a:
         return 1.0  # nothing in common: no evidence of a difference
-    return batch_statistics.paired_randomization_tests(
+    return significance_arrays.paired_randomization_tests(
         [(a, b)], permutations=PERMUTATIONS, seed=PERMUTATION_SEED
     )[0]
 
@@ -76,7 +76,7 @@ def runs_compare(*, a: Run, b: Run, k: int) -> Comparison:
     shared = [query_id for query_id in first if query_id in second]
     rows = [ComparisonRow(qids[q], first[q], second[q], first[q] - second[q]) for q in shared]
     va, vb = [r.a for r in rows], [r.b for r in rows]
-    wins, ties, losses = statistics.win_tie_loss(va, vb)
+    wins, ties, losses = significance.win_tie_loss(va, vb)
     state = scores_state(collection=collection)
     return Comparison(
         a=a,

@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotations import scoring
+from annotations.metrics import ndcg
 from annotations.models import Adjudication, Collection, Judgement
 
 
@@ -84,7 +84,7 @@ def disagreements(*, collection: Collection, min_difference: int = 2) -> list[Di
                 docno=first[4],
                 document_title=first[5],
                 grades=grades,
-                effective=scoring.effective_grade(values, collection.aggregation),
+                effective=ndcg.effective_grade(values, collection.aggregation),
                 adjudicated=adjudicated.get(key),
                 document_text=first[9],
                 notes=[(row[6], row[8]) for row in pair_rows if row[8]],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotations import score_packs
+from annotations.formats import score_bytes
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run
 from annotations.selectors.stored_scores import run_means_at
 
@@ -38,13 +38,13 @@ def stored_query_scores(
     rows = (
         QueryScore.objects.filter(run__in=runs)
         .order_by("run__name", "query__qid")
-        .values_list("run__name", "query__qid", "cutoffs", *score_packs.QUERY_MEASURES)
+        .values_list("run__name", "query__qid", "cutoffs", *score_bytes.QUERY_MEASURES)
         .iterator(chunk_size=2000)
     )
     return [
         StoredQueryScore(run, qid, *values)
         for run, qid, cutoffs, *columns in rows
-        for k, values in score_packs.query_values(cutoffs, *columns).items()
+        for k, values in score_bytes.query_values(cutoffs, *columns).items()
         if k in wanted
     ]
 

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotations.impact import UNJUDGED, ImpactResult, QueryTop, impact_compute
+from annotations.metrics.impact import UNJUDGED, ImpactResult, QueryTop, impact_compute
 from annotations.models import Collection, ImpactSnapshot, Run
 from annotations.selectors import effective_grades_by_query, top_documents
 
 
 @dataclass(frozen=True)
 class ImpactInputs:
-    """What `annotations.impact.impact_compute` needs for a collection at cutoff k.
+    """What `annotations.metrics.impact.impact_compute` needs for a collection at cutoff k.
 
     ``run_ids`` (the rows of every ``QueryTop``) and ``query_ids`` (one ``QueryTop`` each:
     every query some run ranks) are in id order; ``pools[q]`` are the document ids of query

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
-from annotations import agreement
+from annotations.metrics import agreement
 from annotations.models import (
     Assignment,
     AssignmentItem,

@@ -12,9 +12,9 @@ from datetime import datetime
 from django.db.models import Max
 from django.utils import timezone
 
-from annotations import batch_statistics, scoring, statistics
+from annotations.metrics import ndcg, significance, significance_arrays
+from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, Run
-from annotations.scoring import ordered_mean
 from annotations.selectors import effective_grades_by_query, top_documents
 from annotations.selectors.comparisons import PERMUTATION_SEED, PERMUTATIONS
 from annotations.selectors.scores_state import ScoresState, scores_state
@@ -131,7 +131,7 @@ def top_grade_bounds_by_query(
                 continue
             promoted = dict(grades)
             promoted.update(dict.fromkeys(unjudged, top_grade))
-            scores = scoring.query_scores(ranking, promoted, [k], collection.gain)
+            scores = ndcg.query_scores(ranking, promoted, [k], collection.gain)
             bounds[query_id][run_id] = scores[k].ndcg
     return bounds
 
@@ -157,11 +157,11 @@ def leaderboard_compute(
       the mean is over), ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``.
     - Tiers: a paired randomization test between each run and the next one down, over the
       queries both count, Holm-adjusted across those adjacent pairs; a new tier starts
-      where the adjusted p-value is below ``ALPHA`` (see ``statistics.rank_tiers``).
+      where the adjusted p-value is below ``ALPHA`` (see ``significance.rank_tiers``).
     - Runs without stored means at k (never scored yet) are listed in ``unscored``.
 
     CIs and p-values come from ``batch_statistics`` (all runs in one matrix product), equal
-    bit for bit to ``statistics.bootstrap_ci`` and ``paired_randomization_test`` per run.
+    bit for bit to ``significance.bootstrap_ci`` and ``paired_randomization_test`` per run.
     ``bounds`` (query id -> run id -> value) may be passed in from a cache; by default they
     are computed here. This is the expensive read: pages get it from a stored snapshot.
     """
@@ -192,20 +192,20 @@ def leaderboard_compute(
     raw_p = [1.0] * len(pairs)  # nothing in common: no evidence of a difference
     for index, p in zip(
         testable,
-        batch_statistics.paired_randomization_tests(
+        significance_arrays.paired_randomization_tests(
             [pairs[i] for i in testable], permutations=PERMUTATIONS, seed=PERMUTATION_SEED
         ),
         strict=True,
     ):
         raw_p[index] = p
-    adjusted = statistics.holm(raw_p)
-    tiers = statistics.rank_tiers([row.ndcg for row in stored_means], adjusted, alpha=ALPHA)
+    adjusted = significance.holm(raw_p)
+    tiers = significance.rank_tiers([row.ndcg for row in stored_means], adjusted, alpha=ALPHA)
     values = {row.run_id: list(vectors[row.run_id].values()) for row in stored_means}
     with_values = [row.run_id for row in stored_means if values[row.run_id]]
     intervals = dict(
         zip(
             with_values,
-            batch_statistics.bootstrap_cis(
+            significance_arrays.bootstrap_cis(
                 [values[run_id] for run_id in with_values],
                 resamples=BOOTSTRAP_RESAMPLES,
                 confidence=CONFIDENCE,

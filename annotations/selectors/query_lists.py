@@ -10,7 +10,7 @@ from datetime import datetime
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from annotations import score_packs
+from annotations.formats import score_bytes
 from annotations.models import (
     Adjudication,
     Collection,
@@ -73,7 +73,7 @@ def query_rows(*, collection: Collection, queries: Sequence[Query], k: int) -> l
     scored = list(
         Run.objects.filter(
             collection=collection,
-            run_scores__cutoffs=score_packs.layout(collection.sorted_cutoffs),
+            run_scores__cutoffs=score_bytes.layout(collection.sorted_cutoffs),
         ).values_list("id", flat=True)
     )
     per_query: dict[int, list[float]] = defaultdict(list)

@@ -19,9 +19,10 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count
 
-from annotations import rank_correlation, scoring, selectors
+from annotations import selectors
+from annotations.metrics import ndcg, rank_correlation
+from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, Judgement, Run
-from annotations.scoring import ordered_mean
 from annotations.selectors.scores_state import scores_state
 from annotations.selectors.stored_scores import evaluated_queries, query_vector, stored_ndcg
 
@@ -192,16 +193,14 @@ def _rescore(
     vectors: dict[int, dict[int, float]],
 ) -> None:
     """Replace the query's value in every run's vector by its nDCG@k under `grades`."""
-    idcgs = scoring.idcgs_for(grades.values(), [k], collection.gain)
+    idcgs = ndcg.idcgs_for(grades.values(), [k], collection.gain)
     for run_id, vector in vectors.items():
         if query_id not in vector:
             continue  # a run that skipped the query (missing-query rule "skip")
         ranking = rankings.get(run_id)
         if ranking is None:
             continue  # missing: 0.0 whatever the grades
-        vector[query_id] = scoring.query_scores(ranking, grades, [k], collection.gain, idcgs)[
-            k
-        ].ndcg
+        vector[query_id] = ndcg.query_scores(ranking, grades, [k], collection.gain, idcgs)[k].ndcg
 
 
 def _tau(first: Mapping[str, float], second: Mapping[str, float]) -> float | None:

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from annotations import score_packs
 from annotations.bulk import fetch_binary
+from annotations.formats import score_bytes
 from annotations.models import Collection, IdealScore, QueryScore, Run, RunScore
 from annotations.selectors.scores_state import scores_state
 
@@ -59,7 +59,7 @@ def _cutoff_position(collection: Collection, k: int) -> tuple[str, int, int] | N
     ks = collection.sorted_cutoffs
     if k not in ks:
         return None
-    return score_packs.layout(ks), ks.index(k), len(ks)
+    return score_bytes.layout(ks), ks.index(k), len(ks)
 
 
 def stored_rows_at(
@@ -80,7 +80,7 @@ def stored_rows_at(
         return []
     layout, i, _ = found
     table = QueryScore._meta.db_table
-    columns = score_packs.QUERY_MEASURES[:measures]
+    columns = score_bytes.QUERY_MEASURES[:measures]
     parts = [f"substr({column}, {8 * i + 1}, 8)" for column in columns]
     where = ["cutoffs = %s"]
     params: list[Any] = [layout]
@@ -92,7 +92,7 @@ def stored_rows_at(
     rows = fetch_binary(sql, params)
     if not rows:
         return []
-    packed = score_packs.floats(b"".join(bytes(part) for row in rows for part in row[2:]))
+    packed = score_bytes.floats(b"".join(bytes(part) for row in rows for part in row[2:]))
     values = packed.reshape(len(rows), measures).tolist()
     return [(row[0], row[1], tuple(v)) for row, v in zip(rows, values, strict=True)]
 
@@ -136,7 +136,7 @@ def stored_columns(
     collection: Collection, run_ids: Sequence[int], k: int, columns: Sequence[str]
 ) -> dict[int, tuple[list[int], list[list[float]]]]:
     """run id -> (query ids, one list of values per column) of the measures `columns`
-    stored at k (``score_packs.QUERY_MEASURES`` names).
+    stored at k (``score_bytes.QUERY_MEASURES`` names).
 
     On PostgreSQL each run's values arrive as one row (its query ids and, per column, their
     8-byte values joined in query order), not one row per query: a few hundred rows instead
@@ -146,7 +146,7 @@ def stored_columns(
     ids = list(run_ids)
     out: dict[int, tuple[list[int], list[list[float]]]] = {}
     if connection.vendor != "postgresql" or found is None or not ids:
-        wanted = [score_packs.QUERY_MEASURES.index(column) for column in columns]
+        wanted = [score_bytes.QUERY_MEASURES.index(column) for column in columns]
         for run_id, query_id, at in stored_rows_at(collection, k, run_ids=ids):
             query_ids, lists = out.setdefault(run_id, ([], [[] for _ in columns]))
             query_ids.append(query_id)
@@ -164,7 +164,7 @@ def stored_columns(
         "GROUP BY run_id"
     )
     for run_id, query_ids, *packed in fetch_binary(sql, [layout, ids]):
-        out[run_id] = (list(query_ids), [score_packs.floats(p).tolist() for p in packed])
+        out[run_id] = (list(query_ids), [score_bytes.floats(p).tolist() for p in packed])
     return out
 
 
@@ -180,7 +180,7 @@ def stored_ndcg(
 
 @dataclass(frozen=True)
 class RunMean:
-    """A run's stored means at one k (see `score_packs.RunMeans`)."""
+    """A run's stored means at one k (see `score_bytes.RunMeans`)."""
 
     run: Run
     k: int
@@ -202,7 +202,7 @@ def run_means_at(
     the current layout, best first (nDCG@k descending, then name).
 
     Each mean is trec_eval's: the run's stored per-query values summed one by one in qid
-    order (``scoring.ordered_mean``; an unanswered judged query adds 0.0 in zero mode and
+    order (``ndcg.ordered_mean``; an unanswered judged query adds 0.0 in zero mode and
     is left out in skip mode), divided by the count the stored RunScore row holds. So the
     ``all`` values equal trec_eval's bit for bit.
     """

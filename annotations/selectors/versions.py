@@ -18,9 +18,10 @@ from datetime import datetime
 
 from django.core.cache import cache
 
-from annotations import rank_correlation, scoring, selectors, trec
+from annotations import selectors, trec
+from annotations.metrics import ndcg, rank_correlation
+from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
-from annotations.scoring import ordered_mean
 
 ADJUDICATION = "adjudication"
 HISTORY_FIELDS = (
@@ -103,7 +104,7 @@ def _effective(
     held = [grade for grade in grades.values() if grade is not None]
     if not held:
         return  # every judgement of the pair was deleted by then
-    grade = adjudicated if adjudicated is not None else scoring.effective_grade(held, rule)
+    grade = adjudicated if adjudicated is not None else ndcg.effective_grade(held, rule)
     yield (*pair, grade)
 
 
@@ -164,20 +165,20 @@ def _leaderboard(
         by_query.setdefault(query_id, (qid, {}))[1][document_id] = grade
         pairs += 1
     run_ids = [run_id for run_id, _ in runs]
-    ndcg: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
+    ndcg_by_run: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
     judged: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
     for query_id, (qid, grades) in sorted(by_query.items(), key=lambda item: item[1][0]):
-        idcgs = scoring.idcgs_for(grades.values(), [k], mark.gain)
+        idcgs = ndcg.idcgs_for(grades.values(), [k], mark.gain)
         rankings = selectors.query_rankings(query_id=query_id, depth=k, run_ids=run_ids)
         for run_id in run_ids:
             ranking = rankings.get(run_id)
             if ranking is None:
                 if mark.missing_queries == "zero":
-                    ndcg[run_id][qid], judged[run_id][qid] = 0.0, 0.0
+                    ndcg_by_run[run_id][qid], judged[run_id][qid] = 0.0, 0.0
                 continue
-            values = scoring.query_scores(ranking, grades, [k], mark.gain, idcgs)[k]
-            ndcg[run_id][qid], judged[run_id][qid] = values.ndcg, values.judged
-    means = {name: ordered_mean(list(ndcg[run_id].values())) for run_id, name in runs}
+            values = ndcg.query_scores(ranking, grades, [k], mark.gain, idcgs)[k]
+            ndcg_by_run[run_id][qid], judged[run_id][qid] = values.ndcg, values.judged
+    means = {name: ordered_mean(list(ndcg_by_run[run_id].values())) for run_id, name in runs}
     order = rank_correlation.ranking(means)
     ids = {name: run_id for run_id, name in runs}
     rows = [
@@ -186,8 +187,8 @@ def _leaderboard(
             rank=position,
             ndcg=means[name],
             judged=ordered_mean(list(judged[ids[name]].values())),
-            queries=len(ndcg[ids[name]]),
-            per_query=ndcg[ids[name]],
+            queries=len(ndcg_by_run[ids[name]]),
+            per_query=ndcg_by_run[ids[name]],
         )
         for position, name in enumerate(order, start=1)
     ]

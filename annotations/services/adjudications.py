@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from annotations import scoring
+from annotations.metrics import ndcg
 from annotations.models import Adjudication, Document, Judgement, JudgementHistory, Query
 from annotations.selectors.judging import user_is_organiser
 from annotations.services.judgements import grade_check, queries_mark_stale
@@ -61,7 +61,7 @@ def adjudication_record(
                     query=query, document=document
                 )
             else:
-                old = scoring.effective_grade(grades, collection.aggregation)
+                old = ndcg.effective_grade(grades, collection.aggregation)
                 _history(adjudication, old)
                 return adjudication
         if adjudication.grade == grade and adjudication.note == note:

@@ -84,7 +84,7 @@ def pool_build(
     `runs` defaults to every run of the collection and `queries` to every query. Pairs that
     somebody already judged are left out unless `include_judged`. With ``order="impact"``
     the pool keeps only the `budget` candidates of highest impact at cutoff `depth`
-    (`annotations.impact`, refreshed first if the scores moved; pairs of impact 0, which can
+    (`annotations.metrics.impact`, refreshed first if the scores moved; pairs of impact 0, which can
     change no undecided comparison, are left out), ties broken by best rank, query, document.
     """
     if order not in (Pool.DEPTH, Pool.IMPACT):

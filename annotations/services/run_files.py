@@ -30,7 +30,7 @@ from annotations.services.run_storage import (
 if TYPE_CHECKING:  # Arrow loads with the first run file read into columns, not with Django
     import pyarrow as pa
 
-    from annotations.run_columns import RunColumns
+    from annotations.formats.run_arrow import RunColumns
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +102,10 @@ class RunFiles:
 
     def read(self, source: Source) -> FileRead:
         """Read a file (the import's reader thread may do this while a file is stored)."""
-        from annotations import run_columns
+        from annotations.formats import run_arrow
 
         data = _whole_file(source)
-        columns = None if data is None else run_columns.read_run_columns(data)
+        columns = None if data is None else run_arrow.read_run_columns(data)
         if columns is None:
             return FileRead(data, None)
         met = self.docnos  # the docnos met so far; later ones only ever extend it
@@ -220,11 +220,11 @@ def _results_read(source: Source, name: str, split_tags: bool) -> dict[str, _Tag
 
 def _whole_file(source: Source) -> bytes | None:
     """The file's bytes when it can be read whole (a path, or a seekable binary stream of
-    at most `run_columns.MAX_BYTES` from its position on); else None, nothing read."""
-    from annotations import run_columns
+    at most `run_arrow.MAX_BYTES` from its position on); else None, nothing read."""
+    from annotations.formats import run_arrow
 
     if isinstance(source, str | os.PathLike):
-        if os.stat(source).st_size > run_columns.MAX_BYTES:
+        if os.stat(source).st_size > run_arrow.MAX_BYTES:
             return None
         with open(source, "rb") as stream:
             return stream.read()
@@ -233,7 +233,7 @@ def _whole_file(source: Source) -> bytes | None:
     start = source.tell()
     size = source.seek(0, io.SEEK_END) - start
     source.seek(start)
-    if size > run_columns.MAX_BYTES:
+    if size > run_arrow.MAX_BYTES:
         return None
     data = source.read()
     if not isinstance(data, bytes):  # a text-mode file: the line reader says what is wrong

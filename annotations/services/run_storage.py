@@ -11,13 +11,15 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from annotations import packing, scoring, trec
+from annotations import trec
 from annotations.bulk import bulk_insert
+from annotations.formats import ranking_bytes
+from annotations.metrics import ndcg
 from annotations.models import Collection, Ranking, Run
 from annotations.services.imports import documents_ensure, queries_ensure
 
 if TYPE_CHECKING:
-    from annotations.run_columns import RunColumns
+    from annotations.formats.run_arrow import RunColumns
 
 # Decides whether the caller may replace or delete a run (given the locked row).
 RunCheck = Callable[[Run], bool]
@@ -95,7 +97,7 @@ def _ranking_rows(
     gives it.
     """
     for qid, docs in results.items():
-        docnos, scores, ranks = zip(*scoring.order_results(docs), strict=True)
+        docnos, scores, ranks = zip(*ndcg.order_results(docs), strict=True)
         if None in ranks:
             ranks = tuple(
                 place if rank is None else rank for place, rank in enumerate(ranks, start=1)
@@ -104,9 +106,9 @@ def _ranking_rows(
             run_id,
             query_ids[qid],
             len(docnos),
-            packing.pack_ids(list(map(doc_ids.__getitem__, docnos))),
-            b"" if scores[0] is None else packing.pack_scores(scores),
-            packing.pack_ranks(ranks),
+            ranking_bytes.pack_ids(list(map(doc_ids.__getitem__, docnos))),
+            b"" if scores[0] is None else ranking_bytes.pack_scores(scores),
+            ranking_bytes.pack_ranks(ranks),
         )
 
 
@@ -117,9 +119,9 @@ def column_ranking_rows(
     doc_ids: npt.NDArray[np.int64],
 ) -> Iterable[tuple[object, ...]]:
     """`_ranking_rows` for a file read into columns (already in effective order)."""
-    ids = packing.pack_column("q", doc_ids[columns.documents])
-    scores = packing.pack_column("d", columns.scores)
-    ranks = packing.pack_column("i", columns.ranks)
+    ids = ranking_bytes.pack_column("q", doc_ids[columns.documents])
+    scores = ranking_bytes.pack_column("d", columns.scores)
+    ranks = ranking_bytes.pack_column("i", columns.ranks)
     edges = columns.bounds.tolist()
     for index, qid in enumerate(columns.qids):
         start, end = edges[index], edges[index + 1]

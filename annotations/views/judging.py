@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError as DRFValidationError
 
 from annotations import idempotency, services
+from annotations.formats.highlighting import highlight, query_terms
 from annotations.forms import (
     DISAGREEMENT_CHOICES,
     AdjudicationForm,
@@ -26,7 +27,6 @@ from annotations.forms import (
     PoolBuildForm,
     PoolExtendForm,
 )
-from annotations.highlighting import highlight, query_terms
 from annotations.models import (
     Assignment,
     AssignmentItem,

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from annotations import exact, exact_arrays
+from annotations.metrics import exact, exact_arrays
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

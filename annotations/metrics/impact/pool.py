@@ -16,13 +16,13 @@ IntArray = NDArray[np.int64]
 
 
 def discounts(k: int) -> FloatArray:
-    """1 / log2(r + 1) for ranks r = 1..k, from the same doubles as ``scoring.dcg``."""
+    """1 / log2(r + 1) for ranks r = 1..k, from the same doubles as ``ndcg.dcg``."""
     return np.array([1.0 / math.log2(i + 2) for i in range(k)])
 
 
 def check_scale(scale: Sequence[int]) -> tuple[int, ...]:
     """The grade scale sorted and deduplicated; ``ValueError`` unless integers >= 0 (a
-    negative grade means unjudged, as in ``scoring.is_judged``)."""
+    negative grade means unjudged, as in ``ndcg.is_judged``)."""
     values = tuple(sorted(set(scale)))
     if not values or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
         raise ValueError(f"a grade scale is one or more integers, got {scale!r}")
@@ -36,8 +36,8 @@ class QueryTop:
     """One query's top k of every run, as arrays: the input of ``impact_compute``.
 
     ``top[a, i]`` is the pool index of the document run ``a`` ranks at ``i + 1`` (ranks in
-    effective order, see ``scoring.order_ranking``), ``-1`` past the end of a short ranking
-    or for a run without the query (it scores 0 there, as ``scoring.run_mean`` counts it).
+    effective order, see ``ndcg.order_ranking``), ``-1`` past the end of a short ranking
+    or for a run without the query (it scores 0 there, as ``ndcg.run_mean`` counts it).
     The pool is ``0 .. pool - 1``: every document some run has in its top k.
     """
 

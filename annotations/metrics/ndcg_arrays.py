@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from annotations.scoring import _check_ks, _discounts, _gain_function, idcgs_for
+from annotations.metrics.ndcg import _check_ks, _discounts, _gain_function, idcgs_for
 
 __all__ = ["MEASURES", "score_matrix"]
 
@@ -32,7 +32,7 @@ def _discount_table(length: int) -> NDArray[np.float64]:
     table = _discount_array
     if table.size < length:
         table = np.array(_discounts(length), dtype=np.float64)
-        _discount_array = table  # rebound whole, like scoring._discounts
+        _discount_array = table  # rebound whole, like ndcg._discounts
     return table
 
 
@@ -145,7 +145,7 @@ def score_matrix(
     """(run ids in the order of the rows, scores of shape (runs, 4, len(ks))) with the four
     measures in the order MEASURES = ("ndcg", "dcg", "judged", "ndcg_condensed").
 
-    Every value equals the same field of ``scoring.query_scores(rankings[run], grades, ks,
+    Every value equals the same field of ``ndcg.query_scores(rankings[run], grades, ks,
     scheme, idcgs)[k]`` bit for bit. The columns follow the cutoffs ascending (a repeated k
     counts once, as there). Bad ks, an unknown scheme or idcgs lacking a cutoff: ValueError.
     Document ids and grades must be ints within int64 (numpy converts them unchecked, for

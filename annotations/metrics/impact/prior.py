@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotations.impact.pool import FloatArray, IntArray, QueryTop, check_scale
+from annotations.metrics.impact.pool import FloatArray, IntArray, QueryTop, check_scale
 
 __all__ = ["SMOOTHING", "GradePrior", "bucket", "buckets", "grade_prior", "scale_indices"]
 

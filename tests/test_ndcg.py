@@ -1,4 +1,4 @@
-"""Tests for annotations.scoring: hand-computed conventions and trec_eval (pytrec_eval) parity."""
+"""annotations.metrics.ndcg: hand-computed conventions and trec_eval (pytrec_eval) parity."""
 
 import math
 from collections.abc import Iterator, Sequence
@@ -8,7 +8,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations.scoring import (
+from annotations.metrics.ndcg import (
     CutoffScores,
     condensed,
     dcg,

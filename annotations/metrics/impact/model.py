@@ -4,8 +4,8 @@ The model, at one cutoff k (numpy; framework-free like ``scoring``):
 
 - Queries ``q`` (the ``Q`` queries the leaderboard's mean is over), runs ``a``, ``b``. Run
   ``a``'s top k of ``q`` puts document ``d`` at 1-based rank ``r``: its weight there is
-  ``c[a, d] = 1 / log2(r + 1)`` (``scoring.dcg``'s discount), 0 when ``d`` is not in the
-  top k. Gains are ``scoring.gain`` of the collection's scheme.
+  ``c[a, d] = 1 / log2(r + 1)`` (``ndcg.dcg``'s discount), 0 when ``d`` is not in the
+  top k. Gains are ``ndcg.gain`` of the collection's scheme.
 - nDCG@k is linear in the gains once the IDCG is fixed, so the difference of two runs' means
   is ``Delta[a, b] = sum_q sum_d gain(x_d) * (c[a, d] - c[b, d]) / (Q * I_q)``.
 - **IDCG.** Judging a document can raise its query's IDCG. The model fixes ``I_q`` at an
@@ -42,7 +42,7 @@ The model, at one cutoff k (numpy; framework-free like ``scoring``):
   A document every run ranks the same, or only pairs that are decided rank differently,
   has impact 0. Impacts are comparable across the queries of one computation (one
   collection and cutoff); their unit is mean nDCG@k moved, summed over pairs.
-- A run without a query scores 0 there (``scoring.run_mean``'s convention), so it can only
+- A run without a query scores 0 there (``ndcg.run_mean``'s convention), so it can only
   lose ground to runs that retrieved anything relevant for it.
 """
 
@@ -54,9 +54,16 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from annotations import scoring
-from annotations.impact.pool import UNJUDGED, FloatArray, IntArray, QueryTop, check_scale, discounts
-from annotations.impact.prior import GradePrior, grade_prior, scale_indices
+from annotations.metrics import ndcg
+from annotations.metrics.impact.pool import (
+    UNJUDGED,
+    FloatArray,
+    IntArray,
+    QueryTop,
+    check_scale,
+    discounts,
+)
+from annotations.metrics.impact.prior import GradePrior, grade_prior, scale_indices
 
 __all__ = [
     "TIE",
@@ -159,7 +166,7 @@ def impact_compute(
         prior = grade_prior(queries, grades, scale=values)
     elif prior.scale != values:
         raise ValueError("the prior was estimated on another scale")
-    scale_gains = np.array([scoring.gain(value, scheme) for value in values])
+    scale_gains = np.array([ndcg.gain(value, scheme) for value in values])
     top_gain = float(scale_gains.max())
     n_queries = len(queries)
 
@@ -178,7 +185,7 @@ def impact_compute(
         prior_rows = prior.distribution(query.best_rank, query.runs)
         expected = np.where(unjudged, prior_rows @ scale_gains, 0.0)
         spread2 = np.where(unjudged, prior_rows @ scale_gains**2 - expected**2, 0.0)
-        outside = [scoring.gain(g, scheme) for g in (outside_grades or [()] * n_queries)[q]]
+        outside = [ndcg.gain(g, scheme) for g in (outside_grades or [()] * n_queries)[q]]
         ideal = np.concatenate([judged_gains[~unjudged], expected[unjudged], outside])
         idcgs[q] = estimated_idcg(ideal, k)
         scale_q = 1.0 / (n_queries * idcgs[q]) if idcgs[q] > 0 else 0.0
@@ -229,7 +236,7 @@ def impact_scores(
     first k count); the leaderboard's mean is over the queries of ``rankings``, and a run
     absent from a query scores 0 there. ``grades[q]`` maps every judged document of the
     query (in the pool or not) to its effective grade; a negative grade is unjudged, as in
-    ``scoring.is_judged``. Judged documents get no entry. The model: the module docstring.
+    ``ndcg.is_judged``. Judged documents get no entry. The model: the module docstring.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"cutoff k must be an integer >= 1, got {k!r}")

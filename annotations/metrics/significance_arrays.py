@@ -1,7 +1,7 @@
 """Bootstrap CIs and paired randomization tests for many runs at once, bit for bit as one by one.
 
 The leaderboard needs a bootstrap CI for every run and a randomization test for every adjacent
-pair. Run one by one (``statistics.bootstrap_ci``, ``statistics.paired_randomization_test``)
+pair. Run one by one (``significance.bootstrap_ci``, ``significance.paired_randomization_test``)
 each call regenerates the same random draws from the same seed and reduces them alone: at
 110 runs x 249 queries that is seconds. Here the draws are generated once per (queries,
 resamples, seed), kept while they are small, and every run is reduced against them in one
@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from annotations.statistics import (
+from annotations.metrics.significance import (
     _CHUNK_ELEMENTS,
     _TIE_TOLERANCE,
     _finite_array,
@@ -126,7 +126,7 @@ def bootstrap_cis(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> list[tuple[float, float]]:
-    """``statistics.bootstrap_ci`` of every row (one run's per-query values), identical bits.
+    """``significance.bootstrap_ci`` of every row (one run's per-query values), identical bits.
 
     Rows may differ in length; rows of one length share one set of draws. For each run the
     resample means come from one product of the multiplicity matrix with the run's values.
@@ -220,7 +220,7 @@ def paired_randomization_tests(
     permutations: int = 10_000,
     seed: int = 0,
 ) -> list[float]:
-    """``statistics.paired_randomization_test(a, b)`` (Monte Carlo) of every pair, same bits.
+    """``significance.paired_randomization_test(a, b)`` (Monte Carlo) of every pair, same bits.
 
     Pairs of one length share the sign matrix, and all their flipped sums come from one
     matrix product. A flipped sum the product puts within ``4 n u sum|d|`` of the threshold

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from annotations import exact
+from annotations.metrics import exact
 
 # A sum is an int64 array whose last axis holds LIMBS limbs: its value is
 # sum(limb[i] * 2**(LIMB_BITS * i)) * 2**-GRID_BITS. Normalised, limbs 0..3 are in

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from annotations import run_columns, scoring, trec
-from annotations.run_columns import read_run_columns
+from annotations import trec
+from annotations.formats import run_arrow
+from annotations.formats.run_arrow import read_run_columns
+from annotations.metrics import ndcg
 
 Results = dict[str, list[tuple[str, float, int | None]]]
 
@@ -24,7 +26,7 @@ def line_reader_results(data: bytes) -> Results | None:
             by_query[line.qid].append((line.docno, line.score, line.rank))
     except trec.TrecFormatError:
         return None
-    return {qid: scoring.order_results(rows) for qid, rows in by_query.items()}
+    return {qid: ndcg.order_results(rows) for qid, rows in by_query.items()}
 
 
 def columnar_results(data: bytes) -> Results | None:
@@ -197,8 +199,8 @@ def test_a_file_parsed_in_many_blocks_reads_as_in_one(monkeypatch: pytest.Monkey
     """Arrow returns one chunk per block: the docno and qid codes must agree across them."""
     lines = [f"q{(d * 7) % 5} Q0 d{d % 97} {d} {(d * 37) % 11 / 4!r} run\n" for d in range(400)]
     data = "".join(lines).encode()
-    monkeypatch.setattr(run_columns, "_BLOCK_BYTES", 256)
-    table = run_columns._parse(data)
+    monkeypatch.setattr(run_arrow, "_BLOCK_BYTES", 256)
+    table = run_arrow._parse(data)
     assert table is not None and table["docno"].num_chunks > 10
     columns = read_run_columns(data)
     assert columns is not None

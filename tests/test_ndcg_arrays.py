@@ -1,4 +1,4 @@
-"""Tests for annotations.scoring_arrays: bit-identical to scoring.query_scores, run by run."""
+"""Tests for annotations.metrics.ndcg_arrays: bit-identical to ndcg.query_scores, run by run."""
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -7,8 +7,8 @@ from typing import overload
 import numpy as np
 import pytest
 
-from annotations.scoring import idcgs_for, query_scores
-from annotations.scoring_arrays import MEASURES, score_matrix
+from annotations.metrics.ndcg import idcgs_for, query_scores
+from annotations.metrics.ndcg_arrays import MEASURES, score_matrix
 
 
 def expected_matrix(

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations import batch_statistics, statistics
+from annotations.metrics import significance, significance_arrays
 
 # nDCG-like values: many exact ties (zeros, ones, a few repeated grades' values) and noise.
 _value = st.one_of(
@@ -22,8 +22,8 @@ _rows = st.integers(min_value=1, max_value=40).flatmap(
 @settings(max_examples=60, deadline=None)
 @given(rows=_rows, seed=st.integers(min_value=0, max_value=3))
 def test_bootstrap_cis_equal_bootstrap_ci_of_each_row(rows: list[list[float]], seed: int) -> None:
-    expected = [statistics.bootstrap_ci(row, resamples=500, seed=seed) for row in rows]
-    assert batch_statistics.bootstrap_cis(rows, resamples=500, seed=seed) == expected
+    expected = [significance.bootstrap_ci(row, resamples=500, seed=seed) for row in rows]
+    assert significance_arrays.bootstrap_cis(rows, resamples=500, seed=seed) == expected
 
 
 @settings(max_examples=60, deadline=None)
@@ -31,9 +31,9 @@ def test_bootstrap_cis_equal_bootstrap_ci_of_each_row(rows: list[list[float]], s
 def test_randomization_tests_equal_the_one_pair_test(rows: list[list[float]], seed: int) -> None:
     pairs = [(a, b) for a, b in zip(rows, rows[1:] + rows[:1], strict=True)]
     expected = [
-        statistics.paired_randomization_test(a, b, permutations=400, seed=seed) for a, b in pairs
+        significance.paired_randomization_test(a, b, permutations=400, seed=seed) for a, b in pairs
     ]
-    assert batch_statistics.paired_randomization_tests(pairs, permutations=400, seed=seed) == (
+    assert significance_arrays.paired_randomization_tests(pairs, permutations=400, seed=seed) == (
         expected
     )
 
@@ -53,17 +53,17 @@ def test_bootstrap_cis_keep_the_sign_of_a_zero_bound_bit_for_bit(
     rows: list[list[float]], seed: int
 ) -> None:
     # -0.0 == 0.0, so compare bits: sorting and partitioning may settle signed zeros apart.
-    expected = [statistics.bootstrap_ci(row, resamples=300, seed=seed) for row in rows]
-    got = batch_statistics.bootstrap_cis(rows, resamples=300, seed=seed)
+    expected = [significance.bootstrap_ci(row, resamples=300, seed=seed) for row in rows]
+    got = significance_arrays.bootstrap_cis(rows, resamples=300, seed=seed)
     assert np.array(got).tobytes() == np.array(expected).tobytes()
 
 
 def test_rows_of_different_lengths_each_get_their_own_draws() -> None:
     rows = [[0.1, 0.9, 0.4], [0.2, 0.3, 0.8, 0.8, 0.0], [0.5]]
-    assert batch_statistics.bootstrap_cis(rows, resamples=300) == [
-        statistics.bootstrap_ci(row, resamples=300) for row in rows
+    assert significance_arrays.bootstrap_cis(rows, resamples=300) == [
+        significance.bootstrap_ci(row, resamples=300) for row in rows
     ]
-    assert batch_statistics.bootstrap_cis(rows[2:], resamples=300) == [(0.5, 0.5)]
+    assert significance_arrays.bootstrap_cis(rows[2:], resamples=300) == [(0.5, 0.5)]
 
 
 def test_at_leaderboard_scale_the_numbers_are_the_default_functions_numbers() -> None:
@@ -72,21 +72,23 @@ def test_at_leaderboard_scale_the_numbers_are_the_default_functions_numbers() ->
     matrix = np.round(rng.beta(2, 3, size=(30, 249)), 3)
     matrix[:, rng.random(249) < 0.2] = 0.0
     rows = [list(row) for row in matrix]
-    got = batch_statistics.bootstrap_cis(rows)
-    assert np.array(got).tobytes() == np.array([statistics.bootstrap_ci(r) for r in rows]).tobytes()
+    got = significance_arrays.bootstrap_cis(rows)
+    assert (
+        np.array(got).tobytes() == np.array([significance.bootstrap_ci(r) for r in rows]).tobytes()
+    )
     pairs = list(itertools.pairwise(rows))
-    assert batch_statistics.paired_randomization_tests(pairs) == [
-        statistics.paired_randomization_test(a, b) for a, b in pairs
+    assert significance_arrays.paired_randomization_tests(pairs) == [
+        significance.paired_randomization_test(a, b) for a, b in pairs
     ]
 
 
 def test_identical_pairs_give_one_and_bad_input_is_refused() -> None:
-    assert batch_statistics.paired_randomization_tests([([0.3, 0.4], [0.3, 0.4])]) == [1.0]
+    assert significance_arrays.paired_randomization_tests([([0.3, 0.4], [0.3, 0.4])]) == [1.0]
     with pytest.raises(ValueError, match="same queries"):
-        batch_statistics.paired_randomization_tests([([0.1, 0.2], [0.1])])
+        significance_arrays.paired_randomization_tests([([0.1, 0.2], [0.1])])
     with pytest.raises(ValueError, match="at least one"):
-        batch_statistics.bootstrap_cis([[]])
+        significance_arrays.bootstrap_cis([[]])
     with pytest.raises(ValueError, match="finite"):
-        batch_statistics.bootstrap_cis([[0.1, float("nan")]])
+        significance_arrays.bootstrap_cis([[0.1, float("nan")]])
     with pytest.raises(ValueError, match="confidence"):
-        batch_statistics.bootstrap_cis([[0.1, 0.2]], confidence=1.0)
+        significance_arrays.bootstrap_cis([[0.1, 0.2]], confidence=1.0)

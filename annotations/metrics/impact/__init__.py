@@ -1,10 +1,10 @@
 """Impact-ordered judging: which unjudged (query, document) could change the leaderboard most.
 
-The model is written down in ``annotations.impact.model``; ``pool`` holds the array form of
+The model is written down in ``annotations.metrics.impact.model``; ``pool`` holds the array form of
 the runs' top k, ``prior`` the grade prior estimated from the judged documents.
 """
 
-from annotations.impact.model import (
+from annotations.metrics.impact.model import (
     TIE,
     ImpactResult,
     PairStates,
@@ -13,8 +13,8 @@ from annotations.impact.model import (
     impact_scores,
     pair_weights,
 )
-from annotations.impact.pool import UNJUDGED, QueryTop
-from annotations.impact.prior import SMOOTHING, GradePrior, grade_prior
+from annotations.metrics.impact.pool import UNJUDGED, QueryTop
+from annotations.metrics.impact.prior import SMOOTHING, GradePrior, grade_prior
 
 __all__ = [
     "SMOOTHING",
