@@ -25,6 +25,12 @@ class UploadTooLarge(APIException):
     default_code = "upload_too_large"
 
 
+class RequestTargetTooLong(APIException):
+    status_code = status.HTTP_414_REQUEST_URI_TOO_LONG
+    default_detail = "The request's path and query string are longer than this server accepts."
+    default_code = "request_target_too_long"
+
+
 def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
     """Nested serializer errors as {"results[2].score": ["..."]}."""
     if isinstance(data, dict):

@@ -6,6 +6,11 @@ import inspect
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import force_instance
+from rest_framework import serializers
+
+from annotations.serializers.fields import NUL, string_pattern
+from annotations.serializers.inputs import StrictInputMixin
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
@@ -16,6 +21,9 @@ _ALWAYS = {
     400: "The request is invalid: a NUL character in its path or query string, or a "
     "parameter out of range; `fields` names each parameter at fault.",
     406: "The Accept header admits no JSON.",
+    414: "The request target (path and query string) is longer than the server accepts: "
+    "over 4,000 bytes. gunicorn answers request lines over its `limit_request_line` "
+    "(4,094 bytes by default) itself, with an HTML page.",
     429: "Too many requests: throttled, retry after the `Retry-After` header's seconds.",
     500: "The server failed; the error is logged (the body keeps the one error shape).",
 }
@@ -42,8 +50,29 @@ _IDEMPOTENCY_KEY = {
 _KEY_REUSED = "The Idempotency-Key was already used by the caller for a different request."
 
 
-def _error(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
+# Statuses the HTTP server in front (gunicorn) gives as well, as an HTML page of its own.
+_HTML_TOO = {414}
+# A query parameter holding NUL is refused before any view (annotations/middleware.py).
+_NO_NUL = f"^[^{NUL}]*$"
+
+
+def _error(description: str, status: int = 0) -> dict[str, Any]:
+    content: dict[str, Any] = {"application/json": {"schema": _ERROR}}
+    if status in _HTML_TOO:
+        content["text/html"] = {"schema": {"type": "string"}}
+    return {"description": description, "content": content}
+
+
+def _refuse_nul(parameters: list[dict[str, Any]]) -> None:
+    """A string query parameter says it holds no NUL (a pattern of its own says more)."""
+    for parameter in parameters:
+        schema = parameter.get("schema", {})
+        if (
+            parameter.get("in") == "query"
+            and schema.get("type") == "string"
+            and not {"pattern", "format", "enum"} & set(schema)
+        ):
+            schema["pattern"] = _NO_NUL
 
 
 def error_responses(
@@ -61,22 +90,63 @@ def error_responses(
             extra = dict(_ALWAYS)
             if "requestBody" in operation:
                 extra.update(_WITH_BODY)
+            _refuse_nul(operation.get("parameters", []))
             if method in _WRITES:
                 parameters = operation.setdefault("parameters", [])
                 if not any(p.get("name") == "Idempotency-Key" for p in parameters):
                     parameters.append(dict(_IDEMPOTENCY_KEY))
                 extra[422] = _KEY_REUSED
             for status, description in extra.items():
-                responses.setdefault(str(status), _error(description))
+                responses.setdefault(str(status), _error(description, status))
             operation["responses"] = dict(sorted(responses.items()))
     return result
 
 
+def _input_constraints(field: Any, schema: dict[str, Any]) -> None:
+    """What a request body's field refuses beyond what drf-spectacular states: an empty list
+    where `allow_empty` is off, a blank string where `allow_blank` is, NUL in any string
+    (DRF's CharField), control characters in free text (`TextField`)."""
+    if (
+        isinstance(field, serializers.ListSerializer | serializers.ListField)
+        and not field.allow_empty
+        and schema.get("type") == "array"
+    ):
+        schema["minItems"] = max(schema.get("minItems", 0), 1)
+    if (
+        isinstance(field, serializers.CharField)
+        and schema.get("type") == "string"
+        and not {"pattern", "format", "enum", "oneOf"} & set(schema)
+    ):
+        schema["pattern"] = string_pattern(field)
+        if not field.allow_blank:
+            schema["minLength"] = max(schema.get("minLength", 0), 1)
+
+
 class ApiSchema(AutoSchema):
     """drf-spectacular's schema, describing an operation by its own words only: a base
-    class's docstring (how the view is built) is no description of what it does."""
+    class's docstring (how the view is built) is no description of what it does. Request
+    bodies (`StrictInputMixin`) state every rule their fields check."""
 
     def get_description(self) -> str:  # type: ignore[override]  # drf-spectacular's signature
         method = getattr(self.view, self.method.lower(), None)
         own = method.__doc__ if method is not None else None
         return inspect.cleandoc(own or type(self.view).__dict__.get("__doc__") or "")
+
+    def _map_basic_serializer(self, serializer: Any, direction: Any) -> Any:
+        schema = super()._map_basic_serializer(serializer, direction)
+        if isinstance(force_instance(serializer), StrictInputMixin) and "required" in schema:
+            # A read-only field of a request body is one no request may send, not a required one.
+            properties = schema.get("properties", {})
+            required = [
+                name for name in schema["required"] if not properties.get(name, {}).get("readOnly")
+            ]
+            if required:
+                schema["required"] = required
+            else:
+                del schema["required"]
+        return schema
+
+    def _insert_field_validators(self, field: Any, schema: Any) -> None:
+        super()._insert_field_validators(field, schema)
+        if isinstance(field.parent, StrictInputMixin) and not field.read_only:
+            _input_constraints(field, schema)

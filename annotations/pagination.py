@@ -2,17 +2,57 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
 
 # PostgreSQL's LIMIT and OFFSET are 64-bit; anything larger is no page anyone can want.
 MAX_OFFSET = 2**62
+_DIGITS = re.compile(r"[0-9]+")
+# More digits than any bound here has: read as "beyond every bound" without converting
+# (Python refuses to convert strings of more than 4,300 digits).
+_LONGEST = 30
+
+
+def _whole_number(request: Request, name: str, minimum: int) -> int | None:
+    """The parameter as a whole number of at least `minimum`, None when absent, else a 400."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if _DIGITS.fullmatch(raw) is None or (len(raw) <= _LONGEST and int(raw) < minimum):
+        raise ValidationError({name: [f"Give a whole number from {minimum} up."]})
+    return int(raw) if len(raw) <= _LONGEST else 10**_LONGEST
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
     """``?limit=&offset=`` with the limit capped at 10,000 and offsets beyond 2^62 read as
-    2^62 (an empty page) instead of a database error."""
+    2^62 (an empty page) instead of a database error. Anything but a whole number (a limit
+    of 0 included) is a 400 naming the parameter, not the default page."""
 
     max_limit = 10_000
 
-    def get_offset(self, request):  # type: ignore[no-untyped-def]
-        return min(super().get_offset(request), MAX_OFFSET)
+    def get_limit(self, request: Request) -> int | None:
+        limit = _whole_number(request, self.limit_query_param, 1)
+        if limit is None:
+            return self.default_limit
+        return min(limit, self.max_limit)
+
+    def get_offset(self, request: Request) -> int:
+        offset = _whole_number(request, self.offset_query_param, 0)
+        return 0 if offset is None else min(offset, MAX_OFFSET)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.limit_query_param:
+                parameter["schema"]["minimum"] = 1
+                parameter["description"] = (
+                    f"Number of results to return per page (at most {self.max_limit:,}: a "
+                    "larger limit returns that many)."
+                )
+            elif parameter["name"] == self.offset_query_param:
+                parameter["schema"]["minimum"] = 0
+        return parameters

@@ -1,10 +1,13 @@
-"""What every API view shares: base classes, role sets, the k parameter, error schemas."""
+"""What every API view shares: base classes, role sets, the k parameter, strict filters,
+error schemas."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, cast
 
 import django_filters
+from django import forms
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
@@ -21,7 +24,7 @@ from rest_framework.views import APIView
 
 from annotations import idempotency, selectors
 from annotations.access import Access
-from annotations.api_errors import UploadTooLarge
+from annotations.api_errors import RequestTargetTooLong, UploadTooLarge
 from annotations.models import Collection, IdempotentResponse
 from annotations.permissions import (
     ASSESSOR,
@@ -36,6 +39,11 @@ from annotations.serializers import (
 STAFF_ROLES = frozenset({ORGANISER})
 TEAM_ROLES = frozenset({ORGANISER, ASSESSOR})
 RUN_WRITERS = frozenset({ORGANISER, OWNER})
+# The longest request target (path and query string, percent-encoded) an API view reads:
+# under the request line gunicorn takes by default (limit_request_line, 4,094 bytes).
+MAX_REQUEST_TARGET = 4000
+_CUTOFF = re.compile(r"[0-9]{1,4}")
+_LENGTH = re.compile(r"[0-9]+")
 
 
 def _errors(*codes: int) -> dict[int, OpenApiResponse]:
@@ -57,7 +65,7 @@ def _max_upload_bytes() -> int:
 def refuse_large_body(request: Request) -> None:
     """A 413 before the body is read when its declared length is over NDCG_MAX_UPLOAD_MB."""
     length = request.META.get("CONTENT_LENGTH") or "0"
-    if length.isdigit() and int(length) > _max_upload_bytes():
+    if _LENGTH.fullmatch(length) and (len(length) > 18 or int(length) > _max_upload_bytes()):
         raise UploadTooLarge(f"The upload exceeds {settings.NDCG_MAX_UPLOAD_MB} MB.")
 
 
@@ -70,7 +78,9 @@ def checked_upload(upload: UploadedFile) -> UploadedFile:
 
 def _cutoff(collection: Collection, request: Request) -> int:
     raw = request.query_params.get("k")
-    if raw is not None and not (raw.isdigit() and int(raw) in collection.sorted_cutoffs):
+    if raw is not None and not (
+        _CUTOFF.fullmatch(raw) is not None and int(raw) in collection.sorted_cutoffs
+    ):
         raise ValidationError({"k": [f"k must be one of {collection.sorted_cutoffs}."]})
     return selectors.cutoff_from(collection, raw)
 
@@ -96,8 +106,13 @@ class ApiView(APIView):
         return response
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        # A method the resource lacks is a 405 (with Allow) for every caller: before the
-        # caller's authentication and role are asked about, which it does not depend on.
+        # A request target too long is a 414 and a method the resource lacks a 405 (with
+        # Allow), for every caller: before the caller's authentication and role are asked
+        # about, which neither depends on.
+        if len(request.get_full_path()) > MAX_REQUEST_TARGET:
+            raise RequestTargetTooLong(
+                f"The path and query string are longer than {MAX_REQUEST_TARGET:,} bytes."
+            )
         method = (request.method or "").lower()
         if method not in self.http_method_names or not hasattr(self, method):
             raise MethodNotAllowed(request.method or "")
@@ -131,6 +146,41 @@ class CollectionApiView(ApiView):
     collection: Collection
     roles_held: frozenset[str]
     access: Access
+
+
+class _WholeNumberField(forms.DecimalField):
+    """A number without a fraction, of any size (compared, never stored)."""
+
+    default_error_messages = {"invalid": "Enter a whole number."}
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if value is not None and value != value.to_integral_value():
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+
+
+class WholeNumberFilter(django_filters.NumberFilter):
+    """A filter on an integer column: 1.5 is a 400, not a comparison with a fraction."""
+
+    field_class = _WholeNumberField
+
+
+class StrictFilterSet(django_filters.FilterSet):
+    """A list's filters as strict as their schema: a number, boolean or time given blank
+    (`?stale=`) or a boolean other than `true` or `false` is a 400 naming the parameter,
+    not the unfiltered list. A blank text filter filters nothing, as its schema allows."""
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        for name, filter_ in self.filters.items():
+            if name not in self.data or isinstance(filter_, django_filters.CharFilter):
+                continue
+            raw = self.data.get(name)
+            if raw == "":
+                self.form.add_error(name, "Give a value, or leave the parameter out.")
+            elif isinstance(filter_, django_filters.BooleanFilter) and raw not in {"true", "false"}:
+                self.form.add_error(name, "Give true or false.")
+        return valid and not self.form.errors
 
 
 class CollectionListApiView(GenericAPIView, CollectionApiView):  # type: ignore[type-arg]

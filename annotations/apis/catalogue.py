@@ -13,6 +13,7 @@ from annotations import services
 from annotations.apis._base import (
     STAFF_ROLES,
     CollectionListApiView,
+    StrictFilterSet,
     _errors,
     _fake,
 )
@@ -29,7 +30,7 @@ from annotations.serializers import (
 )
 
 
-class QueryFilter(django_filters.FilterSet):
+class QueryFilter(StrictFilterSet):
     qid = django_filters.CharFilter()
     title = django_filters.CharFilter(lookup_expr="icontains")
     judged = django_filters.BooleanFilter(
@@ -76,7 +77,7 @@ class QueryListCreateApi(CollectionListApiView):
         return Response(ImportSummarySerializer(summary).data, status=status.HTTP_201_CREATED)
 
 
-class DocumentFilter(django_filters.FilterSet):
+class DocumentFilter(StrictFilterSet):
     docno = django_filters.CharFilter()
     title = django_filters.CharFilter(lookup_expr="icontains")
 

@@ -22,6 +22,8 @@ from annotations.apis._base import (
     TEAM_ROLES,
     CollectionApiView,
     CollectionListApiView,
+    StrictFilterSet,
+    WholeNumberFilter,
     _errors,
     _fake,
     _user,
@@ -36,13 +38,13 @@ from annotations.serializers import (
 )
 
 
-class JudgementFilter(django_filters.FilterSet):
+class JudgementFilter(StrictFilterSet):
     qid = django_filters.CharFilter(field_name="query__qid")
     docno = django_filters.CharFilter(field_name="document__docno")
     assessor = django_filters.CharFilter(field_name="assessor__username")
-    grade = django_filters.NumberFilter()
-    grade_min = django_filters.NumberFilter(field_name="grade", lookup_expr="gte")
-    grade_max = django_filters.NumberFilter(field_name="grade", lookup_expr="lte")
+    grade = WholeNumberFilter()
+    grade_min = WholeNumberFilter(field_name="grade", lookup_expr="gte")
+    grade_max = WholeNumberFilter(field_name="grade", lookup_expr="lte")
     updated_after = django_filters.IsoDateTimeFilter(method="filter_updated_after")
     stale = django_filters.BooleanFilter(help_text="Judgements whose document changed since")
 
@@ -57,7 +59,11 @@ class JudgementFilter(django_filters.FilterSet):
         self, queryset: QuerySet[Judgement], name: str, value: datetime
     ) -> QuerySet[Judgement]:
         # In UTC: PostgreSQL refuses UTC offsets of 16 hours and more, ISO 8601 does not.
-        return queryset.filter(updated__gte=value.astimezone(UTC))
+        try:
+            moment = value.astimezone(UTC)
+        except OverflowError:  # before year 1 or after 9999 in UTC: every judgement, or none
+            return queryset if value.year == 1 else queryset.none()
+        return queryset.filter(updated__gte=moment)
 
 
 def _pair(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:

@@ -18,6 +18,7 @@ from annotations import services
 from annotations.apis._base import (
     RUN_WRITERS,
     CollectionApiView,
+    StrictFilterSet,
     _errors,
     _fake,
     _user,
@@ -39,7 +40,7 @@ from annotations.serializers import (
 from annotations.trec import TrecFormatError
 
 
-class RunFilter(django_filters.FilterSet):
+class RunFilter(StrictFilterSet):
     name = django_filters.CharFilter()
     owner = django_filters.CharFilter(field_name="owner__username")
     pending = django_filters.BooleanFilter(field_name="scored_at", lookup_expr="isnull")

@@ -38,6 +38,8 @@ from annotations.serializers.versions import (
 )
 from annotations.services.versions import qrels_version_tag
 
+# A version's name, as tagging takes it (a slug of at most 100 characters).
+VERSION_NAME = {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$", "maxLength": 100}
 AT_PARAMETER = OpenApiParameter(
     "at", OpenApiTypes.DATETIME, required=True, description="ISO 8601 time, e.g. 2026-12-01T10:00Z"
 )
@@ -181,8 +183,12 @@ class QrelsVersionsDiffApi(CollectionApiView):
     @extend_schema(
         summary="What changed from version a to version b: pairs, run scores, ranks, tau",
         parameters=[
-            OpenApiParameter("a", str, required=True, description="The earlier version"),
-            OpenApiParameter("b", str, required=True, description="The later version"),
+            OpenApiParameter(
+                "a", VERSION_NAME, required=True, description="The earlier version's name"
+            ),
+            OpenApiParameter(
+                "b", VERSION_NAME, required=True, description="The later version's name"
+            ),
             K_PARAMETER,
         ],
         responses={200: VersionsDiffSerializer, **_errors(400, 401, 403, 404)},

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotations.models import Document, Query
-from annotations.serializers.fields import IdField, QidField
+from annotations.serializers.fields import IdField, QidField, TextField
+from annotations.serializers.inputs import StrictInputMixin
 
 
 class QuerySerializer(serializers.ModelSerializer):
@@ -16,11 +17,11 @@ class QuerySerializer(serializers.ModelSerializer):
         fields = ["qid", "title", "description", "narrative", "scores_pending"]
 
 
-class QueryInputSerializer(serializers.Serializer):
+class QueryInputSerializer(StrictInputMixin, serializers.Serializer):
     qid = QidField()
-    title = serializers.CharField(required=False, allow_blank=True, default="")
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    narrative = serializers.CharField(required=False, allow_blank=True, default="")
+    title = TextField(required=False, allow_blank=True, default="")
+    description = TextField(required=False, allow_blank=True, default="")
+    narrative = TextField(required=False, allow_blank=True, default="")
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -31,8 +32,8 @@ class DocumentSerializer(serializers.ModelSerializer):
         fields = ["docno", "title", "text", "url"]
 
 
-class DocumentInputSerializer(serializers.Serializer):
+class DocumentInputSerializer(StrictInputMixin, serializers.Serializer):
     docno = IdField()
-    title = serializers.CharField(required=False, allow_blank=True, default="")
-    text = serializers.CharField(required=False, allow_blank=True, default="")
+    title = TextField(required=False, allow_blank=True, default="")
+    text = TextField(required=False, allow_blank=True, default="")
     url = serializers.URLField(max_length=2000, required=False, allow_blank=True, default="")

@@ -12,16 +12,17 @@ from annotations.models import (
     Collection,
 )
 from annotations.serializers.fields import CutoffsField
+from annotations.serializers.inputs import StrictInputMixin
 
 # The values a grade scale may hold (the scale itself is per collection).
 GRADE_RANGE = (-9, 99)
 
 
-class GradeLevelSerializer(serializers.Serializer):
+class GradeLevelSerializer(StrictInputMixin, serializers.Serializer):
     value = serializers.IntegerField(
         min_value=GRADE_RANGE[0], max_value=GRADE_RANGE[1], help_text="Distinct in a scale."
     )
-    label = serializers.CharField(max_length=100)  # type: ignore[assignment]
+    label = serializers.CharField(max_length=100, trim_whitespace=False)  # type: ignore[assignment]
     definition = serializers.CharField(required=False, allow_blank=True, default="")
 
 
@@ -44,9 +45,11 @@ class CollectionSerializer(serializers.ModelSerializer):
         return sorted(roles_by_collection.get(collection.id, frozenset()))
 
 
-class CollectionCreateSerializer(serializers.Serializer):
+class CollectionCreateSerializer(StrictInputMixin, serializers.Serializer):
     slug = serializers.SlugField(max_length=100)
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    name = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="", trim_whitespace=False
+    )
     description = serializers.CharField(required=False, allow_blank=True, default="")
     gain = serializers.ChoiceField(choices=GAIN_CHOICES, default="linear")
     cutoffs = CutoffsField(required=False, default=[5, 10, 20])
@@ -62,12 +65,19 @@ class CollectionCreateSerializer(serializers.Serializer):
         default=False, help_text="Assessors may read the leaderboard (blinded otherwise)."
     )
     grades = GradeLevelSerializer(
-        many=True, required=False, help_text="The grade scale; 0-3 with labels when absent."
+        many=True,
+        required=False,
+        allow_empty=False,
+        help_text="The grade scale; 0-3 with labels when absent.",
     )
 
 
-class CollectionUpdateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False)
+class CollectionUpdateSerializer(StrictInputMixin, serializers.Serializer):
+    """The settings a PATCH changes; naming a field the collection only reports (its slug,
+    grade scale, the caller's roles, times) is a 400."""
+
+    slug = serializers.SlugField(read_only=True, help_text="Read-only: the URL's slug.")
+    name = serializers.CharField(max_length=200, required=False, trim_whitespace=False)
     description = serializers.CharField(required=False, allow_blank=True)
     gain = serializers.ChoiceField(choices=GAIN_CHOICES, required=False)
     cutoffs = CutoffsField(required=False)
@@ -76,3 +86,13 @@ class CollectionUpdateSerializer(serializers.Serializer):
     stale_judgements = serializers.ChoiceField(choices=STALE_CHOICES, required=False)
     public_leaderboard = serializers.BooleanField(required=False)
     assessors_see_leaderboard = serializers.BooleanField(required=False)
+    grades = GradeLevelSerializer(
+        many=True,
+        read_only=True,
+        help_text="Read-only here: the grade scale is changed on the collection's settings page.",
+    )
+    roles = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text="Read-only: the caller's roles."
+    )
+    created = serializers.DateTimeField(read_only=True)
+    updated = serializers.DateTimeField(read_only=True)

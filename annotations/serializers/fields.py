@@ -1,4 +1,4 @@
-"""Fields shared by the API's bodies: ids (qid, docno, run name) and their schema."""
+"""Fields shared by the API's bodies: ids (qid, docno, run name), free text, and their schema."""
 
 from __future__ import annotations
 
@@ -23,6 +23,16 @@ ID_DESCRIPTION = (
     f"An id as TREC files hold it: 1 to {ID_MAX_LENGTH} characters, no whitespace, no control "
     "character."
 )
+# What `trec.text_problem` refuses in a text field (a title, a document's text): the control
+# characters but tab, LF and CR. Any other string field refuses NUL only (DRF's CharField).
+TEXT_FORBIDDEN = "\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f"
+NUL = "\\u0000"
+# What `str.strip()` removes: a field that trims its value and may not be blank needs one
+# character that is none of these.
+WHITESPACE = (
+    "\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f"
+    "\\u205f\\u3000"
+)
 ID_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
@@ -37,6 +47,21 @@ def _check_id(value: str) -> None:
         raise serializers.ValidationError(f"Not a valid id: {problem}.")
 
 
+def _check_text(value: str) -> None:
+    problem = trec.text_problem(value)
+    if problem is not None:
+        raise serializers.ValidationError(problem[0].upper() + problem[1:] + ".")
+
+
+def string_pattern(field: serializers.CharField) -> str:
+    """The pattern of what a string field takes: none of its forbidden characters, and, for a
+    field that trims its value and may not be blank, one that is not whitespace."""
+    forbidden = getattr(field, "forbidden_characters", NUL)
+    if field.allow_blank or not field.trim_whitespace:
+        return f"^[^{forbidden}]*$"
+    return f"^[^{forbidden}]*[^{forbidden}{WHITESPACE}][^{forbidden}]*$"
+
+
 def _check_qid(value: str) -> None:
     problem = trec.qid_problem(value)
     if problem is not None:
@@ -49,7 +74,10 @@ class IdField(serializers.CharField):
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("help_text", ID_DESCRIPTION)
-        super().__init__(max_length=ID_MAX_LENGTH, validators=[_check_id], **kwargs)
+        # Not trimmed: " q1" is no id (an id holds no whitespace), not "q1".
+        super().__init__(
+            max_length=ID_MAX_LENGTH, trim_whitespace=False, validators=[_check_id], **kwargs
+        )
 
 
 @extend_schema_field({**ID_SCHEMA, "pattern": QID_PATTERN})
@@ -58,7 +86,19 @@ class QidField(serializers.CharField):
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("help_text", ID_DESCRIPTION + " A qid does not start with '#'.")
-        super().__init__(max_length=ID_MAX_LENGTH, validators=[_check_qid], **kwargs)
+        super().__init__(
+            max_length=ID_MAX_LENGTH, trim_whitespace=False, validators=[_check_qid], **kwargs
+        )
+
+
+class TextField(serializers.CharField):
+    """Free text (a query's title, a document's text): any character but the control
+    characters other than tab, LF and CR, as the import files take it (`trec.text_problem`)."""
+
+    forbidden_characters = TEXT_FORBIDDEN
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(validators=[_check_text], **kwargs)
 
 
 @extend_schema_field(

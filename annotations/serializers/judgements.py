@@ -7,6 +7,7 @@ from rest_framework import serializers
 from annotations.models import Judgement
 from annotations.serializers.collections import GRADE_RANGE
 from annotations.serializers.fields import IdField, QidField
+from annotations.serializers.inputs import StrictInputMixin
 
 
 class JudgementSerializer(serializers.ModelSerializer):
@@ -34,7 +35,7 @@ class JudgementSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class JudgementInputSerializer(serializers.Serializer):
+class JudgementInputSerializer(StrictInputMixin, serializers.Serializer):
     qid = QidField()
     docno = IdField()
     grade = serializers.IntegerField(

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from annotations import trec
 from annotations.models import Run
 from annotations.serializers.fields import IdField, QidField, UploadField
+from annotations.serializers.inputs import StrictInputMixin
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -27,7 +28,7 @@ class RunSerializer(serializers.ModelSerializer):
         return run.scored_at is None
 
 
-class RunResultSerializer(serializers.Serializer):
+class RunResultSerializer(StrictInputMixin, serializers.Serializer):
     qid = QidField()
     docno = IdField()
     score = serializers.FloatField(
@@ -46,7 +47,18 @@ class RunResultSerializer(serializers.Serializer):
         return value
 
 
-class RunJsonSerializer(serializers.Serializer):
+class RunReported(StrictInputMixin, serializers.Serializer):
+    """What a run reports but no write sets (the caller becomes the owner of a run it
+    creates; the times and the scoring are the server's): naming one is a 400."""
+
+    owner = serializers.CharField(read_only=True, help_text="Read-only: the caller's, on create.")
+    created = serializers.DateTimeField(read_only=True)
+    updated = serializers.DateTimeField(read_only=True)
+    scored_at = serializers.DateTimeField(read_only=True)
+    pending = serializers.BooleanField(read_only=True)
+
+
+class RunJsonSerializer(RunReported):
     """A run's results as JSON, in rank order per query; without scores that order is kept.
     The URL names the run."""
 
@@ -76,7 +88,7 @@ class RunJsonSerializer(serializers.Serializer):
         return by_query
 
 
-class RunUploadSerializer(serializers.Serializer):
+class RunUploadSerializer(RunReported):
     """A TREC run file (qid Q0 docno rank score tag) as multipart/form-data."""
 
     file = UploadField(help_text="The run file; at most NDCG_MAX_UPLOAD_MB.")

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from annotations.models import QrelsVersion
+from annotations.serializers.inputs import StrictInputMixin
 
 
 class QrelsVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -23,9 +24,11 @@ class QrelsVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-
         read_only_fields = fields
 
 
-class QrelsVersionCreateSerializer(serializers.Serializer):
+class QrelsVersionCreateSerializer(StrictInputMixin, serializers.Serializer):
     name = serializers.SlugField(max_length=100)
-    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+    note = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=10_000, trim_whitespace=False
+    )
 
 
 class RunAsOfSerializer(serializers.Serializer):
