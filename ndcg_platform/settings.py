@@ -367,9 +367,10 @@ SPECTACULAR_SETTINGS = {
         "id": {
             "type": "string",
             "minLength": 1,
-            "pattern": "^[^/]+$",
+            "pattern": "^[^/\\u0000]+$",
             "description": "An id as one path segment: `/` written `~2F`, `~` written `~7E`, "
-            "an id `.` or `..` with `~2E` for each dot; then percent-encoded as usual.",
+            "an id `.` or `..` with `~2E` for each dot; then percent-encoded as usual. No NUL "
+            "(a path holding one is a 400).",
         },
     },
     "POSTPROCESSING_HOOKS": [
