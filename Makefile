@@ -50,7 +50,8 @@ serve: $(SERVE_STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## A longer schemathesis run over every API operation, as organiser, assessor, owner and anonymous
+## A longer schemathesis run over every API operation with every check: FUZZ_EXAMPLES random
+## requests per operation as organiser, assessor, owner and anonymous; every boundary once
 FUZZ_EXAMPLES ?= 300
 fuzz: $(STAMP)
 	NDCG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) NDCG_FUZZ_ROLES=organiser,assessor,owner,anonymous \
