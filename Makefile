@@ -60,6 +60,7 @@ fuzz: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy annotations ndcg_platform
@@ -67,7 +68,7 @@ typecheck: $(STAMP)
 migrations-check: $(STAMP)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
-## Everything CI checks: lint, types, migrations, tests
+## Everything CI checks: lint (ruff, the import contracts), types, migrations, tests
 check: lint typecheck migrations-check test
 
 benchmark: $(STAMP)

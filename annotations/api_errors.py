@@ -16,7 +16,7 @@ from rest_framework.exceptions import APIException, NotFound, PermissionDenied, 
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from annotations.trec import TrecFormatError
+from annotations.formats.trec import TrecFormatError
 
 
 class UploadTooLarge(APIException):

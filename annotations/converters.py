@@ -7,7 +7,7 @@ import re
 
 from django.urls import register_converter
 
-from annotations import trec
+from annotations.formats import trec
 
 # What a path segment cannot carry as itself, even percent-encoded: servers decode %2F into a
 # separator before routing, and browsers resolve "." and ".." segments (also as %2E). Those

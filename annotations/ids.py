@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # Arrow loads with the first column looked up, not with Djang
 
 # Up to this many values are looked up by one index probe each; more by a hash join, which
 # reads every row of the collection once.
+# How many ids one query looks up (or one bulk statement writes) at a time.
+LOOKUP_CHUNK = 5000
 _PROBES_UP_TO = 20_000
 # int4send(position) || int8send(id): big-endian, packed.
 _POSITION_ID = np.dtype([("position", ">i4"), ("id", ">i8")])

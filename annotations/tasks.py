@@ -2,9 +2,10 @@
 
 from celery import shared_task
 
-from annotations import idempotency, scores, snapshots
+from annotations import idempotency, scores
 from annotations.models import Collection, Query, Run
-from annotations.services import impact, jobs
+from annotations.scores import snapshots
+from annotations.services import impact, job_recovery, jobs
 
 
 @shared_task(name="annotations.tasks.recompute_query")
@@ -57,7 +58,7 @@ def import_job_run(job_id: int) -> str:
 @shared_task(name="annotations.tasks.import_jobs_sweep")
 def import_jobs_sweep() -> int:
     """Periodic (celery beat): fail the import jobs whose worker stopped."""
-    return jobs.import_jobs_sweep()
+    return job_recovery.import_jobs_sweep()
 
 
 @shared_task(name="annotations.tasks.idempotency_purge")

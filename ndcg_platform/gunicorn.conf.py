@@ -13,7 +13,7 @@ timeout = 120
 def post_worker_init(worker) -> None:  # type: ignore[no-untyped-def]
     """Each worker makes its leaderboard random draws before its first request, not in it,
     then tunes itself as a long-lived process (ndcg_platform/process_tuning.py)."""
-    from annotations import snapshots
+    from annotations.scores import snapshots
     from ndcg_platform.process_tuning import tune_long_lived_process
 
     try:

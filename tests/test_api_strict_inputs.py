@@ -12,7 +12,8 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from annotations import services, trec
+from annotations import services
+from annotations.formats import trec
 from annotations.models import Collection, Judgement, Membership, Run
 from annotations.serializers import fields
 from tests.factories import UserFactory

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from annotations import selectors, services, trec
+from annotations import selectors, services
+from annotations.formats import trec
 from annotations.models import Collection, Membership
 from tests.factories import CollectionFactory, UserFactory
 

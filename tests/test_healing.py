@@ -7,11 +7,11 @@ import pytest
 from django.core.cache import caches
 from django.test import Client
 
-from annotations import scores, services, snapshots
+from annotations import scores, services
 from annotations.models import Collection, Judgement, Query
-from annotations.scores import rescoring, scheduling
+from annotations.scores import rescoring, scheduling, snapshots
+from annotations.scores.healing import pending_mark_key, scores_heal_pending
 from annotations.selectors.scores_state import scores_state
-from annotations.services.healing import pending_mark_key, scores_heal_pending
 from tests.factories import UserFactory
 
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from annotations import trec
 from annotations.converters import id_to_segment, segment_to_id
+from annotations.formats import trec
 from annotations.models import Membership, Run
 from tests.factories import CollectionFactory, UserFactory
 

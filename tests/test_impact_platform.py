@@ -22,6 +22,7 @@ from annotations.models import (
     Query,
     Run,
 )
+from annotations.scores.snapshots import leaderboard_read
 from annotations.selectors.impact import flip_state_stored, impact_inputs
 from annotations.selectors.scores_state import scores_state
 from annotations.services.impact import (
@@ -29,7 +30,6 @@ from annotations.services.impact import (
     flips_refresh,
     pool_entries_impact_set,
 )
-from annotations.snapshots import leaderboard_read
 from tests.factories import CollectionFactory, MembershipFactory, UserFactory
 
 

@@ -27,14 +27,13 @@ from django.utils import timezone
 from annotations import tasks
 from annotations.models import Collection, ImportJob, Judgement, Run
 from annotations.services import jobs
-from annotations.services.jobs import (
+from annotations.services.job_recovery import (
     UPLOAD_GONE,
     WORKER_STOPPED,
-    CountingReader,
-    import_job_create,
     import_job_retry,
     import_jobs_sweep,
 )
+from annotations.services.jobs import CountingReader, import_job_create
 from tests.conftest import celery_broker, require_component
 from tests.factories import CollectionFactory, MembershipFactory, UserFactory
 from tests.test_tasks import BROKER, ROOT, _database_url, _redis_reachable
@@ -284,7 +283,11 @@ def test_retry_with_a_broker_queues_the_job_again(
 ) -> None:  # type: ignore[no-untyped-def]
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # never reached: publishing recorded
     published: list[int] = []
-    monkeypatch.setattr(jobs, "_publish", published.append)
+    from annotations import publishing
+
+    monkeypatch.setattr(
+        publishing.IMPORT_JOB_RUN, "apply_async", lambda args, **_: published.append(args[0])
+    )
     job = _stopped(collection)
     in_cache = connection.vendor != "postgresql"  # SQLite: progress in the coordination cache
     if in_cache:

@@ -19,7 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import Collection, ImportJob, Judgement, Query
-from annotations.services.jobs import WORKER_STOPPED, import_job_create
+from annotations.services.job_recovery import WORKER_STOPPED
+from annotations.services.jobs import import_job_create
 from tests.conftest import celery_broker, require_component
 from tests.factories import MembershipFactory, UserFactory
 from tests.test_tasks import BROKER, ROOT, _database_url, _redis_reachable

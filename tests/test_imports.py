@@ -14,14 +14,8 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from annotations.models import Collection, Document, ImportJob, Judgement, Query, Run
-from annotations.services.jobs import (
-    NOT_QUEUED,
-    NOT_STARTED,
-    WORKER_STOPPED,
-    CountingReader,
-    import_job_create,
-    import_jobs_sweep,
-)
+from annotations.services.job_recovery import NOT_STARTED, WORKER_STOPPED, import_jobs_sweep
+from annotations.services.jobs import NOT_QUEUED, CountingReader, import_job_create
 from tests.conftest import celery_broker
 
 pytestmark = pytest.mark.django_db
@@ -322,12 +316,15 @@ def test_with_a_broker_a_job_queued_too_long_is_queued_again_once_per_period(
     # A broker that lost the task (a Redis restarted without persistence) must not leave the
     # job queued for ever: the sweep queues it again, at most once per stale period, and
     # keeps it (a second delivery of a claimed job does nothing).
-    from annotations.services import jobs
 
     settings.NDCG_IMPORT_STALE_SECONDS = 60
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # never reached: publishing recorded
     published: list[int] = []
-    monkeypatch.setattr(jobs, "_publish", published.append)
+    from annotations import publishing
+
+    monkeypatch.setattr(
+        publishing.IMPORT_JOB_RUN, "apply_async", lambda args, **_: published.append(args[0])
+    )
     caches["coordination"].clear()  # no mark left by an earlier test's job of the same id
     fresh = _job(trial, upload_dir)
     lost = _job(trial, upload_dir, created=timezone.now() - timedelta(seconds=61))

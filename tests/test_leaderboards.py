@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from annotations import services, snapshots
+from annotations import services
 from annotations.metrics import significance
 from annotations.models import Collection, Run
+from annotations.scores import snapshots
 from annotations.selectors import (
     comparisons,
     leaderboards,

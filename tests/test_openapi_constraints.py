@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from annotations import trec
+from annotations.formats import trec
 from annotations.serializers import ID_PATTERN, QID_PATTERN
 
 ERROR_REF = "#/components/schemas/Error"

@@ -7,7 +7,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from annotations import services, trec
+from annotations import services
+from annotations.formats import trec
 from annotations.models import Membership, Query
 from tests.factories import CollectionFactory, UserFactory
 

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from annotations import trec
-from annotations.formats import run_arrow
+from annotations.formats import run_arrow, trec
 from annotations.formats.run_arrow import read_run_columns
 from annotations.metrics import ndcg
 

@@ -12,6 +12,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotations import selectors, services
+from annotations.formats.trec import TrecFormatError
 from annotations.models import (
     Collection,
     Document,
@@ -22,7 +23,6 @@ from annotations.models import (
     Run,
 )
 from annotations.services import ImportSummary
-from annotations.trec import TrecFormatError
 from tests.factories import CollectionFactory, DocumentFactory, QueryFactory, UserFactory
 from tests.stored import query_score, run_score
 

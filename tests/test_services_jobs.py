@@ -8,7 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from annotations.models import Collection, ImportJob, Judgement
-from annotations.services.jobs import WORKER_STOPPED, import_job_create, import_job_run
+from annotations.services.job_recovery import WORKER_STOPPED
+from annotations.services.jobs import import_job_create, import_job_run
 
 
 def _qrels(lines: int) -> bytes:

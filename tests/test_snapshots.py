@@ -10,8 +10,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotations import services, snapshots
+from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, QueryBound
+from annotations.scores import snapshots
 from annotations.selectors import leaderboards
 from tests.factories import CollectionFactory, UserFactory
 
@@ -174,17 +175,17 @@ def test_the_worker_refresh_computes_every_cutoff_behind_the_stamp(collection: C
 
 
 def test_a_refresh_that_cannot_be_published_is_not_an_error(
-    collection: Collection, settings: Any
+    collection: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With the broker down the schedule neither raises nor keeps its queued mark, so the
     next change tries to publish again (and a read computes the snapshot meanwhile)."""
     from django.core.cache import caches
 
-    from annotations import tasks
+    from annotations import publishing
 
     attempts: list[tuple[object, ...]] = []
 
-    def down(*args: object, **kwargs: object) -> None:
+    def down(args: tuple[object, ...], **options: object) -> None:
         attempts.append(args)
         raise ConnectionRefusedError("broker down")
 
@@ -192,15 +193,11 @@ def test_a_refresh_that_cannot_be_published_is_not_an_error(
     settings.NDCG_COORDINATION_SHARED = True  # the queued mark is in use, as with Redis
     key = snapshots._refresh_key(collection.id)
     caches["coordination"].delete(key)
-    original = tasks.refresh_leaderboards.apply_async
-    tasks.refresh_leaderboards.apply_async = down  # type: ignore[method-assign]
-    try:
-        snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
-        assert caches["coordination"].get(key) is None  # the queued mark was released
-        snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
-    finally:
-        tasks.refresh_leaderboards.apply_async = original  # type: ignore[method-assign]
-    assert attempts == [((collection.id,),), ((collection.id,),)]  # tried again
+    monkeypatch.setattr(publishing.REFRESH_LEADERBOARDS, "apply_async", down)
+    snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
+    assert caches["coordination"].get(key) is None  # the queued mark was released
+    snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
+    assert attempts == [(collection.id,), (collection.id,)]  # tried again
 
 
 def test_while_one_read_computes_a_snapshot_other_reads_serve_the_stored_one(

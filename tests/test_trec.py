@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotations.trec import (
+from annotations.formats.trec import (
     DocumentRecord,
     QrelLine,
     RunLine,
@@ -27,7 +27,7 @@ from annotations.trec import (
     write_qrels,
     write_run,
 )
-from annotations.trec import lines as trec_lines
+from annotations.formats.trec import lines as trec_lines
 
 Reader = Callable[..., Iterator[Any]]
 READERS: list[Reader] = [read_qrels, read_run, read_topics, read_documents]

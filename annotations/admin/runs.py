@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from annotations import services
+from annotations.formats.trec import TrecFormatError
 from annotations.models import (
     QueryScore,
     Ranking,
@@ -17,7 +18,6 @@ from annotations.models import (
     RunScore,
 )
 from annotations.models.collections import ID_MAX_LENGTH
-from annotations.trec import TrecFormatError
 
 
 class RunAddForm(forms.ModelForm):

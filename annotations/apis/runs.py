@@ -25,6 +25,7 @@ from annotations.apis._base import (
     checked_upload,
     refuse_large_body,
 )
+from annotations.formats.trec import TrecFormatError
 from annotations.models import Run
 from annotations.parsers import SafeJSONParser
 from annotations.permissions import (
@@ -37,7 +38,6 @@ from annotations.serializers import (
     RunUploadSerializer,
     RunWriteSerializer,
 )
-from annotations.trec import TrecFormatError
 
 
 class RunFilter(StrictFilterSet):

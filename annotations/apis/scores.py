@@ -11,7 +11,6 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations import snapshots
 from annotations.apis._base import (
     K_PARAMETER,
     CollectionApiView,
@@ -22,6 +21,7 @@ from annotations.models import Run
 from annotations.permissions import (
     ANY_ROLE,
 )
+from annotations.scores import snapshots
 from annotations.selectors import (
     compare_page,
     impact,

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from annotations.trec import MAX_ID_LENGTH, RANK_RANGE
+from annotations.formats.trec import MAX_ID_LENGTH, RANK_RANGE
 
 __all__ = ["MAX_BYTES", "RunColumns", "read_run_columns"]
 

@@ -121,7 +121,7 @@ class RunScore(models.Model):
 class LeaderboardSnapshot(models.Model):
     """A collection's leaderboard at one k as last computed: what pages and the API read.
 
-    Derived data: computed from the stored scores (see `annotations.snapshots`) once per
+    Derived data: computed from the stored scores (see `annotations.scores.snapshots`) once per
     scores stamp and replaced in place; deleting it only costs one recomputation.
     """
 

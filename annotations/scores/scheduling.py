@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.db import transaction
 
+from annotations import publishing
 from annotations.models import Run
 from annotations.scores.queries import scores_recompute_query
 from annotations.scores.rescoring import scores_recompute_run, scores_rescore_collection
@@ -53,14 +54,12 @@ def _dispatch() -> None:
     if not any(batch):
         return
     if settings.CELERY_BROKER_URL:
-        from annotations import tasks
-
         for collection_id in batch[2]:
-            _publish(tasks.rescore_collection, collection_id)
+            _publish(publishing.RESCORE_COLLECTION, collection_id)
         for run_id in batch[1]:
-            _publish(tasks.recompute_run, run_id)
+            _publish(publishing.RECOMPUTE_RUN, run_id)
         for query_id in batch[0]:
-            _publish(tasks.recompute_query, query_id, coalesce=f"recompute-query:{query_id}")
+            _publish(publishing.RECOMPUTE_QUERY, query_id, coalesce=f"recompute-query:{query_id}")
         return
     run_inline(*batch)
 
@@ -103,7 +102,7 @@ def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int])
 
     A failure (a run deleted under a rescore, say) leaves that one marked stale and the
     others go on; the retry sees the state the failure raced with. What still fails stays
-    pending for the reads that heal it (`annotations.services.healing`).
+    pending for the reads that heal it (`annotations.scores.healing`).
     """
     covered = set(Run.objects.filter(collection_id__in=collection_ids).values_list("id", flat=True))
     jobs: list[tuple[str, int]] = [

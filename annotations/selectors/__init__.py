@@ -12,9 +12,8 @@ from django.db import connection, models
 from django.db.models import F, QuerySet
 from django.db.models.functions import Substr
 
-from annotations import trec
 from annotations.bulk import fetch_binary
-from annotations.formats import ranking_bytes
+from annotations.formats import ranking_bytes, trec
 from annotations.metrics import ndcg
 from annotations.models import (
     HEAD_IDS,

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
-from annotations import trec
+from annotations.formats import trec
 from annotations.models import Collection, Judgement, JudgementHistory, Run
 from annotations.selectors import evaluation, pending_count, run_rows
 

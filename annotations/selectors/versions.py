@@ -18,7 +18,8 @@ from datetime import datetime
 
 from django.core.cache import cache
 
-from annotations import selectors, trec
+from annotations import selectors
+from annotations.formats import trec
 from annotations.metrics import ndcg, rank_correlation
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, JudgementHistory, QrelsVersion, Run

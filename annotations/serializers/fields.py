@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotations import trec
+from annotations.formats import trec
 from annotations.models import ID_MAX_LENGTH
 
 # What `trec.id_problem` accepts, as a regular expression both JSON Schema (ECMA 262) and

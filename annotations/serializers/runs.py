@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from annotations import trec
+from annotations.formats import trec
 from annotations.models import Run
 from annotations.serializers.fields import IdField, QidField, UploadField
 from annotations.serializers.inputs import StrictInputMixin

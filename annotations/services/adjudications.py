@@ -10,7 +10,8 @@ from django.db import IntegrityError, transaction
 from annotations.metrics import ndcg
 from annotations.models import Adjudication, Document, Judgement, JudgementHistory, Query
 from annotations.selectors.judging import user_is_organiser
-from annotations.services.judgements import grade_check, queries_mark_stale
+from annotations.services.judgements import grade_check
+from annotations.services.marks import queries_mark_stale
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

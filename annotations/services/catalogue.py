@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotations import trec
+from annotations.formats import trec
 from annotations.models import Collection, Membership
 from annotations.services.collections import (
     collection_create,

@@ -271,7 +271,7 @@ def flips_read_refresh(*, collection: Collection, board: Leaderboard) -> None:
 def impacts_refresh_task(*, collection_id: int) -> int:
     """What the worker runs after the leaderboards' refresh: impact at every cutoff and at
     the depth of every impact-ordered pool, then the flip marks; returns how many cutoffs."""
-    from annotations.snapshots import leaderboard_read
+    from annotations.scores.snapshots import leaderboard_read
 
     collection = Collection.objects.filter(id=collection_id).first()
     if collection is None:

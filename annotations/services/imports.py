@@ -12,20 +12,21 @@ import numpy as np
 import numpy.typing as npt
 from django.db import transaction
 
-from annotations import selectors, trec
-from annotations.ids import ids_ensure, ids_ensure_column
+from annotations import selectors
+from annotations.formats import trec
+from annotations.ids import LOOKUP_CHUNK, ids_ensure, ids_ensure_column
 from annotations.models import (
     Collection,
     Document,
     Query,
 )
+from annotations.services.marks import judgements_mark_stale
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 Source = str | Path | BinaryIO
 
-LOOKUP_CHUNK = 5000
 # What a document created from a run or qrels file holds until its text is imported.
 _DOCUMENT_DEFAULTS = {"title": "", "text": "", "url": "", "content_hash": ""}
 
@@ -183,8 +184,6 @@ def documents_upsert(
     Document.objects.bulk_create(to_create)
     Document.objects.bulk_update(to_update, ["title", "text", "url", "content_hash"])
     if changed_text:
-        from annotations.services.judgements import judgements_mark_stale
-
         judgements_mark_stale(collection=collection, document_ids=changed_text)
     return len(to_create), len(to_update), unchanged
 

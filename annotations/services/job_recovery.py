@@ -21,25 +21,19 @@ from django.utils import timezone
 
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
+from annotations.services.jobs import RETRY, import_job_publish, import_jobs_start, upload_delete
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 logger = logging.getLogger(__name__)
 
-RETRY = "Press Retry to import it again."
 WORKER_STOPPED = f"The worker stopped while importing this file; nothing was imported. {RETRY}"
 NOT_STARTED = f"The server stopped before the import started; nothing was imported. {RETRY}"
 UPLOAD_GONE = (
     "The stored upload is gone, so this file cannot be imported again; nothing was imported. "
     "Upload the file again."
 )
-
-
-def upload_delete(path: str) -> None:
-    """Delete a stored upload its job no longer names."""
-    if path:
-        Path(path).unlink(missing_ok=True)
 
 
 def _dead_seconds() -> int:
@@ -94,13 +88,12 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
 def _republish(job_ids: list[int]) -> None:
     """Queue these jobs' tasks again, each at most once per NDCG_IMPORT_STALE_SECONDS (the
     sweep also runs on every read of the import page)."""
-    from annotations.services import jobs
 
     timeout = settings.NDCG_IMPORT_STALE_SECONDS
     for job_id in job_ids:
         if caches["coordination"].add(f"import-job-republished:{job_id}", 1, timeout=timeout):
             logger.warning("import job %s still queued: queued again", job_id)
-            jobs._publish(job_id)
+            import_job_publish(job_id)
 
 
 def import_jobs_sweep_quietly(*, collection: Collection) -> None:
@@ -115,7 +108,6 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
     """Queue a failed job again with its stored upload and its options (kind, assessor,
     replace, split_tags); without a broker it runs here. The job as it is afterwards.
     ValidationError when it is not failed, or its upload is gone (the job then says so)."""
-    from annotations.services import jobs
 
     if job.state != ImportJob.FAILED:
         raise ValidationError(f"{job.file_name}: only a failed import can be retried.")
@@ -138,7 +130,7 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
     _progress_forget(job)
     logger.info("import job %s queued again by %s", job.id, by.username if by else "nobody")
     job.refresh_from_db()
-    jobs.import_jobs_start(jobs=[job])
+    import_jobs_start(jobs=[job])
     job.refresh_from_db()
     return job
 

@@ -21,28 +21,27 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from annotations import publishing
+from annotations.formats.trec import TrecFormatError
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import progress_in_rows, progress_key
 from annotations.services.imports import documents_import, topics_import
-from annotations.services.job_recovery import (  # noqa: F401  (callers import them from here)
-    NOT_STARTED,
-    RETRY,
-    UPLOAD_GONE,
-    WORKER_STOPPED,
-    import_job_dismiss,
-    import_job_retry,
-    import_jobs_sweep,
-    import_jobs_sweep_quietly,
-    upload_delete,
-)
 from annotations.services.judgements import import_assessor, judgements_import
 from annotations.services.runs import run_files_import
-from annotations.trec import TrecFormatError
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 logger = logging.getLogger(__name__)
+
+RETRY = "Press Retry to import it again."
+
+
+def upload_delete(path: str) -> None:
+    """Delete a stored upload its job no longer names."""
+    if path:
+        Path(path).unlink(missing_ok=True)
+
 
 NOT_QUEUED = (
     f"The job could not be queued (the broker is unreachable); nothing was imported. {RETRY}"
@@ -196,17 +195,15 @@ def import_jobs_start(*, jobs: list[ImportJob]) -> None:
     run them here, one after the other."""
     if settings.CELERY_BROKER_URL:
         for job in jobs:
-            transaction.on_commit(lambda job_id=job.id: _publish(job_id))  # type: ignore[misc]
+            transaction.on_commit(lambda job_id=job.id: import_job_publish(job_id))  # type: ignore[misc]
         return
     for job in jobs:
         import_job_run(job_id=job.id)
 
 
-def _publish(job_id: int) -> None:
-    from annotations import tasks
-
+def import_job_publish(job_id: int) -> None:
     try:
-        tasks.import_job_run.apply_async((job_id,), retry=False)
+        publishing.IMPORT_JOB_RUN.apply_async((job_id,), retry=False)
     except Exception as error:
         logger.warning("could not queue import job %s: %r", job_id, error)
         # The upload is kept: Retry queues the job again.

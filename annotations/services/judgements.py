@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from datetime import datetime
 from itertools import islice
 from typing import cast
@@ -12,11 +11,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from annotations import trec
 from annotations.bulk import bulk_insert
+from annotations.formats import trec
 from annotations.models import (
     Collection,
     Document,
@@ -24,7 +22,6 @@ from annotations.models import (
     JudgementHistory,
     Query,
 )
-from annotations.scores import scores_schedule
 from annotations.services.collections import grade_values
 from annotations.services.imports import (
     LOOKUP_CHUNK,
@@ -33,6 +30,7 @@ from annotations.services.imports import (
     documents_ensure,
     queries_ensure,
 )
+from annotations.services.marks import queries_mark_stale
 from annotations.services.members import system_account
 
 IMPORT_ASSESSOR = "trec"
@@ -122,36 +120,6 @@ def judgement_upsert(
     return judgement, False
 
 
-def judgements_mark_stale(*, collection: Collection, document_ids: Iterable[int]) -> int:
-    """Mark every judgement of these documents stale (their text changed under them), each
-    with a history row, and rescore their queries (where the collection leaves stale
-    judgements out, the scores change). Returns how many were marked."""
-    marked = list(
-        Judgement.objects.select_for_update()
-        .filter(document_id__in=list(document_ids), stale=False)
-        .values_list("id", "query_id", "document_id", "assessor_id", "grade", "note")
-    )
-    if not marked:
-        return 0
-    JudgementHistory.objects.bulk_create(
-        JudgementHistory(
-            query_id=query_id,
-            document_id=document_id,
-            assessor_id=assessor_id,
-            old_grade=grade,
-            new_grade=grade,
-            note=note,
-            source="stale",
-        )
-        for _, query_id, document_id, assessor_id, grade, note in marked
-    )
-    Judgement.objects.filter(id__in=[row[0] for row in marked]).update(stale=True)
-    # Their queries change version either way: pages showing them refresh, and where stale
-    # judgements are left out the scores change.
-    queries_mark_stale({row[1] for row in marked})
-    return len(marked)
-
-
 def judgement_delete(*, judgement: Judgement, source: str, changed_by: User | None = None) -> None:
     """Delete a judgement, keeping a history row, and rescore its query."""
     with transaction.atomic():
@@ -182,16 +150,6 @@ def _history(
         note=note,
         source=source,
     )
-
-
-def queries_mark_stale(query_ids: Iterable[int]) -> None:
-    """Mark queries stale in the writing transaction and rescore them after it commits."""
-    ids = sorted(set(query_ids))
-    for start in range(0, len(ids), LOOKUP_CHUNK):
-        Query.objects.filter(id__in=ids[start : start + LOOKUP_CHUNK]).update(
-            judgements_version=F("judgements_version") + 1
-        )
-    scores_schedule(query_ids=ids)
 
 
 def import_assessor(username: str | None = None) -> User:

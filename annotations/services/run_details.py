@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from annotations import trec
+from annotations.formats import trec
 from annotations.models import Run
 from annotations.services.runs import RunCheck
 

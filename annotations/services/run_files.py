@@ -15,8 +15,8 @@ import numpy.typing as npt
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 
-from annotations import trec
 from annotations.bulk import bulk_insert
+from annotations.formats import trec
 from annotations.models import Collection, Ranking, Run
 from annotations.services.imports import Source, documents_ensure_column, queries_ensure
 from annotations.services.run_storage import (

@@ -11,9 +11,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from annotations import trec
 from annotations.bulk import bulk_insert
-from annotations.formats import ranking_bytes
+from annotations.formats import ranking_bytes, trec
 from annotations.metrics import ndcg
 from annotations.models import Collection, Ranking, Run
 from annotations.services.imports import documents_ensure, queries_ensure

@@ -9,7 +9,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from annotations import selectors, trec
+from annotations import selectors
+from annotations.formats import trec
 from annotations.models import Collection, Run
 from annotations.scores import scores_schedule
 from annotations.services.imports import Source

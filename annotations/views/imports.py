@@ -14,13 +14,12 @@ from django.views.decorators.http import require_GET, require_POST
 from annotations.forms.imports import FORMS, UploadForm
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_state, import_jobs_of
-from annotations.services.jobs import (
-    import_job_create,
+from annotations.services.job_recovery import (
     import_job_dismiss,
     import_job_retry,
-    import_jobs_start,
     import_jobs_sweep_quietly,
 )
+from annotations.services.jobs import import_job_create, import_jobs_start
 from annotations.views.judging import _organised, _user
 
 

@@ -14,11 +14,11 @@ from django.utils.http import content_disposition_header
 
 from annotations import services
 from annotations.access import Access
+from annotations.formats.trec import TrecFormatError
 from annotations.forms.runs import RunDescriptionForm, RunReplaceForm
 from annotations.models import Collection, Run
 from annotations.selectors import exports
 from annotations.selectors.run_lists import runs_listed
-from annotations.trec import TrecFormatError
 from annotations.views._collection import collection_for
 
 

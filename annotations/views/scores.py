@@ -15,12 +15,13 @@ from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_POST
 
-from annotations import selectors, services, snapshots
+from annotations import selectors, services
 from annotations.access import Access, collection_access
 from annotations.models import Collection, Query, Run
+from annotations.scores import snapshots
+from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
 from annotations.services import impact as impact_services
-from annotations.services.healing import scores_heal_pending
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

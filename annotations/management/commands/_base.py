@@ -13,8 +13,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
+from annotations.formats.trec import TrecFormatError
 from annotations.models import Collection
-from annotations.trec import TrecFormatError
 
 T = TypeVar("T")
 

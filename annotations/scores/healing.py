@@ -17,8 +17,8 @@ from django.conf import settings
 from django.core.cache import caches
 from django.db import connection, transaction
 
-from annotations import scores
 from annotations.models import Collection
+from annotations.scores.rescoring import scores_sweep_stale
 from annotations.selectors.scores_state import ScoresState
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def scores_heal_pending(*, collection: Collection, state: ScoresState) -> int:
         return 0
     marks.delete(key)  # the next heal of this state waits a full interval again
     try:
-        return scores.scores_sweep_stale(collection=collection)
+        return scores_sweep_stale(collection=collection)
     except Exception:  # the marks stay; a later read tries again
         logger.exception("healing the pending scores of %s failed", collection.slug)
         return 0

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from os import PathLike, fspath
 from typing import IO, Protocol, TypeVar
 
-from annotations.trec.errors import TrecFormatError
+from annotations.formats.trec.errors import TrecFormatError
 
 # One line, terminator included, may not exceed this: a file without newlines must not be
 # able to pull an entire upload into memory.

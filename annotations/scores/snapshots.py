@@ -35,8 +35,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotations import publishing
 from annotations.formats import score_bytes
 from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
+from annotations.scores.healing import scores_heal_pending
 from annotations.selectors.leaderboards import (
     BoundsByQuery,
     Leaderboard,
@@ -47,7 +49,6 @@ from annotations.selectors.leaderboards import (
 )
 from annotations.selectors.scores_state import ScoresState, scores_state
 from annotations.selectors.stored_scores import evaluated_queries
-from annotations.services.healing import scores_heal_pending
 
 logger = logging.getLogger(__name__)
 
@@ -207,15 +208,13 @@ def leaderboards_refresh_schedule(*, collection_id: int) -> None:
     the broker down nothing is queued, and the next read computes the snapshot itself once
     the stored one is too old.
     """
-    from annotations import tasks
-
     key = _refresh_key(collection_id)
     try:
         if settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
             key, 1, timeout=max(_stale_seconds(), 1.0)
         ):
             return
-        tasks.refresh_leaderboards.apply_async((collection_id,), retry=False)
+        publishing.REFRESH_LEADERBOARDS.apply_async((collection_id,), retry=False)
     except Exception:
         _forget(key)
         logger.warning("could not queue a leaderboard refresh for collection %s", collection_id)

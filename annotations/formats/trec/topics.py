@@ -6,9 +6,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from annotations.trec.errors import TrecFormatError
-from annotations.trec.fields import check_id, json_id, json_object, json_text, tsv_column_count
-from annotations.trec.lines import Source, data_lines, display_name, nonempty, peek, unique
+from annotations.formats.trec.errors import TrecFormatError
+from annotations.formats.trec.fields import (
+    check_id,
+    json_id,
+    json_object,
+    json_text,
+    tsv_column_count,
+)
+from annotations.formats.trec.lines import Source, data_lines, display_name, nonempty, peek, unique
 
 _SGML_TAG = re.compile(r"<(/?)([A-Za-z][\w-]*)>")
 _SGML_PREFIX = {

@@ -2,22 +2,22 @@
 
 One module per format (`qrels`, `runs`, `topics`, `documents`) over the shared line source
 (`lines`), field checks (`fields`) and error (`errors`); everything public is importable from
-here, as `from annotations.trec import read_run`.
+here, as `from annotations.formats.trec import read_run`.
 """
 
-from annotations.trec.documents import DocumentRecord, read_documents
-from annotations.trec.errors import TrecFormatError
-from annotations.trec.fields import (
+from annotations.formats.trec.documents import DocumentRecord, read_documents
+from annotations.formats.trec.errors import TrecFormatError
+from annotations.formats.trec.fields import (
     MAX_ID_LENGTH,
     RANK_RANGE,
     id_problem,
     qid_problem,
     text_problem,
 )
-from annotations.trec.lines import MAX_LINE_BYTES, Source, TextSink, display_name
-from annotations.trec.qrels import QrelLine, qrels_text, read_qrels, write_qrels
-from annotations.trec.runs import RunLine, RunRow, read_run, read_run_blocks, write_run
-from annotations.trec.topics import Topic, read_topics
+from annotations.formats.trec.lines import MAX_LINE_BYTES, Source, TextSink, display_name
+from annotations.formats.trec.qrels import QrelLine, qrels_text, read_qrels, write_qrels
+from annotations.formats.trec.runs import RunLine, RunRow, read_run, read_run_blocks, write_run
+from annotations.formats.trec.topics import Topic, read_topics
 
 __all__ = [
     "MAX_ID_LENGTH",

@@ -7,8 +7,8 @@ import numbers
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from annotations.trec.errors import TrecFormatError
-from annotations.trec.fields import (
+from annotations.formats.trec.errors import TrecFormatError
+from annotations.formats.trec.fields import (
     DECIMAL,
     INTEGER,
     MAX_ID_LENGTH,
@@ -19,7 +19,7 @@ from annotations.trec.fields import (
     require_id,
     require_int,
 )
-from annotations.trec.lines import Source, TextSink, display_name, line_batches, nonempty
+from annotations.formats.trec.lines import Source, TextSink, display_name, line_batches, nonempty
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ import operator
 import re
 from typing import SupportsIndex
 
-from annotations.trec.errors import TrecFormatError
+from annotations.formats.trec.errors import TrecFormatError
 
 MAX_ID_LENGTH = 200
 # A submitted rank is informational (trec_eval ranks by score) and is kept as 32 bits.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
-from annotations.trec.errors import TrecFormatError
-from annotations.trec.fields import (
+from annotations.formats.trec.errors import TrecFormatError
+from annotations.formats.trec.fields import (
     MAX_ID_LENGTH,
     check_id,
     column_count,
@@ -14,7 +14,7 @@ from annotations.trec.fields import (
     require_id,
     require_int,
 )
-from annotations.trec.lines import Source, TextSink, data_lines, display_name, nonempty
+from annotations.formats.trec.lines import Source, TextSink, data_lines, display_name, nonempty
 
 
 @dataclass(frozen=True, slots=True)

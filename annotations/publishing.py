@@ -1,0 +1,25 @@
+"""Background tasks published by name: the layers below `tasks` queue work without
+importing it (the tasks module imports them, never the other way)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import current_app
+
+
+class TaskByName:
+    """A Celery task addressed by its registered name (`annotations/tasks.py`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def apply_async(self, args: tuple[Any, ...], **options: Any) -> Any:
+        return current_app.send_task(self.name, args=args, **options)
+
+
+RECOMPUTE_QUERY = TaskByName("annotations.tasks.recompute_query")
+RECOMPUTE_RUN = TaskByName("annotations.tasks.recompute_run")
+RESCORE_COLLECTION = TaskByName("annotations.tasks.rescore_collection")
+REFRESH_LEADERBOARDS = TaskByName("annotations.tasks.refresh_leaderboards")
+IMPORT_JOB_RUN = TaskByName("annotations.tasks.import_job_run")
