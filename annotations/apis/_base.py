@@ -46,7 +46,7 @@ _CUTOFF = re.compile(r"[0-9]{1,4}")
 _LENGTH = re.compile(r"[0-9]+")
 
 
-def _errors(*codes: int) -> dict[int, OpenApiResponse]:
+def documented_errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: OpenApiResponse(ErrorSerializer, description="Error") for code in codes}
 
 
@@ -76,7 +76,7 @@ def checked_upload(upload: UploadedFile) -> UploadedFile:
     return upload
 
 
-def _cutoff(collection: Collection, request: Request) -> int:
+def cutoff_of(collection: Collection, request: Request) -> int:
     raw = request.query_params.get("k")
     if raw is not None and not (
         _CUTOFF.fullmatch(raw) is not None and int(raw) in collection.sorted_cutoffs
@@ -194,7 +194,7 @@ class CollectionListApiView(GenericAPIView, CollectionApiView):  # type: ignore[
         return self.get_paginated_response(serializer.data)
 
 
-def _user(request: Request) -> User:
+def calling_user(request: Request) -> User:
     """The caller; the permission classes have already refused anonymous writers."""
     return cast(User, request.user)
 

@@ -14,8 +14,8 @@ from annotations.apis._base import (
     STAFF_ROLES,
     CollectionListApiView,
     StrictFilterSet,
-    _errors,
     _fake,
+    documented_errors,
 )
 from annotations.models import Document, Query
 from annotations.permissions import (
@@ -57,7 +57,7 @@ class QueryListCreateApi(CollectionListApiView):
 
     @extend_schema(
         summary="The collection's queries",
-        responses={200: QuerySerializer(many=True), **_errors(400, 401, 403, 404)},
+        responses={200: QuerySerializer(many=True), **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         return self.list_response(self.get_queryset())
@@ -65,7 +65,7 @@ class QueryListCreateApi(CollectionListApiView):
     @extend_schema(
         summary="Create or update queries by qid (organisers; all or nothing)",
         request=QueryInputSerializer(many=True),
-        responses={201: ImportSummarySerializer, **_errors(400, 401, 403, 404)},
+        responses={201: ImportSummarySerializer, **documented_errors(400, 401, 403, 404)},
     )
     def post(self, request: Request, slug: str) -> Response:
         serializer = QueryInputSerializer(data=request.data, many=True)
@@ -98,7 +98,7 @@ class DocumentListCreateApi(CollectionListApiView):
 
     @extend_schema(
         summary="The collection's documents",
-        responses={200: DocumentSerializer(many=True), **_errors(400, 401, 403, 404)},
+        responses={200: DocumentSerializer(many=True), **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         return self.list_response(self.get_queryset())
@@ -106,7 +106,7 @@ class DocumentListCreateApi(CollectionListApiView):
     @extend_schema(
         summary="Create or update documents by docno (organisers; all or nothing)",
         request=DocumentInputSerializer(many=True),
-        responses={201: ImportSummarySerializer, **_errors(400, 401, 403, 404)},
+        responses={201: ImportSummarySerializer, **documented_errors(400, 401, 403, 404)},
     )
     def post(self, request: Request, slug: str) -> Response:
         serializer = DocumentInputSerializer(data=request.data, many=True)

@@ -17,9 +17,9 @@ from annotations.apis._base import (
     STAFF_ROLES,
     ApiView,
     CollectionApiView,
-    _errors,
     _fake,
-    _user,
+    calling_user,
+    documented_errors,
 )
 from annotations.models import Collection, Membership
 from annotations.permissions import (
@@ -47,15 +47,15 @@ class CollectionListCreateApi(GenericAPIView, ApiView):  # type: ignore[type-arg
         if user.is_staff:
             return {c.id: ANY_ROLE for c in Collection.objects.only("id")}
         roles: dict[int, set[str]] = {}
-        for collection_id, role in Membership.objects.filter(user=_user(self.request)).values_list(
-            "collection_id", "role"
-        ):
+        for collection_id, role in Membership.objects.filter(
+            user=calling_user(self.request)
+        ).values_list("collection_id", "role"):
             roles.setdefault(collection_id, set()).add(role)
         return {key: frozenset(value) for key, value in roles.items()}
 
     @extend_schema(
         summary="Collections the caller may open",
-        responses={200: CollectionSerializer(many=True), **_errors(401)},
+        responses={200: CollectionSerializer(many=True), **documented_errors(401)},
     )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -65,7 +65,7 @@ class CollectionListCreateApi(GenericAPIView, ApiView):  # type: ignore[type-arg
     @extend_schema(
         summary="Create a collection (staff, or organisers of another collection)",
         request=CollectionCreateSerializer,
-        responses={201: CollectionSerializer, **_errors(400, 401, 403)},
+        responses={201: CollectionSerializer, **documented_errors(400, 401, 403)},
     )
     def post(self, request: Request) -> Response:
         if not may_create_collections(request.user):
@@ -75,7 +75,7 @@ class CollectionListCreateApi(GenericAPIView, ApiView):  # type: ignore[type-arg
         data = dict(serializer.validated_data)
         grades = data.pop("grades", None)
         collection = services.collection_create_with_organiser(
-            organiser=_user(request),
+            organiser=calling_user(request),
             grades=None
             if grades is None
             else [(g["value"], g["label"], g["definition"]) for g in grades],
@@ -96,7 +96,7 @@ class CollectionDetailApi(CollectionApiView):
 
     @extend_schema(
         summary="A collection with its settings and grade scale",
-        responses={200: CollectionSerializer, **_errors(401, 403, 404)},
+        responses={200: CollectionSerializer, **documented_errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         return Response(self._body())
@@ -104,7 +104,7 @@ class CollectionDetailApi(CollectionApiView):
     @extend_schema(
         summary="Change a collection's settings (organisers); scoring settings rescore",
         request=CollectionUpdateSerializer,
-        responses={200: CollectionSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: CollectionSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def patch(self, request: Request, slug: str) -> Response:
         serializer = CollectionUpdateSerializer(data=request.data, partial=True)

@@ -16,9 +16,9 @@ from annotations import services
 from annotations.apis._base import (
     STAFF_ROLES,
     CollectionApiView,
-    _errors,
-    _user,
+    calling_user,
     checked_upload,
+    documented_errors,
     refuse_large_body,
 )
 from annotations.serializers import (
@@ -62,7 +62,7 @@ def _import_schema(
         summary=summary,
         description=description + ALL_OR_NOTHING,
         request={"multipart/form-data": form},
-        responses={200: ImportSummarySerializer, **_errors(400, 401, 403, 404, 413)},
+        responses={200: ImportSummarySerializer, **documented_errors(400, 401, 403, 404, 413)},
     )
 
 
@@ -103,7 +103,7 @@ class QrelsImportApi(FileImportApi):
     form_class = QrelsUploadSerializer
 
     def import_file(self, source: BinaryIO, name: str, form: dict[str, Any]) -> Any:
-        caller = _user(self.request)
+        caller = calling_user(self.request)
         with transaction.atomic():
             username = form.get("assessor")
             assessor = caller if username is None else services.import_assessor(username)

@@ -24,9 +24,9 @@ from annotations.apis._base import (
     CollectionListApiView,
     StrictFilterSet,
     WholeNumberFilter,
-    _errors,
     _fake,
-    _user,
+    calling_user,
+    documented_errors,
 )
 from annotations.models import Collection, Document, Judgement, Query
 from annotations.permissions import (
@@ -96,7 +96,7 @@ class JudgementListCreateApi(CollectionListApiView):
 
     @extend_schema(
         summary="Judgements: all for organisers, the caller's own for assessors",
-        responses={200: JudgementSerializer(many=True), **_errors(400, 401, 403, 404)},
+        responses={200: JudgementSerializer(many=True), **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         return self.list_response(self.get_queryset())
@@ -112,7 +112,7 @@ class JudgementListCreateApi(CollectionListApiView):
         responses={
             200: JudgementSerializer,
             201: JudgementSerializer,
-            **_errors(400, 401, 403, 404),
+            **documented_errors(400, 401, 403, 404),
         },
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -128,7 +128,7 @@ class JudgementListCreateApi(CollectionListApiView):
             judgement, created = services.judgement_upsert(
                 query=query,
                 document=document,
-                assessor=_user(request),
+                assessor=calling_user(request),
                 grade=data["grade"],
                 note=data["note"],
                 source="api",
@@ -173,7 +173,7 @@ class JudgementDetailApi(CollectionApiView):
     @extend_schema(
         summary="The caller's judgement of (qid, docno)",
         parameters=[ASSESSOR_PARAMETER],
-        responses={200: JudgementSerializer, **_errors(401, 403, 404)},
+        responses={200: JudgementSerializer, **documented_errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str, qid: str, docno: str) -> Response:
         return Response(JudgementSerializer(self._judgement(request, qid, docno)).data)
@@ -181,11 +181,13 @@ class JudgementDetailApi(CollectionApiView):
     @extend_schema(
         summary="Delete the caller's judgement of (qid, docno), keeping its history",
         parameters=[ASSESSOR_PARAMETER],
-        responses={204: None, **_errors(401, 403, 404)},
+        responses={204: None, **documented_errors(401, 403, 404)},
     )
     def delete(self, request: Request, slug: str, qid: str, docno: str) -> Response:
         judgement = self._judgement(request, qid, docno)
-        services.judgement_delete(judgement=judgement, source="api", changed_by=_user(request))
+        services.judgement_delete(
+            judgement=judgement, source="api", changed_by=calling_user(request)
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -198,7 +200,7 @@ class QrelsApi(CollectionApiView):
             (200, "text/plain"): OpenApiResponse(
                 OpenApiTypes.STR, description="`qid 0 docno grade` lines"
             ),
-            **_errors(401, 403, 404),
+            **documented_errors(401, 403, 404),
         },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:

@@ -19,10 +19,10 @@ from annotations.apis._base import (
     RUN_WRITERS,
     CollectionApiView,
     StrictFilterSet,
-    _errors,
     _fake,
-    _user,
+    calling_user,
     checked_upload,
+    documented_errors,
     refuse_large_body,
 )
 from annotations.formats.trec import TrecFormatError
@@ -98,7 +98,7 @@ class RunWriting(CollectionApiView):
                 names=[upload.name],
                 run_name=run_name or upload_form.validated_data.get("name"),
                 split_tags=split_tags,
-                owner=_user(request),
+                owner=calling_user(request),
                 description=upload_form.validated_data["description"],
                 replace=replace,
                 may_replace=self.may_change,
@@ -116,7 +116,7 @@ class RunWriting(CollectionApiView):
                 collection=self.collection,
                 run_name=run_name,
                 results=form.grouped(),
-                owner=_user(request),
+                owner=calling_user(request),
                 description=form.validated_data["description"],
                 replace=True,
                 may_replace=self.may_change,
@@ -140,7 +140,7 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
 
     @extend_schema(
         summary="The collection's runs",
-        responses={200: RunSerializer(many=True), **_errors(400, 401, 403, 404)},
+        responses={200: RunSerializer(many=True), **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -155,7 +155,7 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
         "go to PUT runs/{name}/results/. The caller becomes the run's owner. Scores are "
         "computed after the write commits.",
         request={"multipart/form-data": RunUploadSerializer},
-        responses={201: RunWriteSerializer, **_errors(400, 401, 403, 404, 413)},
+        responses={201: RunWriteSerializer, **documented_errors(400, 401, 403, 404, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
         written = _written(self.store(request, run_name=None, replace=False))
@@ -173,7 +173,9 @@ class RunDetailApi(RunWriting):
         if not self.may_change(run):
             raise PermissionDenied("System owners may change only their own runs.")
 
-    @extend_schema(summary="One run", responses={200: RunSerializer, **_errors(401, 403, 404)})
+    @extend_schema(
+        summary="One run", responses={200: RunSerializer, **documented_errors(401, 403, 404)}
+    )
     def get(self, request: Request, slug: str, name: str) -> Response:
         run = self._run(name)
         if run is None:
@@ -187,7 +189,7 @@ class RunDetailApi(RunWriting):
         responses={
             200: RunWriteSerializer,
             201: RunWriteSerializer,
-            **_errors(400, 401, 403, 404, 413),
+            **documented_errors(400, 401, 403, 404, 413),
         },
     )
     def put(self, request: Request, slug: str, name: str) -> Response:
@@ -202,7 +204,7 @@ class RunDetailApi(RunWriting):
 
     @extend_schema(
         summary="Delete a run with its scores (its organisers or owner)",
-        responses={204: None, **_errors(401, 403, 404)},
+        responses={204: None, **documented_errors(401, 403, 404)},
     )
     def delete(self, request: Request, slug: str, name: str) -> Response:
         run = self._run(name)
@@ -226,7 +228,7 @@ class RunResultsApi(RunWriting):
         responses={
             200: RunWriteSerializer,
             201: RunWriteSerializer,
-            **_errors(400, 401, 403, 404),
+            **documented_errors(400, 401, 403, 404),
         },
     )
     def put(self, request: Request, slug: str, name: str) -> Response:

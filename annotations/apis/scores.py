@@ -14,8 +14,8 @@ from rest_framework.response import Response
 from annotations.apis._base import (
     K_PARAMETER,
     CollectionApiView,
-    _cutoff,
-    _errors,
+    cutoff_of,
+    documented_errors,
 )
 from annotations.models import Run
 from annotations.permissions import (
@@ -93,10 +93,10 @@ class LeaderboardApi(CollectionApiView):
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, tiers, judged@k, bounds",
         parameters=[K_PARAMETER],
-        responses={200: LeaderboardFlipsSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: LeaderboardFlipsSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
-        k = _cutoff(self.collection, request)
+        k = cutoff_of(self.collection, request)
         board = snapshots.leaderboard_read(collection=self.collection, k=k)
         impact_services.flips_read_refresh(collection=self.collection, board=board)
         flips = impact.flip_state_stored(collection=self.collection, k=k)
@@ -124,10 +124,10 @@ class RunScoresApi(CollectionApiView):
     @extend_schema(
         summary="A run's per-query scores at k (full float precision)",
         parameters=[K_PARAMETER],
-        responses={200: RunScoresSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: RunScoresSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
-        k = _cutoff(self.collection, request)
+        k = cutoff_of(self.collection, request)
         run = Run.objects.filter(collection=self.collection, name=name).first()
         if run is None or not self.access.run_scores(run):
             raise NotFound("No such run.")
@@ -162,10 +162,10 @@ class CompareApi(CollectionApiView):
             ),
             K_PARAMETER,
         ],
-        responses={200: ComparisonSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: ComparisonSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
-        k = _cutoff(self.collection, request)
+        k = cutoff_of(self.collection, request)
         runs: dict[str, Run] = {}
         problems: dict[str, list[str]] = {}
         for key in ("a", "b"):

@@ -8,7 +8,13 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.apis._base import K_PARAMETER, STAFF_ROLES, CollectionApiView, _cutoff, _errors
+from annotations.apis._base import (
+    K_PARAMETER,
+    STAFF_ROLES,
+    CollectionApiView,
+    cutoff_of,
+    documented_errors,
+)
 from annotations.selectors.sensitivity import assessor_sensitivity
 from annotations.serializers.sensitivity import (
     SensitivitySerializer,
@@ -21,10 +27,10 @@ class SensitivityApi(CollectionApiView):
     @extend_schema(
         summary="How the ranking at k depends on who judged (per-assessor rankings, tau, tau_ap)",
         parameters=[K_PARAMETER],
-        responses={200: SensitivitySerializer, **_errors(400, 401, 403, 404)},
+        responses={200: SensitivitySerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
-        k = _cutoff(self.collection, request)
+        k = cutoff_of(self.collection, request)
         result = assessor_sensitivity(collection=self.collection, k=k)
         body = asdict(result)
         body["swings"] = [{**row, "swing": row["worst"] - row["best"]} for row in body["swings"]]

@@ -16,7 +16,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.apis._base import ApiView, _errors, _user
+from annotations.apis._base import ApiView, calling_user, documented_errors
 from annotations.serializers.tokens import (
     TokenRequestSerializer,
     TokenSerializer,
@@ -33,7 +33,7 @@ class TokenApi(ApiView):
             "attempts count towards the login lockout (429 once locked out)."
         ),
         request=TokenRequestSerializer,
-        responses={200: TokenSerializer, **_errors(400, 401, 415, 429)},
+        responses={200: TokenSerializer, **documented_errors(400, 401, 415, 429)},
         auth=[],
     )
     def post(self, request: Request) -> Response:
@@ -55,10 +55,10 @@ class TokenApi(ApiView):
     @extend_schema(
         summary="Revoke the caller's API token",
         request=None,
-        responses={204: None, **_errors(401)},
+        responses={204: None, **documented_errors(401)},
     )
     def delete(self, request: Request) -> Response:
         if not request.user.is_authenticated:
             raise NotAuthenticated()
-        Token.objects.filter(user=_user(request)).delete()
+        Token.objects.filter(user=calling_user(request)).delete()
         return Response(status=status.HTTP_204_NO_CONTENT)

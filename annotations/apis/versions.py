@@ -19,9 +19,9 @@ from annotations.apis._base import (
     K_PARAMETER,
     STAFF_ROLES,
     CollectionApiView,
-    _cutoff,
-    _errors,
-    _user,
+    calling_user,
+    cutoff_of,
+    documented_errors,
 )
 from annotations.models import Collection, QrelsVersion
 from annotations.selectors.versions import (
@@ -102,7 +102,7 @@ class QrelsVersionListApi(CollectionApiView):
 
     @extend_schema(
         summary="Qrels versions of the collection, oldest first",
-        responses={200: QrelsVersionSerializer(many=True), **_errors(401, 403, 404)},
+        responses={200: QrelsVersionSerializer(many=True), **documented_errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         versions = QrelsVersion.objects.filter(collection=self.collection).select_related(
@@ -113,13 +113,13 @@ class QrelsVersionListApi(CollectionApiView):
     @extend_schema(
         summary="Tag the qrels as they stand now (cheap: a mark in the history)",
         request=QrelsVersionCreateSerializer,
-        responses={201: QrelsVersionSerializer, **_errors(400, 401, 403, 404, 415)},
+        responses={201: QrelsVersionSerializer, **documented_errors(400, 401, 403, 404, 415)},
     )
     def post(self, request: Request, slug: str) -> Response:
         given = QrelsVersionCreateSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         version = qrels_version_tag(
-            collection=self.collection, created_by=_user(request), **given.validated_data
+            collection=self.collection, created_by=calling_user(request), **given.validated_data
         )
         return Response(QrelsVersionSerializer(version).data, status=status.HTTP_201_CREATED)
 
@@ -129,7 +129,7 @@ class QrelsVersionQrelsApi(CollectionApiView):
 
     @extend_schema(
         summary="A version's effective qrels, as exported when it was tagged",
-        responses={**QRELS_TEXT, **_errors(401, 403, 404)},
+        responses={**QRELS_TEXT, **documented_errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> StreamingHttpResponse:
         version = _version(self.collection, name)
@@ -142,10 +142,10 @@ class QrelsVersionLeaderboardApi(CollectionApiView):
     @extend_schema(
         summary="Every run's mean nDCG@k under a version's qrels",
         parameters=[K_PARAMETER],
-        responses={200: LeaderboardAsOfSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: LeaderboardAsOfSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
-        k = _cutoff(self.collection, request)
+        k = cutoff_of(self.collection, request)
         mark = Mark.of_version(_version(self.collection, name))
         return Response(_board(self.collection, mark, k))
 
@@ -156,7 +156,7 @@ class QrelsAsOfApi(CollectionApiView):
     @extend_schema(
         summary="The effective qrels as they stood at a past time",
         parameters=[AT_PARAMETER],
-        responses={**QRELS_TEXT, **_errors(400, 401, 403, 404)},
+        responses={**QRELS_TEXT, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
         mark = _at(request, self.collection)
@@ -169,11 +169,11 @@ class LeaderboardAsOfApi(CollectionApiView):
     @extend_schema(
         summary="Every run's mean nDCG@k under the qrels of a past time",
         parameters=[AT_PARAMETER, K_PARAMETER],
-        responses={200: LeaderboardAsOfSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: LeaderboardAsOfSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         mark = _at(request, self.collection)
-        k = _cutoff(self.collection, request)
+        k = cutoff_of(self.collection, request)
         return Response(_board(self.collection, mark, k))
 
 
@@ -191,14 +191,14 @@ class QrelsVersionsDiffApi(CollectionApiView):
             ),
             K_PARAMETER,
         ],
-        responses={200: VersionsDiffSerializer, **_errors(400, 401, 403, 404)},
+        responses={200: VersionsDiffSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         names = {field: request.query_params.get(field, "") for field in ("a", "b")}
         missing = {field: ["Name a version."] for field, value in names.items() if not value}
         if missing:
             raise ValidationError(missing)
-        k = _cutoff(self.collection, request)
+        k = cutoff_of(self.collection, request)
         first, second = (Mark.of_version(_version(self.collection, n)) for n in names.values())
         diff = versions_diff(collection=self.collection, first=first, second=second, k=k)
         body = {

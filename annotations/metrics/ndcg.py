@@ -99,7 +99,7 @@ _GAINS: dict[str, Callable[[int], float]] = {
 _DISCOUNTS: list[float] = [math.log2(i + 2) for i in range(1024)]
 
 
-def _discounts(length: int) -> list[float]:
+def discounts(length: int) -> list[float]:
     """log2(i + 2) for i < length at least: the same doubles math.log2 gives, computed once."""
     global _DISCOUNTS
     table = _DISCOUNTS
@@ -109,7 +109,7 @@ def _discounts(length: int) -> list[float]:
     return table
 
 
-def _gain_function(scheme: str) -> Callable[[int], float]:
+def gain_function(scheme: str) -> Callable[[int], float]:
     try:
         return _GAINS[scheme]
     except KeyError:
@@ -124,7 +124,7 @@ def gain(grade: int, scheme: str) -> float:
     scheme equals trec_eval run on qrels whose grades were rewritten to ``2**grade - 1``.
     Unknown scheme: ``ValueError``.
     """
-    return _gain_function(scheme)(grade)
+    return gain_function(scheme)(grade)
 
 
 def _check_k(k: int) -> int:
@@ -133,7 +133,7 @@ def _check_k(k: int) -> int:
     return k
 
 
-def _check_ks(ks: Iterable[int]) -> list[int]:
+def check_cutoffs(ks: Iterable[int]) -> list[int]:
     """Validated cutoffs, ascending and deduplicated (a repeated k is harmless)."""
     cutoffs = sorted({_check_k(k) for k in ks})
     if not cutoffs:
@@ -155,7 +155,7 @@ def dcg(ranking_grades: Sequence[int | None], k: int, scheme: str) -> float:
     add nothing (no penalty for a short list, as in trec_eval).
     """
     _check_k(k)
-    gain_of = _gain_function(scheme)
+    gain_of = gain_function(scheme)
     total = 0.0
     for position, grade in enumerate(ranking_grades[:k]):
         if grade is not None and grade > 0:
@@ -172,8 +172,8 @@ def idcgs_for(grades: Iterable[int], ks: Iterable[int], scheme: str) -> dict[int
     schemes are increasing in the grade, so this is also gain-descending) and is summed
     sequentially like ``dcg``. Fewer relevant documents than k: the sum simply stops.
     """
-    cutoffs = _check_ks(ks)
-    gain_of = _gain_function(scheme)
+    cutoffs = check_cutoffs(ks)
+    gain_of = gain_function(scheme)
     ideal = sorted((grade for grade in grades if grade > 0), reverse=True)
     result: dict[int, float] = {}
     total = 0.0
@@ -261,15 +261,15 @@ def query_scores(
     single pass: the ranking is read up to max(ks), and beyond that only while the condensed
     list still has fewer than max(ks) judged documents.
     """
-    cutoffs = _check_ks(ks)
-    gain_of = _gain_function(scheme)
+    cutoffs = check_cutoffs(ks)
+    gain_of = gain_function(scheme)
     if idcgs is None:
         idcgs = idcgs_for(grades.values(), cutoffs, scheme)
     else:
         missing = [k for k in cutoffs if k not in idcgs]
         if missing:
             raise ValueError(f"idcgs lacks cutoffs {missing}")
-    discount = _discounts(len(ranking) + 1)  # discount[i] == math.log2(i + 2)
+    discount = discounts(len(ranking) + 1)  # discount[i] == math.log2(i + 2)
     last = len(cutoffs)
 
     dcg_at: dict[int, float] = {}

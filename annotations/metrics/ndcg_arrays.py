@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from annotations.metrics.ndcg import _check_ks, _discounts, _gain_function, idcgs_for
+from annotations.metrics.ndcg import check_cutoffs, discounts, gain_function, idcgs_for
 
 __all__ = ["MEASURES", "score_matrix"]
 
@@ -23,7 +23,7 @@ _CHUNK = 8192
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: scatters nearby ids
 
 # scoring's own math.log2 doubles (np.log2 may differ in the last bit), as an array.
-_discount_array: NDArray[np.float64] = np.array(_discounts(1024), dtype=np.float64)
+_discount_array: NDArray[np.float64] = np.array(discounts(1024), dtype=np.float64)
 
 
 def _discount_table(length: int) -> NDArray[np.float64]:
@@ -31,8 +31,8 @@ def _discount_table(length: int) -> NDArray[np.float64]:
     global _discount_array
     table = _discount_array
     if table.size < length:
-        table = np.array(_discounts(length), dtype=np.float64)
-        _discount_array = table  # rebound whole, like ndcg._discounts
+        table = np.array(discounts(length), dtype=np.float64)
+        _discount_array = table  # rebound whole, like ndcg.discounts
     return table
 
 
@@ -151,8 +151,8 @@ def score_matrix(
     Document ids and grades must be ints within int64 (numpy converts them unchecked, for
     speed: a str "12" would read as 12).
     """
-    cutoffs = _check_ks(ks)
-    gain_of = _gain_function(scheme)
+    cutoffs = check_cutoffs(ks)
+    gain_of = gain_function(scheme)
     if idcgs is None:
         idcgs = idcgs_for(grades.values(), cutoffs, scheme)
     missing = [k for k in cutoffs if k not in idcgs]

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
+from annotations.access import roles_of
 from annotations.metrics import agreement
 from annotations.models import (
     Assignment,
@@ -22,25 +23,15 @@ from annotations.models import (
     Query,
     Run,
 )
-from annotations.selectors import collections_visible, top_documents
+from annotations.selectors import top_documents
 
 # --- roles ------------------------------------------------------------------------------
 
 
-def collection_for_user(*, user: Any, slug: str) -> Collection | None:
-    """The collection if the user may open it (staff, or any membership), else None."""
-    return collections_visible(user=user).filter(slug=slug).first()
-
-
 def user_is_organiser(*, user: Any, collection: Collection) -> bool:
-    """Staff users organise every collection; others need the organiser role in it."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    if getattr(user, "is_staff", False):
-        return True
-    return Membership.objects.filter(
-        collection=collection, user=user, role=Membership.ORGANISER
-    ).exists()
+    """Staff users organise every collection; others need the organiser role in it (the
+    role table's rule, `access.roles_of`)."""
+    return Membership.ORGANISER in roles_of(user=user, collection=collection)
 
 
 def collections_organised(*, user: Any) -> QuerySet[Collection]:

@@ -45,7 +45,7 @@ def _check_members(
         raise ValidationError({what: f"Every one of the {what} must belong to {collection.slug}."})
 
 
-def _add_entries(
+def pool_entries_add(
     pool: Pool,
     pairs: dict[tuple[int, int], int],
     impacts: dict[tuple[int, int], float] | None = None,
@@ -124,7 +124,7 @@ def pool_build(
         pool.save()
         pool.runs.set(chosen_runs)
         pool.queries.set(chosen_queries)
-        added = _add_entries(pool, candidates, impacts)
+        added = pool_entries_add(pool, candidates, impacts)
     return pool, added
 
 
@@ -155,7 +155,7 @@ def pool_extend(
         chosen_queries = list(queries) if queries else limit
         _check_members(collection, chosen_queries, "queries")
         use_depth = depth if depth is not None else locked.depth
-        added = _add_entries(
+        added = pool_entries_add(
             locked,
             pool_candidates(
                 runs=chosen_runs,
@@ -216,7 +216,7 @@ def pool_add_pairs(*, pool: Pool, query: Query, document_ids: Sequence[int], add
     with transaction.atomic():
         # The lock serialises concurrent adds, so the unique constraint never trips.
         locked = Pool.objects.select_for_update().get(id=pool.id)
-        added = _add_entries(
+        added = pool_entries_add(
             locked, {(query.id, document_id): position for document_id, position in best.items()}
         )
         limit = locked.queries.all()

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from annotations.models import Collection, Judgement, Pool
 from annotations.selectors import query_rankings
-from annotations.services.pools import UNRANKED_POSITION, _add_entries
+from annotations.services.pools import UNRANKED_POSITION, pool_entries_add
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -54,7 +54,7 @@ def pool_of_stale_build(
             pool = Pool(collection=collection, name=name, depth=1, created_by=created_by)
             pool.full_clean()
             pool.save()
-        added = _add_entries(pool, best)
+        added = pool_entries_add(pool, best)
         limit = pool.queries.all()
         if limit.exists():
             pool.queries.add(*{query_id for query_id, _ in pairs})

@@ -8,13 +8,13 @@ from django.shortcuts import render
 from annotations import selectors
 from annotations.models import Run
 from annotations.selectors import compare_page
-from annotations.views.scores import _collection, _guarded
+from annotations.views._collection import login_first, readable_collection
 
 
-@_guarded
+@login_first
 def compare(request: HttpRequest, slug: str) -> HttpResponse:
     """Pick two runs (`a`, `b`, or two `run` values from the leaderboard's checkboxes)."""
-    collection, access = _collection(request, slug, sees="any_run_scores")
+    collection, access = readable_collection(request, slug, sees="any_run_scores")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     choices = [run for run in selectors.runs_of(collection=collection) if access.run_scores(run)]
     picked = [name for name in request.GET.getlist("run") if name]

@@ -20,7 +20,7 @@ from annotations.services.job_recovery import (
     import_jobs_sweep_quietly,
 )
 from annotations.services.jobs import import_job_create, import_jobs_start
-from annotations.views.judging import _organised, _user
+from annotations.views._collection import acting_user, organised_collection
 
 
 def _page(
@@ -50,7 +50,7 @@ def _page(
 @login_required
 @require_GET
 def imports(request: HttpRequest, slug: str) -> HttpResponse:
-    return _page(request, _organised(request, slug))
+    return _page(request, organised_collection(request, slug))
 
 
 @csrf_exempt  # checked below, once the upload's size is known to be acceptable
@@ -58,7 +58,7 @@ def imports(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def import_upload(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
     """Refuse an oversized upload before its body is read, then take it (CSRF checked)."""
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     if kind not in FORMS:
         raise Http404("No such kind of import")
     length = request.META.get("CONTENT_LENGTH") or "0"
@@ -92,7 +92,7 @@ def _import_upload(request: HttpRequest, collection: Collection, kind: str) -> H
             collection=collection,
             kind=kind,
             upload=upload,
-            created_by=_user(request),
+            created_by=acting_user(request),
             assessor=form.cleaned_data.get("assessor"),
             replace=bool(form.cleaned_data.get("replace")),
             split_tags=bool(form.cleaned_data.get("split_tags")),
@@ -118,10 +118,10 @@ def _report(request: HttpRequest, job: ImportJob) -> None:
 @require_POST
 def import_job_retry_view(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     """Retry: queue a failed job again with its kept upload and options."""
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     job = get_object_or_404(ImportJob, id=job_id, collection=collection)
     try:
-        _report(request, import_job_retry(job=job, by=_user(request)))
+        _report(request, import_job_retry(job=job, by=acting_user(request)))
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     return redirect("collection-imports", slug=collection.slug)
@@ -131,7 +131,7 @@ def import_job_retry_view(request: HttpRequest, slug: str, job_id: int) -> HttpR
 @require_POST
 def import_job_dismiss_view(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     """Dismiss: delete a failed job's kept upload; the job stays listed, dismissed."""
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     job = get_object_or_404(ImportJob, id=job_id, collection=collection)
     try:
         import_job_dismiss(job=job)
@@ -146,7 +146,7 @@ def import_job_dismiss_view(request: HttpRequest, slug: str, job_id: int) -> Htt
 @require_GET
 def import_jobs_state(request: HttpRequest, slug: str) -> JsonResponse:
     """The jobs for the page's self-refresh."""
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     import_jobs_sweep_quietly(collection=collection)
     jobs = import_jobs_of(collection=collection)
     active = sum(1 for job in jobs if job.active)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -41,24 +41,10 @@ from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
 from annotations.selectors.sensitivity import assessor_sensitivity
 from annotations.services.stale import stale_pairs
+from annotations.views._collection import acting_user, organised_collection
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
-
-
-def _collection(request: HttpRequest, slug: str) -> Collection:
-    collection = selectors.collection_for_user(user=request.user, slug=slug)
-    if collection is None:
-        raise Http404("No such collection")
-    return collection
-
-
-def _organised(request: HttpRequest, slug: str) -> Collection:
-    """The collection for its organisers; 404 for non-members, 403 for other members."""
-    collection = _collection(request, slug)
-    if not selectors.user_is_organiser(user=request.user, collection=collection):
-        raise PermissionDenied("Only the collection's organisers may do this.")
-    return collection
+    pass
 
 
 def _own_assignment(request: HttpRequest, assignment_id: int) -> Assignment:
@@ -72,11 +58,6 @@ def _own_assignment(request: HttpRequest, assignment_id: int) -> Assignment:
 def _link_target(url: str) -> str:
     """The document's url if it is safe to link (http or https), else "" (shown as text)."""
     return url if url.lower().startswith(("http://", "https://")) else ""
-
-
-def _user(request: HttpRequest) -> User:
-    """The logged-in user (every view here is behind login_required)."""
-    return cast("User", request.user)
 
 
 def _error_text(error: ValidationError) -> str:
@@ -200,7 +181,7 @@ def _grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespo
 
 
 def _grade_or_skip(request: HttpRequest, item: AssignmentItem, data: dict[str, Any]) -> None:
-    user = _user(request)
+    user = acting_user(request)
     if data["action"] == "skip":
         if services.assignment_item_skip(item=item, assessor=user, note=data["note"]):
             messages.info(request, "Marked unsure: your earlier grade was withdrawn.")
@@ -213,7 +194,7 @@ def _grade_or_skip(request: HttpRequest, item: AssignmentItem, data: dict[str, A
 
 @login_required
 def pools(request: HttpRequest, slug: str) -> HttpResponse:
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     form = PoolBuildForm(request.POST or None, collection=collection)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -227,7 +208,7 @@ def pools(request: HttpRequest, slug: str) -> HttpResponse:
                 include_judged=data["include_judged"],
                 order=data["order"],
                 budget=data["budget"],
-                created_by=_user(request),
+                created_by=acting_user(request),
             )
         except ValidationError as error:
             form.add_error(None, _error_text(error))
@@ -272,7 +253,7 @@ def _pool_page(
 
 @login_required
 def pool_detail(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     pool = get_object_or_404(Pool, id=pool_id, collection=collection)
     return _pool_page(request, collection, pool)
 
@@ -280,7 +261,7 @@ def pool_detail(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def pool_assign(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     pool = get_object_or_404(Pool, id=pool_id, collection=collection)
     assessors = selectors.collection_assessors(collection=collection)
     form = AssignmentForm(request.POST, collection=collection, assessors=assessors)
@@ -293,7 +274,7 @@ def pool_assign(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
                 overlap=data["overlap"],
                 queries=data["queries"],
                 pairs=data["pairs"],
-                created_by=_user(request),
+                created_by=acting_user(request),
             )
         except ValidationError as error:
             form.add_error(None, _error_text(error))
@@ -307,7 +288,7 @@ def pool_assign(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def pool_extend(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     pool = get_object_or_404(Pool, id=pool_id, collection=collection)
     form = PoolExtendForm(request.POST, collection=collection)
     if form.is_valid():
@@ -333,7 +314,7 @@ def pool_extend(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
 
 @login_required
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     k = cutoff_from(collection, request.GET.get("k"))
     context = {
         "collection": collection,
@@ -347,7 +328,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
     """The disagreement list (GET ?min=2 or ?min=1) and its adjudication form (POST)."""
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     levels = [level.value for level in collection.grades.all()]
     raw_min = request.GET.get("min", "2")
     min_difference = 1 if raw_min == "1" else 2
@@ -363,7 +344,7 @@ def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
                 services.adjudication_record(
                     query=query,
                     document=document,
-                    organiser=_user(request),
+                    organiser=acting_user(request),
                     grade=data["grade"],
                     note=data["note"],
                 )

@@ -9,15 +9,15 @@ from django.shortcuts import render
 from annotations import selectors
 from annotations.models import Document
 from annotations.selectors import query_lists
-from annotations.views.scores import _collection, _guarded
+from annotations.views._collection import login_first, readable_collection
 
 QUERIES_PER_PAGE = 100
 
 
-@_guarded
+@login_first
 def queries(request: HttpRequest, slug: str) -> HttpResponse:
     """Every query, a page at a time, searched by qid or title (`?q=`)."""
-    collection, access = _collection(request, slug, sees="queries")
+    collection, access = readable_collection(request, slug, sees="queries")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     search = request.GET.get("q", "").strip()[:200]
     paginator = Paginator(
@@ -35,10 +35,10 @@ def queries(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "annotations/queries/list.html", context)
 
 
-@_guarded
+@login_first
 def document_detail(request: HttpRequest, slug: str, docno: str) -> HttpResponse:
     """A document as assessors read it, and who judged it for which query."""
-    collection, access = _collection(request, slug, sees="queries")
+    collection, access = readable_collection(request, slug, sees="queries")
     document = Document.objects.filter(collection=collection, docno=docno).first()
     if document is None:
         raise Http404("No such document")

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, cast
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -16,12 +15,12 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_POST
 
 from annotations import selectors, services
-from annotations.access import Access, collection_access
-from annotations.models import Collection, Query, Run
+from annotations.models import Query, Run
 from annotations.scores import snapshots
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
 from annotations.services import impact as impact_services
+from annotations.views._collection import login_first, readable_collection
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -30,39 +29,10 @@ if TYPE_CHECKING:
 DEFAULT_POLL_MS = 3000
 
 
-class _Denied(Exception):
-    """Anonymous visitor on a page that needs a login."""
-
-
-def _collection(request: HttpRequest, slug: str, *, sees: str) -> tuple[Collection, Access]:
-    """The collection and what the caller sees of it; 404 unless the caller may see the page
-    (`sees` names the `Access` property it needs), a login first for anonymous visitors."""
-    collection = Collection.objects.filter(slug=slug).first()
-    if collection is not None:
-        access = collection_access(user=request.user, collection=collection)
-        if getattr(access, sees):
-            return collection, access
-    if not request.user.is_authenticated:
-        raise _Denied
-    raise Http404("No such collection")
-
-
-def _guarded(view):  # type: ignore[no-untyped-def]
-    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)  # type: ignore[no-any-return]
-        except _Denied:
-            return redirect_to_login(request.get_full_path())
-
-    wrapper.__name__ = view.__name__
-    wrapper.__doc__ = view.__doc__
-    return wrapper
-
-
-@_guarded
+@login_first
 def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard at k; it refreshes its table by itself when scores change."""
-    collection, access = _collection(request, slug, sees="leaderboard")
+    collection, access = readable_collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     board = snapshots.leaderboard_read(collection=collection, k=k)
     impact_services.flips_read_refresh(collection=collection, board=board)
@@ -79,10 +49,10 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "annotations/scores/leaderboard.html", context)
 
 
-@_guarded
+@login_first
 def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     """A small JSON document the open leaderboard polls: reload the table when `stamp` moves."""
-    collection, _ = _collection(request, slug, sees="leaderboard")
+    collection, _ = readable_collection(request, slug, sees="leaderboard")
     state = scores_state.scores_state(collection=collection)
     if scores_heal_pending(collection=collection, state=state):
         state = scores_state.scores_state(collection=collection)
@@ -97,10 +67,10 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     )
 
 
-@_guarded
+@login_first
 def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     """A run's per-query nDCG@k and judged@k as a chart and a sortable table."""
-    collection, access = _collection(request, slug, sees="any_run_scores")
+    collection, access = readable_collection(request, slug, sees="any_run_scores")
     run = Run.objects.filter(collection=collection, name=name).select_related("owner").first()
     if run is None or not access.run_scores(run):
         raise Http404("No such run")
@@ -135,10 +105,10 @@ def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     return render(request, "annotations/scores/run.html", context)
 
 
-@_guarded
+@login_first
 def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     """Every run's nDCG@k for one query, its judged documents, two runs side by side."""
-    collection, access = _collection(request, slug, sees="queries")
+    collection, access = readable_collection(request, slug, sees="queries")
     query = Query.objects.filter(collection=collection, qid=qid).first()
     if query is None:
         raise Http404("No such query")
@@ -188,10 +158,10 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
 
 
 @require_POST
-@_guarded
+@login_first
 def query_to_pool(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     """Organisers send the query's unjudged documents of the runs' top k to a pool."""
-    collection, access = _collection(request, slug, sees="member")
+    collection, access = readable_collection(request, slug, sees="member")
     if not access.organiser:
         raise PermissionDenied("Only the collection's organisers may do this.")
     query = Query.objects.filter(collection=collection, qid=qid).first()

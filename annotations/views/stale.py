@@ -10,13 +10,13 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from annotations.services.stale import pool_of_stale_build
-from annotations.views.judging import _organised
+from annotations.views._collection import organised_collection
 
 
 @require_POST
 @login_required
 def stale_to_pool(request: HttpRequest, slug: str) -> HttpResponse:
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     name = (request.POST.get("name") or "rejudge").strip()
     try:
         pool, added = pool_of_stale_build(

@@ -18,7 +18,7 @@ from annotations.selectors.versions import (
     versions_diff,
 )
 from annotations.services.versions import qrels_version_tag
-from annotations.views.judging import _organised
+from annotations.views._collection import organised_collection
 
 
 def _version(collection: Collection, name: str) -> QrelsVersion:
@@ -31,7 +31,7 @@ def _version(collection: Collection, name: str) -> QrelsVersion:
 @login_required
 def versions(request: HttpRequest, slug: str) -> HttpResponse:
     """The collection's qrels versions, the form that tags one, and the diff of two."""
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     form = QrelsVersionForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -76,7 +76,7 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def version_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     """The leaderboard at k under the version's qrels."""
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     version = _version(collection, name)
     k = cutoff_from(collection, request.GET.get("k"))
     board = leaderboard_as_of(collection=collection, mark=Mark.of_version(version), k=k)
@@ -86,7 +86,7 @@ def version_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 
 @login_required
 def version_qrels(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
-    collection = _organised(request, slug)
+    collection = organised_collection(request, slug)
     version = _version(collection, name)
     lines = qrels_text_as_of(collection=collection, mark=Mark.of_version(version))
     response = StreamingHttpResponse(
