@@ -34,8 +34,11 @@ def rescore_collection(collection_id: int) -> None:
 @shared_task(name="annotations.tasks.refresh_leaderboards")
 def refresh_leaderboards(collection_id: int) -> int:
     """After a recomputation: store the collection's leaderboards at the new scores stamp,
-    then the impact of judging (re-prioritising impact-ordered assignments) and flip marks."""
+    then the impact of judging (re-prioritising impact-ordered assignments) and flip marks.
+    Derived data: on the NDCG_DERIVED_QUEUE, never ahead of a recomputation."""
     done = snapshots.leaderboards_refresh_task(collection_id=collection_id)
+    if done is None:  # another worker is refreshing the collection; queued again for after
+        return 0
     impact.impacts_refresh_task(collection_id=collection_id)
     return done
 

@@ -34,6 +34,19 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if not value >= minimum:  # also refuses nan
+        raise ImproperlyConfigured(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
@@ -298,6 +311,24 @@ CACHES = {
         if _COORDINATION_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "coord"}
     ),
+}
+# Scores before derived data: recomputations stay on the default queue ("celery"); the
+# leaderboard snapshots, impact and flip marks go to NDCG_DERIVED_QUEUE and import jobs to
+# NDCG_IMPORTS_QUEUE, each served by a worker of its own (see docs/operations.md), so a
+# judgement's recomputation never waits behind them. An empty name keeps the task on the
+# default queue. A refresh starts NDCG_REFRESH_DEBOUNCE_SECONDS after the first change of
+# a burst and runs one at a time per collection.
+NDCG_DERIVED_QUEUE = os.environ.get("NDCG_DERIVED_QUEUE", "derived")
+NDCG_IMPORTS_QUEUE = os.environ.get("NDCG_IMPORTS_QUEUE", "imports")
+NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, minimum=0.0)
+CELERY_TASK_ROUTES = {
+    name: {"queue": queue}
+    for name, queue in (
+        ("annotations.tasks.refresh_leaderboards", NDCG_DERIVED_QUEUE),
+        ("annotations.tasks.idempotency_purge", NDCG_DERIVED_QUEUE),
+        ("annotations.tasks.import_job_run", NDCG_IMPORTS_QUEUE),
+    )
+    if queue
 }
 CELERY_BEAT_SCHEDULE = {
     "scores-sweep-stale": {

@@ -232,7 +232,9 @@ def celery_broker(url: str, **conf: Any) -> Iterator[None]:
         if amqp is not None:
             amqp._producer_pool = None
 
-    keys = {"broker_url": url, "task_always_eager": False, **conf}
+    # Every task on the test's own queue (task_default_queue), routes off unless a test sets
+    # them: no other worker, and no queue a test worker does not read.
+    keys = {"broker_url": url, "task_always_eager": False, "task_routes": {}, **conf}
     previous = {key: app.conf.get(key) for key in keys}
     drop_connections()
     app.conf.update(keys)

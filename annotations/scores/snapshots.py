@@ -200,21 +200,31 @@ def _refresh_key(collection_id: int) -> str:
     return f"ndcg:leaderboards-refresh:{collection_id}"
 
 
-def leaderboards_refresh_schedule(*, collection_id: int) -> None:
+def _running_key(collection_id: int) -> str:
+    return f"ndcg:leaderboards-refreshing:{collection_id}"
+
+
+def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = None) -> None:
     """Queue one refresh of the collection's snapshots on a worker, however often asked.
 
     A cache key marks a refresh as queued until the worker starts it, so a burst of
-    judgements queues one refresh, not one per judgement. Publishing is best effort: with
-    the broker down nothing is queued, and the next read computes the snapshot itself once
-    the stored one is too old.
+    judgements queues one refresh, not one per judgement; the refresh starts
+    NDCG_REFRESH_DEBOUNCE_SECONDS after the first change of a burst, so the burst's later
+    changes are in it (the refresh computes every cutoff in one pass). Publishing is best
+    effort: with the broker down nothing is queued, and the next read computes the
+    snapshot itself once the stored one is too old.
     """
     key = _refresh_key(collection_id)
+    countdown = settings.NDCG_REFRESH_DEBOUNCE_SECONDS if delay is None else delay
     try:
         if settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
-            key, 1, timeout=max(_stale_seconds(), 1.0)
+            key, 1, timeout=max(_stale_seconds(), 1.0) + countdown
         ):
             return
-        publishing.REFRESH_LEADERBOARDS.apply_async((collection_id,), retry=False)
+        options: dict[str, Any] = {"retry": False}
+        if countdown > 0:
+            options["countdown"] = countdown
+        publishing.REFRESH_LEADERBOARDS.apply_async((collection_id,), **options)
     except Exception:
         _forget(key)
         logger.warning("could not queue a leaderboard refresh for collection %s", collection_id)
@@ -227,11 +237,37 @@ def _forget(key: str) -> None:
         logger.warning("could not clear %s", key)
 
 
-def leaderboards_refresh_task(*, collection_id: int) -> int:
-    """What the worker runs: clear the queued mark first (later changes queue again)."""
-    _forget(_refresh_key(collection_id))
-    collection = Collection.objects.filter(id=collection_id).first()
-    return leaderboards_refresh(collection=collection) if collection is not None else 0
+def leaderboards_refresh_task(*, collection_id: int) -> int | None:
+    """What the worker runs, one at a time per collection: while another worker refreshes
+    the collection this one queues the refresh again for when it is done and returns None;
+    otherwise it clears the queued mark first (later changes queue again) and refreshes."""
+    running = _running_key(collection_id)
+    if settings.NDCG_COORDINATION_SHARED:
+        try:
+            if not caches["coordination"].add(running, 1, timeout=_REFRESH_LOCK_SECONDS):
+                _forget(_refresh_key(collection_id))
+                leaderboards_refresh_schedule(
+                    collection_id=collection_id, delay=max(1.0, _refresh_debounce())
+                )
+                return None
+        except Exception:  # no coordination: refresh anyway (two at once cost time, not data)
+            logger.warning("could not take the refresh lock of collection %s", collection_id)
+    try:
+        _forget(_refresh_key(collection_id))
+        collection = Collection.objects.filter(id=collection_id).first()
+        return leaderboards_refresh(collection=collection) if collection is not None else 0
+    finally:
+        if settings.NDCG_COORDINATION_SHARED:
+            _forget(running)
+
+
+# A refresh holds its collection's lock at most this long (a worker killed mid-refresh
+# leaves the lock to expire).
+_REFRESH_LOCK_SECONDS = 300
+
+
+def _refresh_debounce() -> float:
+    return float(settings.NDCG_REFRESH_DEBOUNCE_SECONDS)
 
 
 def statistics_warm() -> int:

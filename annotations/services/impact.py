@@ -270,7 +270,8 @@ def flips_read_refresh(*, collection: Collection, board: Leaderboard) -> None:
 
 def impacts_refresh_task(*, collection_id: int) -> int:
     """What the worker runs after the leaderboards' refresh: impact at every cutoff and at
-    the depth of every impact-ordered pool, then the flip marks; returns how many cutoffs."""
+    the depth of every impact-ordered pool, then the flip marks; returns how many cutoffs.
+    A collection without impact-ordered pools has nothing to refresh."""
     from annotations.scores.snapshots import leaderboard_read
 
     collection = Collection.objects.filter(id=collection_id).first()
@@ -281,6 +282,10 @@ def impacts_refresh_task(*, collection_id: int) -> int:
             "depth", flat=True
         )
     )
+    if not depths:
+        # Nothing orders its judging by impact: no impact to keep, and no flip marks (they
+        # are read only for the queries of impact-ordered pools).
+        return 0
     ks = sorted(set(collection.sorted_cutoffs) | depths)
     stamp = scores_state(collection=collection).stamp
     current = dict(ImpactSnapshot.objects.filter(collection=collection).values_list("k", "stamp"))

@@ -1,0 +1,71 @@
+"""Scores before derived data: leaderboard refreshes debounced and one at a time per
+collection, on a queue of their own; no impact work where nothing is ordered by impact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import caches
+
+from annotations import publishing, services
+from annotations.models import Collection, ImpactSnapshot, Pool
+from annotations.scores import snapshots
+from annotations.services import impact
+
+
+@pytest.fixture
+def published(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[dict[str, Any]]:
+    """Refreshes published (not run): their collection and options."""
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # never reached: recorded
+    settings.NDCG_COORDINATION_SHARED = True  # the marks in use, as with Redis
+    caches["coordination"].clear()
+    calls: list[dict[str, Any]] = []
+
+    def record(args: tuple[Any, ...], **options: Any) -> None:
+        calls.append({"collection": args[0], **options})
+
+    monkeypatch.setattr(publishing.REFRESH_LEADERBOARDS, "apply_async", record)
+    return calls
+
+
+def test_a_burst_of_changes_queues_one_refresh_that_starts_after_the_debounce(
+    trial: Collection, published: list[dict[str, Any]], settings: Any
+) -> None:
+    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.5
+    for _ in range(5):
+        snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+
+
+def test_a_refresh_while_another_runs_is_queued_again_for_after_it(
+    trial: Collection, published: list[dict[str, Any]]
+) -> None:
+    caches["coordination"].add(snapshots._running_key(trial.id), 1)  # another worker's
+    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) is None
+    assert [call["collection"] for call in published] == [trial.id]
+    assert published[0]["countdown"] >= 1.0
+    caches["coordination"].delete(snapshots._running_key(trial.id))
+    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+    assert caches["coordination"].get(snapshots._running_key(trial.id)) is None  # released
+
+
+def test_without_impact_ordered_pools_no_impact_is_refreshed(trial: Collection) -> None:
+    services.pool_build(collection=trial, name="depth", depth=2)
+    assert impact.impacts_refresh_task(collection_id=trial.id) == 0
+    assert not ImpactSnapshot.objects.filter(collection=trial).exists()
+    services.pool_build(collection=trial, name="by-impact", depth=2, order=Pool.IMPACT, budget=2)
+    assert impact.impacts_refresh_task(collection_id=trial.id) > 0
+    assert ImpactSnapshot.objects.filter(collection=trial).exists()
+
+
+def test_derived_work_and_imports_go_to_their_own_queues() -> None:
+    from ndcg_platform.celery import app
+
+    def queue(name: str) -> str:
+        return str(app.amqp.router.route({}, name)["queue"].name)
+
+    assert queue("annotations.tasks.refresh_leaderboards") == "derived"
+    assert queue("annotations.tasks.import_job_run") == "imports"
+    assert queue("annotations.tasks.recompute_query") == "celery"  # scores: the default
+    assert queue("annotations.tasks.recompute_run") == "celery"
