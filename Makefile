@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
+.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -45,6 +45,19 @@ serve: $(SERVE_STAMP)
 	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
 	HOST=$(HOST) PORT=$(PORT) WEB_CONCURRENCY=$(WEB_CONCURRENCY) \
 		$(BIN)/gunicorn ndcg_platform.wsgi:application --config ndcg_platform/gunicorn.conf.py
+
+## Celery workers beside `make serve` (CELERY_BROKER_URL set): recomputations on a pool of
+## their own, derived data (leaderboard snapshots, impact) and import jobs on another
+SCORE_CONCURRENCY ?= 2
+DERIVED_CONCURRENCY ?= 1
+worker: $(SERVE_STAMP)
+	$(BIN)/celery -A ndcg_platform worker -Q celery -c $(SCORE_CONCURRENCY) -n scores@%h --loglevel INFO
+
+worker-derived: $(SERVE_STAMP)
+	$(BIN)/celery -A ndcg_platform worker -Q derived,imports -c $(DERIVED_CONCURRENCY) -n derived@%h --loglevel INFO
+
+beat: $(SERVE_STAMP)
+	$(BIN)/celery -A ndcg_platform beat --loglevel INFO
 
 ## Set up and run the whole test suite (DATABASE_URL selects PostgreSQL; default SQLite)
 test: $(STAMP)

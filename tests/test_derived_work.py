@@ -69,3 +69,15 @@ def test_derived_work_and_imports_go_to_their_own_queues() -> None:
     assert queue("annotations.tasks.import_job_run") == "imports"
     assert queue("annotations.tasks.recompute_query") == "celery"  # scores: the default
     assert queue("annotations.tasks.recompute_run") == "celery"
+
+
+def test_the_make_workers_together_read_every_queue_a_task_is_routed_to() -> None:
+    import re
+    from pathlib import Path
+
+    from django.conf import settings
+
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    read = {q for listed in re.findall(r"worker -Q (\S+)", makefile) for q in listed.split(",")}
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    assert routed | {"celery"} <= read
