@@ -113,3 +113,36 @@ def test_with_missing_queries_skipped_the_mean_is_over_the_answered_ones(
     collection = _campaign(write_file, missing="skip")
     expected = _trec_eval_all(collection)
     assert {(m.run.name, k): m.ndcg for k in KS for m in run_means_at(collection, k)} == expected
+
+
+def test_every_per_query_output_lists_every_counted_query_and_averages_to_the_mean(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    """JSON and CSV exports (as `evaluate` and the export page write them): a judged query a
+    run did not answer is a 0 row with answered false, so each run's rows at each k,
+    summed in their order, give the stated mean exactly."""
+    import csv
+
+    from annotations.selectors import exports
+
+    collection = _campaign(write_file)
+    runs = list(collection.runs.order_by("name"))
+    document = json.loads(exports.scores_json(collection=collection, runs=runs, ks=list(KS)))
+    qids = document["evaluated_queries"]
+    assert qids == trec_order(qids) and len(qids) == 40
+    unanswered = 0
+    for run_json in document["runs"].values():
+        assert list(run_json["queries"]) == qids  # every judged query, in trec_eval's order
+        for k in KS:
+            rows = [run_json["queries"][qid][str(k)] for qid in qids]
+            unanswered += sum(not row["answered"] for row in rows)
+            assert ordered_mean(row["ndcg"] for row in rows) == run_json["all"][str(k)]["ndcg"]
+    assert unanswered > 0  # the campaign leaves some judged queries unanswered
+    lines = "".join(exports.scores_csv(collection=collection, runs=runs, ks=list(KS)))
+    table = list(csv.DictReader(lines.splitlines()))
+    for run in runs:
+        for k in KS:
+            rows = [r for r in table if r["run"] == run.name and r["k"] == str(k)]
+            per_query = [float(r["ndcg"]) for r in rows if r["qid"] != "all"]
+            (mean,) = [float(r["ndcg"]) for r in rows if r["qid"] == "all"]
+            assert len(per_query) == 40 and ordered_mean(per_query) == mean

@@ -18,6 +18,7 @@ class StoredQueryScore:
     dcg: float
     judged: float
     ndcg_condensed: float
+    answered: bool = True  # False: a judged query the run did not answer, counted as 0
 
 
 @dataclass(frozen=True)
@@ -33,20 +34,31 @@ class StoredRunScore:
 def stored_query_scores(
     *, collection: Collection, runs: list[Run], ks: list[int]
 ) -> list[StoredQueryScore]:
-    """Per-query stored scores of some runs at some cutoffs, by run name, qid, k."""
-    wanted = set(ks)
+    """Per-query stored scores of some runs at some cutoffs, by run name, qid (trec_eval's
+    order), k: every query a run's mean counts. Where judged queries a run did not answer
+    count 0 (``missing_queries == "zero"``, trec_eval -c) they are listed too, as zeros with
+    ``answered=False``, so that a run's rows average to its mean."""
+    wanted = [k for k in sorted(set(ks)) if k in collection.sorted_cutoffs]
     rows = (
         QueryScore.objects.filter(run__in=runs)
-        .order_by("run__name", "query__qid")
         .values_list("run__name", "query__qid", "cutoffs", *score_bytes.QUERY_MEASURES)
         .iterator(chunk_size=2000)
     )
-    return [
-        StoredQueryScore(run, qid, *values)
-        for run, qid, cutoffs, *columns in rows
-        for k, values in score_bytes.query_values(cutoffs, *columns).items()
-        if k in wanted
-    ]
+    found: dict[tuple[str, str, int], StoredQueryScore] = {}
+    for run, qid, cutoffs, *columns in rows:
+        for k, values in score_bytes.query_values(cutoffs, *columns).items():
+            if k in wanted:
+                found[(run, qid, k)] = StoredQueryScore(run, qid, *values)
+    if collection.missing_queries == "zero":
+        for run in runs:
+            for qid in evaluated_qids(collection=collection):
+                for k in wanted:
+                    key = (run.name, qid, k)
+                    if key not in found:
+                        found[key] = StoredQueryScore(
+                            run.name, qid, k, 0.0, 0.0, 0.0, 0.0, answered=False
+                        )
+    return [found[key] for key in sorted(found)]
 
 
 def stored_run_scores(*, runs: list[Run], ks: list[int]) -> list[StoredRunScore]:

@@ -15,7 +15,9 @@ from annotations.models import Collection, Judgement, JudgementHistory, Run
 from annotations.selectors import evaluation, pending_count, run_rows
 
 CHUNK_LINES = 4096
-SCORE_COLUMNS = ["run", "qid", "k", "ndcg", "dcg", "judged", "ndcg_condensed", "queries"]
+SCORE_COLUMNS = [
+    "run", "qid", "k", "ndcg", "dcg", "judged", "ndcg_condensed", "queries", "answered",
+]  # fmt: skip
 HISTORY_COLUMNS = [
     "qid", "docno", "assessor", "old_grade", "new_grade", "source", "changed_by", "changed_at",
     "note",
@@ -111,12 +113,12 @@ def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Ite
     """Per-query and mean scores at full precision (repr), one row each."""
     per_query = (
         [row.run, row.qid, row.k, repr(row.ndcg), repr(row.dcg), repr(row.judged),
-         repr(row.ndcg_condensed), ""]
+         repr(row.ndcg_condensed), "", "true" if row.answered else "false"]
         for row in evaluation.stored_query_scores(collection=collection, runs=runs, ks=ks)
     )  # fmt: skip
     means = (
         [mean.run, "all", mean.k, repr(mean.ndcg), "", repr(mean.judged),
-         repr(mean.ndcg_condensed), mean.queries]
+         repr(mean.ndcg_condensed), mean.queries, ""]
         for mean in evaluation.stored_run_scores(runs=runs, ks=ks)
     )  # fmt: skip
     return _csv_lines(SCORE_COLUMNS, (*per_query, *means))
@@ -153,6 +155,7 @@ def scores_json(*, collection: Collection, runs: list[Run], ks: list[int]) -> st
             "dcg": row.dcg,
             "judged": row.judged,
             "ndcg_condensed": row.ndcg_condensed,
+            "answered": row.answered,
         }
     # json writes floats with repr: every digit of the stored double survives
     return json.dumps(document, indent=2)
