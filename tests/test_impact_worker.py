@@ -1,7 +1,6 @@
 """Impact refreshed by the refresh task on a real Celery worker, off the judgement path."""
 
 import subprocess
-import time
 from collections.abc import Callable
 
 import pytest
@@ -11,17 +10,13 @@ from annotations.models import AssignmentItem, Collection, ImpactSnapshot, PoolE
 from annotations.selectors.scores_state import scores_state
 from tests.factories import UserFactory
 from tests.test_tasks import celery_worker
+from tests.waiting import wait_until
 
 __all__ = ["celery_worker"]  # the worker fixture, shared with the score tests
 
 
 def _wait(condition: Callable[[], bool], what: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    pytest.fail(f"the Celery worker did not {what} in time")
+    wait_until(condition, f"the Celery worker did not {what}", seconds)
 
 
 @pytest.mark.celery

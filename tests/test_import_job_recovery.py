@@ -37,6 +37,7 @@ from annotations.services.jobs import CountingReader, import_job_create
 from tests.conftest import celery_broker, require_component
 from tests.factories import CollectionFactory, MembershipFactory, UserFactory
 from tests.test_tasks import BROKER, ROOT, _database_url, _redis_reachable
+from tests.waiting import wait_until
 
 DEAD = 45
 
@@ -434,13 +435,7 @@ def _worker(queue: str, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]
 
 
 def _until(what: Callable[[], Any], seconds: float, every: float = 0.1) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = what()
-        if found:
-            return found
-        time.sleep(every)
-    pytest.fail(f"not within {seconds} s")
+    return wait_until(what, "the import job", seconds, every)
 
 
 def _reading(client: Client) -> bool:

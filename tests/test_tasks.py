@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,18 @@ from annotations.models import Collection, Judgement, Query
 from tests.conftest import celery_broker, require_component
 from tests.stored import query_score
 from tests.test_scores import oracle, stored_ndcg
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKER = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _coordination_url(broker: str) -> str:
+    """The same Redis, another database: clearing the coordination cache flushes its whole
+    database, which must never hold another test's queued tasks."""
+    base, _, db = broker.rpartition("/")
+    number = int(db) if db.isdigit() else 15
+    return f"{base}/{(number - 1) % 16}"
 
 
 def _redis_reachable() -> bool:
@@ -64,13 +72,12 @@ def celery_worker(worked_example: Collection, settings) -> Iterator[subprocess.P
 
 def _wait_until_scored(query: Query, deadline_seconds: float = 60.0) -> None:
     """Poll the database until the worker has stored the query's scores (or fail)."""
-    deadline = time.monotonic() + deadline_seconds
-    while time.monotonic() < deadline:
+
+    def scored() -> bool:
         query.refresh_from_db()
-        if not query.scores_pending:
-            return
-        time.sleep(0.1)
-    pytest.fail("the Celery worker did not recompute the scores in time")
+        return not query.scores_pending
+
+    wait_until(scored, "the Celery worker did not recompute the scores", deadline_seconds)
 
 
 @pytest.mark.celery
@@ -122,7 +129,7 @@ def shared_coordination(settings) -> Iterator[None]:  # type: ignore[no-untyped-
         **settings.CACHES,
         "coordination": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": BROKER,
+            "LOCATION": _coordination_url(BROKER),
             "KEY_PREFIX": f"ndcg-test-{os.getpid()}",
         },
     }
