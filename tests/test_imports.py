@@ -155,6 +155,7 @@ def test_a_run_of_an_existing_name_is_replaced_only_when_asked(
     file = ("bm25.txt", b"q1 Q0 d5 1 9.0 bm25\n")
     page = upload(olga, "run", file).content.decode()
     assert "bm25.txt: name: run &#x27;bm25&#x27; already exists in trial" in page
+    assert "the import page&#x27;s &#x27;Replace runs of the same name&#x27;" in page  # this box
     assert bm25.rankings.count() == 2
     page = upload(olga, "run", file, replace="on").content.decode()
     assert "run: bm25, 1 results" in page

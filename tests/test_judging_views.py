@@ -248,6 +248,16 @@ def test_organiser_builds_a_pool_and_assigns_it_through_the_pages(trial: Collect
     assert "0 / 7 (0%)" in page
 
 
+def test_a_second_pool_of_the_same_name_is_refused_in_plain_words(trial: Collection) -> None:
+    olga = as_user("olga")
+    olga.post("/collections/trial/pools/", {"name": "main", "depth": "2"})
+    again = olga.post("/collections/trial/pools/", {"name": "main", "depth": "3"})
+    html = again.content.decode()
+    assert again.status_code == 200 and "A pool called &#x27;main&#x27; exists" in html
+    assert "Collection and Name already exists" not in html
+    assert Pool.objects.filter(name="main").count() == 1
+
+
 def test_assigning_with_too_large_an_overlap_shows_the_error(trial: Collection) -> None:
     olga = as_user("olga")
     olga.post("/collections/trial/pools/", {"name": "main", "depth": "2"})

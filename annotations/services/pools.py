@@ -99,6 +99,13 @@ def pool_build(
         raise ValidationError({"runs": "A pool needs at least one run."})
     _check_members(collection, chosen_runs, "runs")
     _check_members(collection, chosen_queries, "queries")
+    if Pool.objects.filter(collection=collection, name=name).exists():
+        raise ValidationError(
+            {
+                "name": f"A pool called {name!r} exists: extend it with more runs or a deeper "
+                "cut on its page, or choose another name."
+            }
+        )
     pool = Pool(
         collection=collection,
         name=name,

@@ -49,7 +49,8 @@ def run_prepared(
         raise ValidationError(
             {
                 "name": f"run {run_name!r} already exists in {collection.slug}; replace it "
-                "explicitly (--replace, or PUT in the API)"
+                "explicitly (the import page's 'Replace runs of the same name', import_run "
+                "--replace, or PUT in the API)"
             }
         )
     if run is None:
