@@ -248,6 +248,12 @@ def test_organiser_builds_a_pool_and_assigns_it_through_the_pages(trial: Collect
     assert "0 / 7 (0%)" in page
 
 
+def test_the_pool_form_names_each_run_once_without_the_collection(trial: Collection) -> None:
+    page = as_user("olga").get("/collections/trial/pools/").content.decode()
+    assert "trial/bm25" not in page and "trial/dense" not in page
+    assert 'id="id_runs_0">\n bm25</label>' in page
+
+
 def test_a_second_pool_of_the_same_name_is_refused_in_plain_words(trial: Collection) -> None:
     olga = as_user("olga")
     olga.post("/collections/trial/pools/", {"name": "main", "depth": "2"})

@@ -34,10 +34,18 @@ class _CollectionForm(forms.Form):
         return [found[qid] for qid in dict.fromkeys(qids)]
 
 
+class RunChoiceField(forms.ModelMultipleChoiceField):
+    """Runs of the form's collection, each labelled by its name (the page names the
+    collection once)."""
+
+    def label_from_instance(self, obj: Any) -> str:
+        return str(obj.name)
+
+
 class PoolBuildForm(_CollectionForm):
     name = forms.SlugField(max_length=100, initial="main")
     depth = forms.IntegerField(min_value=1, max_value=1000, initial=10, help_text="k per run")
-    runs = forms.ModelMultipleChoiceField(
+    runs = RunChoiceField(
         queryset=Run.objects.none(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -71,7 +79,7 @@ class PoolBuildForm(_CollectionForm):
 
 class PoolExtendForm(_CollectionForm):
     depth = forms.IntegerField(min_value=1, max_value=1000, required=False)
-    runs = forms.ModelMultipleChoiceField(
+    runs = RunChoiceField(
         queryset=Run.objects.none(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
