@@ -1,21 +1,14 @@
 """Use cases that write, one module per concept; everything is re-exported here."""
 
 from annotations.services.adjudications import adjudication_record
-from annotations.services.catalogue import (
-    DocumentFields,
-    QueryFields,
-    collection_create_with_organiser,
-    collection_publish,
-    collection_settings_save,
-    documents_store,
-    membership_grant,
-    queries_store,
-)
 from annotations.services.collections import (
     SCORING_FIELDS,
     collection_create,
+    collection_create_with_organiser,
     collection_grades_set,
     collection_mark_stale,
+    collection_publish,
+    collection_settings_save,
     collection_update,
     grade_levels_from_spec,
     grade_scale_problems,
@@ -29,11 +22,15 @@ from annotations.services.impact import (
     impact_refresh,
 )
 from annotations.services.imports import (
+    DocumentFields,
     ImportSummary,
+    QueryFields,
     documents_ensure,
     documents_import,
+    documents_store,
     qrels_export,
     queries_ensure,
+    queries_store,
     topics_import,
 )
 from annotations.services.judgements import (
@@ -52,6 +49,7 @@ from annotations.services.members import (
     link_refusal,
     membership_add,
     membership_change_role,
+    membership_grant,
     membership_remove,
     system_account,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F
@@ -14,10 +15,12 @@ from annotations.models import (
     Collection,
     GradeLevel,
     Judgement,
+    Membership,
     Query,
     Run,
 )
 from annotations.scores import scores_schedule
+from annotations.services.members import membership_grant
 
 # The range the grade check constraints of GradeLevel and Judgement allow.
 GRADE_MIN, GRADE_MAX = -9, 99
@@ -194,3 +197,69 @@ def collection_mark_stale(*, collection: Collection) -> None:
 
 def grade_values(collection: Collection) -> list[int]:
     return list(collection.grades.values_list("value", flat=True))
+
+
+def collection_create_with_organiser(
+    *,
+    organiser: AbstractBaseUser,
+    slug: str,
+    name: str = "",
+    description: str = "",
+    gain: str = "linear",
+    cutoffs: Sequence[int] | None = None,
+    grades: Sequence[tuple[int, str, str]] | None = None,
+    missing_queries: str = "zero",
+    aggregation: str = "median",
+    public_leaderboard: bool = False,
+    assessors_see_leaderboard: bool = False,
+    stale_judgements: str = "count",
+) -> Collection:
+    """Create a collection and make its creator an organiser of it, in one transaction."""
+    with transaction.atomic():
+        collection = collection_create(
+            slug=slug,
+            name=name,
+            description=description,
+            gain=gain,
+            cutoffs=cutoffs,
+            grades=grades,
+            missing_queries=missing_queries,
+            aggregation=aggregation,
+            assessors_see_leaderboard=assessors_see_leaderboard,
+            stale_judgements=stale_judgements,
+        )
+        if public_leaderboard:
+            collection_publish(collection=collection, public=True)
+        membership_grant(collection=collection, user=organiser, role=Membership.ORGANISER)
+    return collection
+
+
+def collection_publish(*, collection: Collection, public: bool) -> Collection:
+    """Open (or close) the collection's leaderboard and scores to anonymous readers.
+
+    Separate from ``collection_update``: it changes who may read, never a score.
+    """
+    if collection.public_leaderboard != public:
+        collection.public_leaderboard = public
+        collection.save(update_fields=["public_leaderboard", "updated"])
+    return collection
+
+
+def collection_settings_save(
+    *,
+    collection: Collection,
+    grades: Sequence[tuple[int, str, str]] | None = None,
+    public_leaderboard: bool | None = None,
+    **changes: object,
+) -> Collection:
+    """Change settings, grade scale and publication together: all of it or none of it."""
+    with transaction.atomic():
+        if changes:
+            collection_update(collection=collection, **changes)
+        if grades is not None:
+            current = [(g.value, g.label, g.definition) for g in collection.grades.all()]
+            if sorted(grades) != current:
+                collection_grades_set(collection=collection, grades=grades)
+        if public_leaderboard is not None:
+            collection_publish(collection=collection, public=public_leaderboard)
+    return collection

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations import selectors
@@ -195,3 +196,66 @@ def qrels_export(*, collection: Collection, out: trec.TextSink) -> None:
     """The effective qrels as TREC text (streamed from the database, see `qrels_lines`)."""
     for piece in selectors.qrels_lines(collection=collection):
         out.write(piece.decode())
+
+
+# --- queries and documents given as records (the API's JSON bodies) ---------------------
+
+
+@dataclass(frozen=True)
+class QueryFields:
+    qid: str
+    title: str = ""
+    description: str = ""
+    narrative: str = ""
+
+
+@dataclass(frozen=True)
+class DocumentFields:
+    docno: str
+    title: str = ""
+    text: str = ""
+    url: str = ""
+
+
+def _check_ids(ids: Sequence[str], field: str) -> None:
+    check = trec.qid_problem if field == "qid" else trec.id_problem
+    for value in ids:
+        problem = check(value) if isinstance(value, str) else "not a string"
+        if problem is not None:
+            raise ValidationError({field: f"not a valid id: {problem}"})
+    seen: set[str] = set()
+    for value in ids:
+        if value in seen:
+            raise ValidationError({field: f"{value!r} appears more than once"})
+        seen.add(value)
+
+
+def _check_texts(records: Sequence[object], fields: Sequence[str]) -> None:
+    for index, record in enumerate(records):
+        for field in fields:
+            problem = trec.text_problem(getattr(record, field))
+            if problem is not None:
+                raise ValidationError({f"[{index}].{field}": problem})
+
+
+def queries_store(*, collection: Collection, queries: Sequence[QueryFields]) -> ImportSummary:
+    """Create or update queries by qid (all or nothing); like a topic file import."""
+    _check_ids([q.qid for q in queries], "qid")
+    _check_texts(queries, ("title", "description", "narrative"))
+    topics = [trec.Topic(q.qid, q.title, q.description, q.narrative, line=0) for q in queries]
+    return queries_upsert(collection=collection, topics=topics)
+
+
+def documents_store(
+    *, collection: Collection, documents: Sequence[DocumentFields]
+) -> ImportSummary:
+    """Create or update documents by docno (all or nothing); like a document file import."""
+    _check_ids([d.docno for d in documents], "docno")
+    _check_texts(documents, ("title", "text", "url"))
+    records = [trec.DocumentRecord(d.docno, d.title, d.text, d.url, line=0) for d in documents]
+    created = updated = unchanged = 0
+    with transaction.atomic():
+        for start in range(0, len(records), LOOKUP_CHUNK):
+            c, u, n = documents_upsert(collection, records[start : start + LOOKUP_CHUNK])
+            created, updated, unchanged = created + c, updated + u, unchanged + n
+    return ImportSummary(created, updated, unchanged)

@@ -79,16 +79,24 @@ def membership_add(
         raise ValidationError({"username": NOT_ADDABLE.format(username=username)})
     assert user is not None
     with transaction.atomic():
-        membership, created = Membership.objects.get_or_create(
-            collection=collection, user=user, role=role
-        )
-        if not created:
+        held = Membership.objects.filter(collection=collection, user=user, role=role).exists()
+        membership = membership_grant(collection=collection, user=user, role=role)
+        if held:
             raise ValidationError(
                 {"username": f"{user.get_username()} already has this role in {collection.slug}."}
             )
         audit(
             action=AccountAudit.ADDED, actor=actor, target=user, collection=collection, detail=role
         )
+    return membership
+
+
+def membership_grant(*, collection: Collection, user: AbstractBaseUser, role: str) -> Membership:
+    """Give a user a role in a collection, keeping the role if it is held (idempotent): the
+    write under `membership_add` (which checks who may be added first) and the role a
+    collection's creator gets."""
+    _check_role(role)
+    membership, _ = Membership.objects.get_or_create(collection=collection, user=user, role=role)
     return membership
 
 
