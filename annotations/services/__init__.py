@@ -1,4 +1,6 @@
-"""Use cases that write, one module per concept; everything is re-exported here."""
+"""Use cases that write, one module per entity. The ones pages, the API and commands share
+are re-exported here; the rest (jobs, job_recovery, marks, impact's tasks) are imported from
+their own module."""
 
 from annotations.services.adjudications import adjudication_record
 from annotations.services.collections import (
