@@ -165,3 +165,53 @@ def test_space_and_page_down_scroll_a_long_document_from_the_page(
     assert text.evaluate("e => e.scrollTop") == first
     assert page.evaluate("window.scrollY") == 0  # the page itself stayed put
     assert "/pairs/1/" in page.url and not Judgement.objects.exists()  # nothing graded
+
+
+def _assignment_on_scale(trial: Collection, values: list[int]) -> Assignment:
+    services.collection_grades_set(
+        collection=trial, grades=[(value, f"level {value}", "") for value in values]
+    )
+    q1 = trial.queries.get(qid="q1")
+    pool, _ = services.pool_build(collection=trial, name="scaled", depth=3, queries=[q1])
+    [(assignment, _)] = services.assignment_create(pool=pool, assessors=[user("alice")])
+    return assignment
+
+
+def _grades_in_order(assignment: Assignment) -> list[int]:
+    return [
+        Judgement.objects.get(query=item.entry.query, document=item.entry.document).grade
+        for item in assignment.items.order_by("position")
+        if Judgement.objects.filter(query=item.entry.query, document=item.entry.document)
+    ]
+
+
+def test_two_digit_grades_are_keyed_by_typing_them(trial: Collection, page, login) -> None:  # type: ignore[no-untyped-def]
+    """On a 0-10 scale: "1" "0" saves 10 at once; "1" then Enter saves 1; "1" alone is saved
+    after the pause; "7" (no other grade starts with it) at once."""
+    assignment = _assignment_on_scale(trial, list(range(11)))
+    login("alice")
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    assert page.locator("button[data-key='10']").count() == 1  # every grade has its key
+    page.keyboard.press("1")
+    assert page.inner_text("#typed-grade") == "Grade 1…"
+    press(page, "0")
+    press(page, "7")
+    page.keyboard.press("1")
+    press(page, "Enter")
+    assert assignment.items.count() >= 4
+    with page.expect_navigation():
+        page.keyboard.press("1")  # nothing more typed: saved after the pause
+    assert _grades_in_order(assignment) == [10, 7, 1, 1]
+
+
+def test_negative_grades_are_keyed_with_a_minus(trial: Collection, page, login) -> None:  # type: ignore[no-untyped-def]
+    assignment = _assignment_on_scale(trial, [-1, 0, 1, 2, 3])
+    login("alice")
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    page.keyboard.press("-")
+    assert page.inner_text("#typed-grade") == "Grade -…"
+    press(page, "1")
+    press(page, "2")
+    with page.expect_navigation():
+        page.keyboard.press("1")  # 1 is also the start of nothing longer: saved at once
+    assert _grades_in_order(assignment) == [-1, 2, 1]

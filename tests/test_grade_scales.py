@@ -183,3 +183,18 @@ def test_replacing_a_scale_keeps_grades_that_judgements_hold(db: None) -> None:
         services.collection_grades_set(collection=collection, grades=[(0, "No", "")])
     assert "Grade 2 is held by 1 judgement" in " ".join(raised.value.messages)
     assert _scale("edit") == [(0, "No"), (2, "Yes")]
+
+
+def test_a_scale_no_assessor_could_use_is_refused_and_the_editor_says_how_grades_are_keyed(
+    trial: Any,
+) -> None:
+    many = [(value, f"level {value}", "") for value in range(21)]
+    with pytest.raises(ValidationError, match="A scale of 21 levels is more than assessors"):
+        services.collection_grades_set(collection=trial, grades=many)
+    assert services.collection_grades_set(collection=trial, grades=many[:20])
+    client = Client()
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.get(username="olga"))
+    page = client.get("/collections/trial/settings/").content.decode()
+    assert "saved on Enter or after a short pause" in page and "At most 20 levels" in page

@@ -4,6 +4,7 @@ their own module."""
 
 from annotations.services.adjudications import adjudication_record
 from annotations.services.collections import (
+    MAX_GRADE_LEVELS,
     SCORING_FIELDS,
     collection_create,
     collection_create_with_organiser,
@@ -76,6 +77,7 @@ from annotations.services.runs import (
 
 __all__ = [
     "IMPORT_ASSESSOR",
+    "MAX_GRADE_LEVELS",
     "SCORING_FIELDS",
     "DocumentFields",
     "ImportSummary",

@@ -61,6 +61,10 @@ def collection_create(
     return collection
 
 
+# More levels than this is no scale an assessor can hold in mind (or see on one screen).
+MAX_GRADE_LEVELS = 20
+
+
 def _levels_checked(
     collection: Collection, grades: Sequence[tuple[int, str, str]]
 ) -> list[GradeLevel]:
@@ -68,6 +72,13 @@ def _levels_checked(
     values = [value for value, _, _ in grades]
     if not grades:
         raise ValidationError({"grades": "The grade scale needs at least one level."})
+    if len(grades) > MAX_GRADE_LEVELS:
+        raise ValidationError(
+            {
+                "grades": f"A scale of {len(grades)} levels is more than assessors can use; "
+                f"keep it to {MAX_GRADE_LEVELS} or fewer."
+            }
+        )
     repeated = sorted({value for value in values if values.count(value) > 1})
     if repeated:
         listed = ", ".join(map(str, repeated))

@@ -50,6 +50,7 @@ def _render(
         "formset": formset,
         "collection": collection,
         "scale_errors": scale_errors or [],
+        "max_levels": services.MAX_GRADE_LEVELS,
     }
     return render(request, "annotations/collections/edit.html", context, status=status)
 

@@ -34,6 +34,70 @@
     }
   }
 
+  // Every grade is keyed by typing its value: a digit saves at once when no other grade
+  // starts with what was typed (0-9 scales: one key); otherwise ("1" on a scale with 10,
+  // or "-" for -1) the grade is saved on Enter or after a short pause.
+  var buttons = Array.prototype.slice.call(form.querySelectorAll("button[data-key]"));
+  var typedShown = document.getElementById("typed-grade");
+  var typed = "";
+  var pause = null;
+  var PAUSE_MS = 800;
+
+  function show() {
+    if (typedShown) {
+      typedShown.textContent = typed === "" ? "" : "Grade " + typed + "…";
+    }
+  }
+
+  function exact(text) {
+    for (var i = 0; i < buttons.length; i += 1) {
+      if (buttons[i].getAttribute("data-key") === text) {
+        return buttons[i];
+      }
+    }
+    return null;
+  }
+
+  function longer(text) {
+    return buttons.some(function (button) {
+      var value = button.getAttribute("data-key");
+      return value.length > text.length && value.indexOf(text) === 0;
+    });
+  }
+
+  function finish() {
+    var button = exact(typed);
+    typed = "";
+    show();
+    if (button) {
+      submitWith(button);
+    }
+  }
+
+  function typeGrade(key) {
+    window.clearTimeout(pause);
+    if (key === "Enter") {
+      finish();
+      return;
+    }
+    var candidate = typed + key;
+    if (!exact(candidate) && !longer(candidate)) {
+      candidate = key; // a new grade starts: what was typed before matched none
+      if (!exact(candidate) && !longer(candidate)) {
+        typed = "";
+        show();
+        return;
+      }
+    }
+    typed = candidate;
+    if (exact(typed) && !longer(typed)) {
+      finish();
+      return;
+    }
+    show();
+    pause = window.setTimeout(finish, PAUSE_MS);
+  }
+
   function go(id) {
     var link = document.getElementById(id);
     if (link && !submitting) {
@@ -81,13 +145,10 @@
       documentText.scrollBy({ top: (back ? -0.9 : 0.9) * documentText.clientHeight });
       return;
     }
-    var buttons = form.querySelectorAll("button[data-key]");
-    for (var i = 0; i < buttons.length; i += 1) {
-      if (buttons[i].getAttribute("data-key") === key) {
-        event.preventDefault();
-        submitWith(buttons[i]);
-        return;
-      }
+    if (/^[0-9-]$/.test(key) || (key === "Enter" && typed !== "")) {
+      event.preventDefault();
+      typeGrade(key);
+      return;
     }
     if (key === "ArrowRight" || key === "j") {
       event.preventDefault();
