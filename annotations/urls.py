@@ -156,6 +156,11 @@ urlpatterns = [
         judging.grade,
         name="judging-grade",
     ),
+    path(
+        "judging/assignments/<int:assignment_id>/undo/",
+        judging.assignment_undo,
+        name="judging-undo",
+    ),
     path("collections/<slug:slug>/pools/", judging.pools, name="judging-pools"),
     path("collections/<slug:slug>/pools/stale/", stale.stale_to_pool, name="judging-stale-pool"),
     path("collections/<slug:slug>/pools/<int:pool_id>/", judging.pool_detail, name="judging-pool"),

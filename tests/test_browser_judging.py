@@ -215,3 +215,24 @@ def test_negative_grades_are_keyed_with_a_minus(trial: Collection, page, login) 
     with page.expect_navigation():
         page.keyboard.press("1")  # 1 is also the start of nothing longer: saved at once
     assert _grades_in_order(assignment) == [-1, 2, 1]
+
+
+def test_u_takes_back_the_last_grade_and_the_help_opens_in_view(
+    trial: Collection, page, login
+) -> None:  # type: ignore[no-untyped-def]
+    assignment = _assignment_on_scale(trial, [0, 1, 2, 3])
+    login("alice")
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    page.mouse.wheel(0, 2000)
+    page.keyboard.press("?")
+    box = page.locator("#shortcuts").bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900  # in view
+    page.keyboard.press("Escape")
+    press(page, "2")
+    press(page, "3")
+    assert _grades_in_order(assignment) == [2, 3]
+    press(page, "u")
+    assert "Took back your last grade" in page.inner_text("main")
+    assert "Not graded yet" in page.inner_text("#current-grade")  # the second pair, reopened
+    assert _grades_in_order(assignment) == [2]

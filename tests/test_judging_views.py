@@ -127,6 +127,28 @@ def test_a_grade_sent_twice_with_its_pages_key_is_answered_with_the_first_redire
     assert changed.status_code == 302 and alice_grades()["d1"] == 0
 
 
+def test_undo_takes_back_the_last_grade_then_the_one_before_it(assigned: Assignment) -> None:
+    client = as_user("alice")
+    client.post(grade_url(assigned, 1), {"grade": "2"})
+    client.post(grade_url(assigned, 2), {"grade": "1"})
+    client.post(grade_url(assigned, 1), {"grade": "3"})  # d1 changed 2 -> 3
+    undo = f"/judging/assignments/{assigned.id}/undo/"
+    first = client.post(undo)
+    assert first.status_code == 302 and first["Location"] == grade_url(assigned, 1)
+    assert alice_grades() == {"d1": 2, "d2": 1}  # d1 back to 2
+    second = client.post(undo)
+    assert second["Location"] == grade_url(assigned, 2)
+    assert alice_grades() == {"d1": 2}  # d2 had no grade before: withdrawn
+    client.post(undo)
+    assert alice_grades() == {}  # d1's first grade taken back too
+    nothing = client.post(undo, {"position": "3"}, follow=True)
+    assert "Nothing to undo" in nothing.content.decode()
+    sources = list(JudgementHistory.objects.order_by("id").values_list("source", flat=True))
+    assert sources == ["form", "form", "form", "undo", "undo", "undo"]
+    assert as_user("bob").post(undo).status_code == 404  # another assessor's assignment
+    assert client.get(undo).status_code == 405
+
+
 def test_revisiting_changes_the_grade_and_records_old_and_new(assigned: Assignment) -> None:
     client = as_user("alice")
     client.post(grade_url(assigned, 1), {"grade": "2"})

@@ -49,6 +49,7 @@ class JudgementHistory(models.Model):
 
     SOURCE_CHOICES = [
         ("form", "Assessor form"),
+        ("undo", "Assessor undo (the form's last grade taken back)"),
         ("api", "REST API"),
         ("import", "Qrels import"),
         ("admin", "Admin"),

@@ -40,6 +40,7 @@ from annotations.selectors import cutoff_from
 from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
 from annotations.selectors.sensitivity import assessor_sensitivity
+from annotations.services.grading import assignment_grade_undo
 from annotations.services.stale import stale_pairs
 from annotations.views._collection import acting_user, organised_collection
 
@@ -96,6 +97,25 @@ def assignment_continue(request: HttpRequest, assignment_id: int) -> HttpRespons
         messages.success(request, "Every pair of this assignment is done.")
         return redirect("judging-assignment", assignment_id=assignment.id)
     return redirect("judging-grade", assignment_id=assignment.id, position=position)
+
+
+@login_required
+@require_POST
+def assignment_undo(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    """Take back the assessor's last grade in this assignment (key u) and open that pair."""
+    assignment = _own_assignment(request, assignment_id)
+    item = assignment_grade_undo(assignment=assignment, assessor=acting_user(request))
+    if item is None:
+        messages.info(request, "Nothing to undo: no grade of yours on this assignment stands.")
+        back = request.POST.get("position", "")
+        if back.isdigit() and selectors.item_at(assignment=assignment, position=int(back)):
+            return redirect("judging-grade", assignment_id=assignment.id, position=int(back))
+        return redirect("judging-assignment", assignment_id=assignment.id)
+    entry = item.entry
+    messages.success(
+        request, f"Took back your last grade ({entry.query.qid}, {entry.document.docno})."
+    )
+    return redirect("judging-grade", assignment_id=assignment.id, position=item.position)
 
 
 @login_required

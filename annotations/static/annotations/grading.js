@@ -159,6 +159,13 @@
     } else if (key === "s") {
       event.preventDefault();
       setSkipMode(true);
+    } else if (key === "u") {
+      var undo = document.getElementById("undo-form");
+      if (undo && !submitting) {
+        event.preventDefault();
+        submitting = true;
+        undo.submit();
+      }
     } else if (key === "?") {
       event.preventDefault();
       help.open = !help.open;
