@@ -236,3 +236,22 @@ def test_u_takes_back_the_last_grade_and_the_help_opens_in_view(
     assert "Took back your last grade" in page.inner_text("main")
     assert "Not graded yet" in page.inner_text("#current-grade")  # the second pair, reopened
     assert _grades_in_order(assignment) == [2]
+
+
+def test_the_grades_stay_in_view_and_a_long_document_shows_how_far_it_is_read(
+    trial: Collection, page, login
+) -> None:  # type: ignore[no-untyped-def]
+    from annotations.models import Document
+
+    Document.objects.filter(collection=trial).update(text="A line of the document.\n" * 400)
+    assignment = _assignment_on_scale(trial, [0, 1, 2, 3])
+    login("alice")
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    assert page.inner_text("#read-position").startswith("Read ")
+    page.keyboard.press("PageDown")
+    page.wait_for_function("document.getElementById('read-position').textContent.includes('%')")
+    page.mouse.wheel(0, 3000)
+    for selector in ("button[data-key='0']", "#skip"):
+        box = page.locator(selector).bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900, selector

@@ -34,6 +34,25 @@
     }
   }
 
+  // Where the reader is in a document longer than its box: "Read 40% (Space: on)".
+  var position = document.getElementById("read-position");
+  function showPosition() {
+    var scrollable = documentText.scrollHeight - documentText.clientHeight;
+    if (scrollable <= 0) {
+      position.hidden = true;
+      return;
+    }
+    var read = Math.round(100 * (documentText.scrollTop + documentText.clientHeight) /
+      documentText.scrollHeight);
+    position.hidden = false;
+    position.textContent = "Read " + read + "% of the document" +
+      (read < 100 ? " (Space: on)" : "");
+  }
+  if (documentText && position) {
+    documentText.addEventListener("scroll", showPosition, { passive: true });
+    showPosition();
+  }
+
   // Every grade is keyed by typing its value: a digit saves at once when no other grade
   // starts with what was typed (0-9 scales: one key); otherwise ("1" on a scale with 10,
   // or "-" for -1) the grade is saved on Enter or after a short pause.
