@@ -361,3 +361,21 @@ def test_counting_reader_counts_bytes_and_lines_once() -> None:
     reader.seek(0)
     reader.read()
     assert (reader.bytes_done, reader.lines_done) == (9, 3)
+
+
+def test_an_empty_or_binary_file_is_refused_at_upload_and_nothing_is_queued(
+    trial: Collection, olga: Client
+) -> None:
+    from annotations.models import ImportJob
+
+    cases = [
+        ("empty.txt", b"", "empty.txt: file is empty; nothing was imported"),
+        ("data.bin", b"q1 Q0 d1 1 2.0 x\n\x00\x01", "data.bin: not a text file (a NUL byte at"),
+        ("latin.txt", b"q1 Q0 caf\xe9 1 2.0 x\n", "latin.txt: not a text file: not valid UTF-8"),
+    ]
+    for name, content, message in cases:
+        page = upload(olga, "run", (name, content)).content.decode().replace("&#x27;", "'")
+        assert message in page, name
+    assert not ImportJob.objects.exists()
+    good = upload(olga, "run", ("ok.txt", b"q1 Q0 d1 1 2.0 fresh\n")).content.decode()
+    assert "fresh" in good and ImportJob.objects.count() == 1
