@@ -108,10 +108,11 @@ def test_with_a_worker_the_job_list_follows_the_jobs_by_itself(  # type: ignore[
     )
     with page.expect_navigation():
         page.click("#import-runs button[type=submit]")
-    expect(page.locator(".messages")).to_contain_text("gamma.txt: queued for import.")
+    summary = "0 of 2 files imported, 2 queued for import (progress below)."
+    expect(page.locator(".messages")).to_have_text(summary)  # one line, not one per file
     for tag in ("gamma", "delta"):  # updated in place by the page's polling, no reload
         row = page.locator("#import-jobs tr", has_text=f"{tag}.txt")
         expect(row.locator(".job-state")).to_have_text("done", timeout=60_000)
         expect(row.locator(".job-result")).to_have_text(f"run: {tag}, 2 results")
-    expect(page.locator(".messages")).to_contain_text("gamma.txt: queued for import.")
+    expect(page.locator(".messages")).to_have_text(summary)
     assert Run.objects.filter(name__in=["gamma", "delta"]).count() == 2

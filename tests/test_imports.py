@@ -379,3 +379,17 @@ def test_an_empty_or_binary_file_is_refused_at_upload_and_nothing_is_queued(
     assert not ImportJob.objects.exists()
     good = upload(olga, "run", ("ok.txt", b"q1 Q0 d1 1 2.0 fresh\n")).content.decode()
     assert "fresh" in good and ImportJob.objects.count() == 1
+
+
+def test_a_multi_file_upload_gets_one_summary_line_and_its_failures(
+    trial: Collection, olga: Client
+) -> None:
+    files = [
+        ("one.txt", b"q1 Q0 d1 1 2.0 one\n"),
+        ("two.txt", b"q1 Q0 d1 1 2.0 two\n"),
+        ("bad.txt", b"q1 Q0 d1\n"),
+    ]
+    response = upload(olga, "run", *files)
+    notices = [str(m) for m in response.context["messages"]]
+    assert notices[0] == "2 of 3 files imported, 1 failed."
+    assert len(notices) == 2 and notices[1].startswith("bad.txt")

@@ -100,9 +100,35 @@ def _import_upload(request: HttpRequest, collection: Collection, kind: str) -> H
         for upload in form.uploads
     ]
     import_jobs_start(jobs=jobs)
-    for job in ImportJob.objects.filter(id__in=[job.id for job in jobs]).order_by("id"):
-        _report(request, job)
+    _report_all(request, list(ImportJob.objects.filter(id__in=[j.id for j in jobs]).order_by("id")))
     return redirect("collection-imports", slug=collection.slug)
+
+
+# A multi-file upload names at most this many of its failures in the notices (the job table
+# lists them all).
+_FAILURES_NAMED = 5
+
+
+def _report_all(request: HttpRequest, jobs: list[ImportJob]) -> None:
+    """One notice for a single file; for several, one summary line ("12 of 30 imported, 1
+    failed, 17 queued") and the first failures' messages."""
+    if len(jobs) == 1:
+        _report(request, jobs[0])
+        return
+    done = sum(job.state == ImportJob.DONE for job in jobs)
+    failed = [job for job in jobs if job.state == ImportJob.FAILED]
+    waiting = len(jobs) - done - len(failed)
+    parts = [f"{done} of {len(jobs)} files imported"]
+    if failed:
+        parts.append(f"{len(failed)} failed")
+    if waiting:
+        parts.append(f"{waiting} queued for import (progress below)")
+    summary = ", ".join(parts) + "."
+    (messages.error if failed else messages.success)(request, summary)
+    for job in failed[:_FAILURES_NAMED]:
+        messages.error(request, job.error)
+    if len(failed) > _FAILURES_NAMED:
+        messages.error(request, f"... and {len(failed) - _FAILURES_NAMED} more failed: see below.")
 
 
 def _report(request: HttpRequest, job: ImportJob) -> None:
