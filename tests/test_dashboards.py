@@ -72,6 +72,7 @@ def test_the_dashboard_charts_coverage_from_the_stored_run_scores(campaign: Coll
     stored = {name: means.judged for name, means in run_rows() if means.k == 5}
     assert dict(zip(data["runs"], data["coverage"], strict=True)) == stored
     assert sum(data["per_day"]) == 3  # three grades recorded today
+    assert len(data["imported_per_day"]) == len(data["per_day"])
     assert "unsure" not in html  # a skip is no judgement
 
 
@@ -105,3 +106,17 @@ def test_the_dashboard_is_the_organisers(campaign: Collection) -> None:
         assert _client("alice").get(path).status_code == 403
         assert _client("eve").get(path).status_code == 404
         assert Client().get(path).status_code == 302
+
+
+def test_imported_qrels_are_counted_apart_from_judging_per_day(
+    campaign: Collection, write_file: Any
+) -> None:
+    services.judgements_import(
+        collection=campaign, source=write_file("old.qrels", "q1 0 d5 1\nq2 0 d4 2\n"),
+        assessor=get_user_model().objects.get(username="olga"),
+    )  # fmt: skip
+    html = _client("olga").get("/collections/trial/dashboard/?k=5").content.decode()
+    data = json.loads(
+        re.search(r'id="dashboard-chart-data" type="application/json">(.*?)</script>', html)[1]
+    )
+    assert (sum(data["per_day"]), sum(data["imported_per_day"])) == (3, 2)

@@ -57,7 +57,7 @@ class Dashboard:
     judged: int
     skipped: int
     assessors: list[AssessorProgress]
-    per_day: list[tuple[str, int]]
+    per_day: list[tuple[str, int, int]]  # day, changes by judging, changes by imports
     coverage: list[tuple[str, float]]
     alpha: float | None
     agreement_units: int
@@ -72,8 +72,9 @@ class Dashboard:
     def chart(self) -> dict[str, object]:
         return {
             "k": self.k,
-            "days": [day for day, _ in self.per_day],
-            "per_day": [count for _, count in self.per_day],
+            "days": [day for day, _, _ in self.per_day],
+            "per_day": [judging for _, judging, _ in self.per_day],
+            "imported_per_day": [imported for _, _, imported in self.per_day],
             "runs": [name for name, _ in self.coverage],
             "coverage": [judged for _, judged in self.coverage],
         }
@@ -128,14 +129,19 @@ def dashboard_compute(*, collection: Collection, k: int, stamp: str) -> Dashboar
         )
         .order_by("assignment__assessor__username")
     ]
+    # Judging (assessors' forms and API calls, adjudications, undo) and imports counted apart:
+    # an imported qrels file is not a day's work of the assessors.
     per_day = [
-        (day.isoformat(), n)
-        for day, n in JudgementHistory.objects.filter(query__collection=collection)
+        (day.isoformat(), judging, imported)
+        for day, judging, imported in JudgementHistory.objects.filter(query__collection=collection)
         .annotate(day=TruncDate("changed_at"))
         .values("day")
-        .annotate(n=Count("id"))
+        .annotate(
+            judging=Count("id", filter=~Q(source__in=["import", "stale"])),
+            imported=Count("id", filter=Q(source="import")),
+        )
         .order_by("-day")
-        .values_list("day", "n")[:DAYS]
+        .values_list("day", "judging", "imported")[:DAYS]
     ][::-1]
     coverage = [(row.run.name, row.judged) for row in leaderboard_rows(collection=collection, k=k)]
     agreement = agreement_summary(collection=collection)

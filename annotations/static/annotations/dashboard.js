@@ -16,8 +16,11 @@
     if (days) {
       charts.push(new window.Chart(days, {
         type: "bar",
-        data: { labels: data.days, datasets: [{ label: "judgement changes", data: data.per_day, backgroundColor: "#2957c4" }] },
-        options: { animation: false, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } }
+        data: { labels: data.days, datasets: [
+          { label: "judging", data: data.per_day, backgroundColor: "#2957c4" },
+          { label: "imported", data: data.imported_per_day, backgroundColor: "#9aa5b8" }
+        ] },
+        options: { animation: false, scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } } } }
       }));
     }
     if (coverage) {
