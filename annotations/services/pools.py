@@ -24,6 +24,7 @@ from annotations.models import (
 )
 from annotations.selectors import query_rankings
 from annotations.selectors.judging import pool_candidates, user_is_organiser
+from annotations.services.assignment_plan import assignment_plan
 from annotations.services.impact import (
     assignment_items_reprioritise,
     impact_by_pair,
@@ -312,36 +313,26 @@ def assignment_create(
             )
         if chosen_queries:
             entries = entries.filter(query__in=chosen_queries)
+        plan = assignment_plan(
+            entries=entries.values_list("id", "query_id"),
+            people=[(user.pk, user.get_username()) for user in people],
+            target=target,
+            pairs=pairs,
+            assigned=assigned,
+            has_query=has_query,
+            load=load,
+        )
         added: dict[int, int] = defaultdict(int)
         new_items: list[AssignmentItem] = []
-        for entry_id, query_id in entries.values_list("id", "query_id"):
-            needed = target - len(assigned[entry_id])
-            if needed <= 0:
-                continue
-            candidates = [
-                user
-                for user in people
-                if user.pk not in assigned[entry_id] and (pairs is None or added[user.pk] < pairs)
-            ]
-
-            def preference(user: User, query_id: int = query_id) -> tuple[bool, int, str]:
-                return (query_id not in has_query[user.pk], load[user.pk], user.get_username())
-
-            candidates.sort(key=preference)
-            for user in candidates[:needed]:
-                assignment = assignments[user.pk]
-                new_items.append(
-                    AssignmentItem(
-                        assignment=assignment,
-                        entry_id=entry_id,
-                        position=next_position[assignment.id],
-                    )
+        for person, entry_id in plan:
+            assignment = assignments[person]
+            new_items.append(
+                AssignmentItem(
+                    assignment=assignment, entry_id=entry_id, position=next_position[assignment.id]
                 )
-                next_position[assignment.id] += 1
-                assigned[entry_id].add(user.pk)
-                has_query[user.pk].add(query_id)
-                load[user.pk] += 1
-                added[user.pk] += 1
+            )
+            next_position[assignment.id] += 1
+            added[person] += 1
         AssignmentItem.objects.bulk_create(new_items, batch_size=2000)
     return [(assignments[user.pk], added[user.pk]) for user in people]
 
