@@ -48,6 +48,19 @@ _IDEMPOTENCY_KEY = {
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
 }
 _KEY_REUSED = "The Idempotency-Key was already used by the caller for a different request."
+# The operations whose 201 names the created resource (apis/_base.created).
+_LOCATED = {
+    "collections_create",
+    "collections_judgements_create",
+    "collections_runs_create",
+    "collections_runs_update",
+    "collections_runs_results_update",
+}
+_LOCATION = {
+    "description": "The URL of the created resource.",
+    "schema": {"type": "string", "format": "uri"},
+    "required": True,
+}
 
 
 # Statuses the HTTP server in front (gunicorn) gives as well, as an HTML page of its own.
@@ -91,6 +104,9 @@ def error_responses(
             if "requestBody" in operation:
                 extra.update(_WITH_BODY)
             _refuse_nul(operation.get("parameters", []))
+            created = responses.get("201")
+            if isinstance(created, dict) and operation.get("operationId") in _LOCATED:
+                created.setdefault("headers", {})["Location"] = _LOCATION
             if method in _WRITES:
                 parameters = operation.setdefault("parameters", [])
                 if not any(p.get("name") == "Idempotency-Key" for p in parameters):

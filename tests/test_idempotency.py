@@ -187,3 +187,24 @@ def test_a_judgement_whose_connection_died_after_commit_is_retried_to_its_answer
     assert retry.status_code == 201 and retry["Idempotent-Replayed"] == "true"
     assert retry.json()["grade"] == 3
     assert Judgement.objects.count() == 1 and JudgementHistory.objects.count() == 1
+
+
+def test_a_201_names_the_created_resource_in_location_and_a_retry_repeats_it(idem: Any) -> None:
+    _, users = idem
+    alice = _client(users["alice"])
+    first = _judge(alice, "located", 2)
+    assert first.status_code == 201
+    assert first["Location"] == "http://testserver/api/v1/collections/idem/judgements/q1/d1/"
+    assert alice.get(first["Location"]).status_code == 200
+    assert _judge(alice, "located", 2)["Location"] == first["Location"]  # the replay's too
+    olga = _client(users["olga"])
+    run = olga.put(
+        f"{API}/runs/manual~2Fv1/results/",
+        {"results": [{"qid": "q1", "docno": "d1", "rank": 1}]},
+        format="json",
+    )
+    assert run.status_code == 201, run.content
+    assert run["Location"].endswith("/api/v1/collections/idem/runs/manual~2Fv1/")
+    assert olga.get(run["Location"]).status_code == 200
+    made = olga.post("/api/v1/collections/", {"slug": "made", "cutoffs": [10]}, format="json")
+    assert made.status_code == 201 and made["Location"].endswith("/api/v1/collections/made/")

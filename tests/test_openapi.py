@@ -46,7 +46,12 @@ class Session:
         content_type = response.get("Content-Type", "").split(";")[0] or "application/json"
         self.spec.validate_response(
             MockRequest("http://testserver", method, request.path, args=dict(request.GET.items())),
-            MockResponse(body, status_code=response.status_code, content_type=content_type),
+            MockResponse(
+                body,
+                status_code=response.status_code,
+                content_type=content_type,
+                headers=dict(response.headers),
+            ),  # fmt: skip
         )
         self.seen.add((route or "", method, status))
         return response

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework.exceptions import MethodNotAllowed, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -192,6 +193,12 @@ class CollectionListApiView(GenericAPIView, CollectionApiView):  # type: ignore[
         page = self.paginate_queryset(self.filter_queryset(queryset))
         serializer = self.get_serializer(page, many=True)
         return self.get_paginated_response(serializer.data)
+
+
+def created(data: Any, request: Request, route: str, **kwargs: Any) -> Response:
+    """A 201 whose `Location` is the created resource's URL (route `api:<route>`)."""
+    location = request.build_absolute_uri(reverse(f"api:{route}", kwargs=kwargs))
+    return Response(data, status=201, headers={"Location": location})
 
 
 def calling_user(request: Request) -> User:

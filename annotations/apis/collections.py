@@ -6,7 +6,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
@@ -19,6 +18,7 @@ from annotations.apis._base import (
     CollectionApiView,
     _fake,
     calling_user,
+    created,
     documented_errors,
 )
 from annotations.models import Collection, Membership
@@ -82,9 +82,8 @@ class CollectionListCreateApi(GenericAPIView, ApiView):  # type: ignore[type-arg
             **data,
         )
         context = {"roles": {collection.id: ANY_ROLE if request.user.is_staff else {ORGANISER}}}
-        return Response(
-            CollectionSerializer(collection, context=context).data, status=status.HTTP_201_CREATED
-        )
+        data = CollectionSerializer(collection, context=context).data
+        return created(data, request, "collection", slug=collection.slug)
 
 
 class CollectionDetailApi(CollectionApiView):

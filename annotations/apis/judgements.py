@@ -26,6 +26,7 @@ from annotations.apis._base import (
     WholeNumberFilter,
     _fake,
     calling_user,
+    created,
     documented_errors,
 )
 from annotations.models import Collection, Document, Judgement, Query
@@ -125,7 +126,7 @@ class JudgementListCreateApi(CollectionListApiView):
                 services.queries_ensure(collection=self.collection, qids=[data["qid"]])
                 services.documents_ensure(collection=self.collection, docnos=[data["docno"]])
             query, document = _pair(self.collection, data["qid"], data["docno"])
-            judgement, created = services.judgement_upsert(
+            judgement, is_new = services.judgement_upsert(
                 query=query,
                 document=document,
                 assessor=calling_user(request),
@@ -134,10 +135,10 @@ class JudgementListCreateApi(CollectionListApiView):
                 source="api",
             )
         judgement.refresh_from_db()
-        return Response(
-            JudgementSerializer(judgement).data,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-        )
+        data = JudgementSerializer(judgement).data
+        if not is_new:
+            return Response(data, status=status.HTTP_200_OK)
+        return created(data, request, "judgement", slug=slug, qid=query.qid, docno=document.docno)
 
 
 ASSESSOR_PARAMETER = OpenApiParameter(

@@ -22,6 +22,7 @@ from annotations.apis._base import (
     _fake,
     calling_user,
     checked_upload,
+    created,
     documented_errors,
     refuse_large_body,
 )
@@ -159,7 +160,8 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
     )
     def post(self, request: Request, slug: str) -> Response:
         written = _written(self.store(request, run_name=None, replace=False))
-        return Response(RunWriteSerializer(written).data, status=status.HTTP_201_CREATED)
+        run = cast(Run, written["run"])
+        return created(RunWriteSerializer(written).data, request, "run", slug=slug, name=run.name)
 
 
 class RunDetailApi(RunWriting):
@@ -197,10 +199,10 @@ class RunDetailApi(RunWriting):
         if existing is not None:
             self._check_owner(existing)
         written = _written(self.store(request, run_name=name, replace=True))
-        return Response(
-            RunWriteSerializer(written).data,
-            status=status.HTTP_200_OK if existing else status.HTTP_201_CREATED,
-        )
+        data = RunWriteSerializer(written).data
+        if existing:
+            return Response(data, status=status.HTTP_200_OK)
+        return created(data, request, "run", slug=slug, name=name)
 
     @extend_schema(
         summary="Delete a run with its scores (its organisers or owner)",
@@ -236,7 +238,7 @@ class RunResultsApi(RunWriting):
         if existing is not None and not self.may_change(existing):
             raise PermissionDenied("System owners may change only their own runs.")
         written = _written(self.store_json(request, run_name=name))
-        return Response(
-            RunWriteSerializer(written).data,
-            status=status.HTTP_200_OK if existing else status.HTTP_201_CREATED,
-        )
+        data = RunWriteSerializer(written).data
+        if existing:
+            return Response(data, status=status.HTTP_200_OK)
+        return created(data, request, "run", slug=slug, name=name)
