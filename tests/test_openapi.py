@@ -51,7 +51,7 @@ class Session:
                 status_code=response.status_code,
                 content_type=content_type,
                 headers=dict(response.headers),
-            ),  # fmt: skip
+            ),
         )
         self.seen.add((route or "", method, status))
         return response
