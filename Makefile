@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs clean
+.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs benchmark-production clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -97,6 +97,10 @@ benchmark-impact: $(STAMP)
 ## Judgement -> scores and rescores at many runs x many cutoffs, against pytrec_eval
 benchmark-cutoffs: $(STAMP)
 	$(BIN)/python benchmarks/bench_cutoffs.py
+
+## Production mode (gunicorn, Celery workers, beat on Redis): freshness and capacity vs inline
+benchmark-production: $(STAMP)
+	$(BIN)/python benchmarks/bench_production.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
