@@ -49,6 +49,7 @@ from urllib.parse import urlsplit, urlunsplit
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import bench_reads  # noqa: E402  (the organiser's token and session)
 import bench_scoring as base  # noqa: E402  (the shared helpers: data, loading, database)
 
 SLUG = "bench"
@@ -164,10 +165,7 @@ def django_setup(args: argparse.Namespace) -> None:
 
 
 def prepare(assessors: int) -> dict:
-    from django.conf import settings
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.auth.models import User
-    from django.contrib.sessions.backends.db import SessionStore
     from rest_framework.authtoken.models import Token
 
     from annotations.models import Collection, Membership
@@ -175,18 +173,7 @@ def prepare(assessors: int) -> dict:
     collection = Collection.objects.filter(slug=SLUG).first()
     if collection is None:
         sys.exit(f"no collection {SLUG!r}: run without --skip-load")
-    judge, _ = User.objects.get_or_create(username=JUDGE)
-    Membership.objects.get_or_create(
-        collection=collection, user=judge, defaults={"role": "organiser"}
-    )
-    token, _ = Token.objects.get_or_create(user=judge)
-    session = SessionStore()
-    session[SESSION_KEY] = str(judge.pk)
-    session[BACKEND_SESSION_KEY] = next(
-        name for name in settings.AUTHENTICATION_BACKENDS if not name.startswith("axes.")
-    )
-    session[HASH_SESSION_KEY] = judge.get_session_auth_hash()
-    session.create()
+    judge, token_key, session_key = bench_reads.organiser_login(collection, JUDGE)
     names = [f"{ASSESSOR_PREFIX}{i:04d}" for i in range(assessors)]
     existing = set(User.objects.filter(username__in=names).values_list("username", flat=True))
     User.objects.bulk_create([User(username=n) for n in names if n not in existing])
@@ -203,8 +190,8 @@ def prepare(assessors: int) -> dict:
     return {
         "collection": collection,
         "judge": judge,
-        "token": token.key,
-        "session": session.session_key or "",
+        "token": token_key,
+        "session": session_key,
         "assessors": [(u.id, tokens[u.id]) for u in users],
     }
 

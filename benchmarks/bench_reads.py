@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,20 +74,18 @@ def django_setup(url: str) -> None:
     django.setup()
 
 
-def prepare(url: str) -> dict[str, str]:
-    """An organiser account with an API token and a session; the names to request."""
+def organiser_login(collection: Any, username: str) -> tuple[Any, str, str]:
+    """An organiser of `collection` named `username`, with an API token and a session made
+    here (valid on a server with the same secret key): (user, token key, session key)."""
     from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.auth.models import User
     from django.contrib.sessions.backends.db import SessionStore
     from rest_framework.authtoken.models import Token
 
-    from annotations.models import Collection, Membership, Query, Run
+    from annotations.models import Membership
 
-    collection = Collection.objects.filter(slug=SLUG).first()
-    if collection is None:
-        sys.exit(f"no collection {SLUG!r} in {url}: run benchmarks/bench_scoring.py first")
-    user, _ = User.objects.get_or_create(username=USERNAME)
+    user, _ = User.objects.get_or_create(username=username)
     Membership.objects.get_or_create(
         collection=collection, user=user, defaults={"role": "organiser"}
     )
@@ -99,6 +98,17 @@ def prepare(url: str) -> dict[str, str]:
     )
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
+    return user, token.key, session.session_key or ""
+
+
+def prepare(url: str) -> dict[str, str]:
+    """An organiser account with an API token and a session; the names to request."""
+    from annotations.models import Collection, Query, Run
+
+    collection = Collection.objects.filter(slug=SLUG).first()
+    if collection is None:
+        sys.exit(f"no collection {SLUG!r} in {url}: run benchmarks/bench_scoring.py first")
+    _, token_key, session_key = organiser_login(collection, USERNAME)
     runs = list(
         Run.objects.filter(collection=collection).order_by("name").values_list("name", flat=True)
     )
@@ -108,8 +118,8 @@ def prepare(url: str) -> dict[str, str]:
         .values_list("qid", flat=True)[10]
     )
     return {
-        "token": token.key,
-        "session": session.session_key or "",
+        "token": token_key,
+        "session": session_key,
         "run_a": runs[0],
         "run_b": runs[1],
         "qid": query,
