@@ -1,0 +1,172 @@
+"""Runs' rankings of a query as scoring reads them (whole, or the in-row heads), top documents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+from django.db import connection, models
+from django.db.models.functions import Substr
+
+from annotations.bulk import fetch_binary
+from annotations.formats import ranking_bytes
+from annotations.models import (
+    HEAD_IDS,
+    Collection,
+    Ranking,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+def query_rankings(
+    *,
+    query_id: int,
+    depth: int | None = None,
+    run_ids: Iterable[int] | None = None,
+) -> dict[int, list[int]]:
+    """Run id -> document ids in effective order for one query (the top `depth` if given)."""
+    sql = f"SELECT run_id, documents FROM {Ranking._meta.db_table} WHERE query_id = %s"
+    params: list[object] = [query_id]
+    if run_ids is not None:
+        wanted = list(run_ids)
+        if not wanted:
+            return {}
+        sql += f" AND run_id IN ({', '.join(['%s'] * len(wanted))})"
+        params.extend(wanted)
+    # The hottest read of the platform (every judgement): raw SQL, bytea fetched in binary.
+    return {
+        run_id: ranking_bytes.unpack_ids(documents, depth)
+        for run_id, documents in fetch_binary(sql, params)
+    }
+
+
+# Scoring first reads this many times max(k) documents of each ranking; the condensed list
+# (unjudged documents removed) rarely needs more, and rankings that do are read whole.
+SCORING_PREFIX_FACTOR = 4
+_TABLE_SPAN = 1 << 22
+
+
+def scoring_rankings_statement(
+    *, query_id: int, depth: int, run_ids: Iterable[int] | None = None
+) -> tuple[str, list[Any]] | None:
+    """The read behind `scoring_rankings` (None: no run asked for); fetch it in binary."""
+    prefix = depth * SCORING_PREFIX_FACTOR
+    substring = "substring" if connection.vendor == "postgresql" else "substr"
+    table = Ranking._meta.db_table
+    # The copy of the top kept inside the row when it is deep enough, else the prefix of
+    # the whole (out-of-line) ranking.
+    column = "head" if prefix <= HEAD_IDS else "documents"
+    sql = f"SELECT run_id, size, {substring}({column}, 1, %s) FROM {table} WHERE query_id = %s"
+    params: list[Any] = [prefix * 8, query_id]
+    if run_ids is not None:
+        wanted = list(run_ids)
+        if not wanted:
+            return None
+        sql += f" AND run_id IN ({', '.join(['%s'] * len(wanted))})"
+        params.extend(wanted)
+    return sql, params
+
+
+def ranking_heads_statement(*, query_id: int) -> tuple[str, list[Any]]:
+    """The copies of the top (see `Ranking.head`) of one query's rankings of every run, as
+    rows for `scoring_rankings_from_rows`; fetch them in binary."""
+    return (
+        f"SELECT run_id, size, head FROM {Ranking._meta.db_table} WHERE query_id = %s",
+        [query_id],
+    )
+
+
+def scoring_rankings_from_rows(
+    rows: Iterable[tuple[int, int, bytes]], *, query_id: int, depth: int, grades: Mapping[int, int]
+) -> dict[int, npt.NDArray[np.int64]]:
+    """Rankings (arrays of document ids) from rows of (run, size, prefix of the packed ids);
+    only the first `depth` times SCORING_PREFIX_FACTOR ids are used, and the few rankings
+    whose prefix holds too few judged documents are read whole."""
+    graded = np.fromiter(grades.keys(), dtype=np.int64, count=len(grades))
+    values = np.fromiter(grades.values(), dtype=np.int64, count=len(grades))
+    judged = graded[values >= 0]  # ndcg.is_judged
+    rankings: dict[int, npt.NDArray[np.int64]] = {}
+    prefix = depth * SCORING_PREFIX_FACTOR
+    sizes: list[int] = []
+    for run_id, size, documents in rows:
+        rankings[run_id] = ranking_bytes.unpack_id_array(documents, prefix)
+        sizes.append(size)
+    if not rankings:
+        return rankings
+    # Judged documents in each prefix, all runs at once.
+    arrays = list(rankings.values())
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    # A lookup table over the judged ids' span is ten times faster than sorting, and small
+    # for the ids of one query's judgements; very spread ids are sorted instead.
+    span = int(judged.max() - judged.min()) if judged.size else 0
+    found = np.isin(np.concatenate(arrays), judged, kind="table" if span < _TABLE_SPAN else "sort")
+    hits = np.concatenate(([0], np.cumsum(found)))
+    ends = np.cumsum(lengths)
+    seen = hits[ends] - hits[ends - lengths]
+    short = [
+        run_id
+        for run_id, size, length, count in zip(rankings, sizes, lengths, seen, strict=True)
+        if size > length and count < depth
+    ]
+    if short:
+        for run_id, ids in query_rankings(query_id=query_id, run_ids=short).items():
+            rankings[run_id] = np.array(ids, dtype=np.int64)
+    return rankings
+
+
+def scoring_rankings(
+    *,
+    query_id: int,
+    depth: int,
+    grades: Mapping[int, int],
+    run_ids: Iterable[int] | None = None,
+) -> dict[int, npt.NDArray[np.int64]]:
+    """Run id -> as much of each ranking as scoring at cutoffs up to `depth` needs.
+
+    nDCG@k and judged@k need the top `depth` documents; the condensed list needs the first
+    `depth` judged ones. A prefix of every ranking is read (SQL substring: with uncompressed
+    storage only those bytes are fetched), then the few rankings whose prefix holds fewer
+    than `depth` judged documents are read whole.
+    """
+    statement = scoring_rankings_statement(query_id=query_id, depth=depth, run_ids=run_ids)
+    if statement is None:
+        return {}
+    return scoring_rankings_from_rows(
+        fetch_binary(*statement), query_id=query_id, depth=depth, grades=grades
+    )
+
+
+def top_documents(
+    *,
+    run_ids: Iterable[int] | None = None,
+    query_ids: Iterable[int] | None = None,
+    collection: Collection | None = None,
+    depth: int | None = None,
+) -> Iterator[tuple[int, int, list[int]]]:
+    """(run id, query id, document ids in effective order, cut at `depth`) per ranking.
+
+    The reads of pooling, bounds and side-by-side pages; streamed in (run, query) order.
+    """
+    rows = Ranking.objects.all()
+    if collection is not None:
+        rows = rows.filter(run__collection=collection)
+    if run_ids is not None:
+        rows = rows.filter(run_id__in=list(run_ids))
+    if query_ids is not None:
+        rows = rows.filter(query_id__in=list(query_ids))
+    if depth is not None:
+        # Only the top `depth` ids leave the database (8 bytes each), not whole rankings.
+        rows = rows.annotate(
+            top=Substr("documents", 1, depth * 8, output_field=models.BinaryField())
+        )
+    column = "documents" if depth is None else "top"
+    for run_id, query_id, documents in (
+        rows.order_by("run_id", "query_id")
+        .values_list("run_id", "query_id", column)
+        .iterator(chunk_size=500)
+    ):
+        yield run_id, query_id, ranking_bytes.unpack_ids(documents, depth)
