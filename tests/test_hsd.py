@@ -338,7 +338,7 @@ def test_chunking_never_changes_the_result() -> None:
     for result in results[1:]:
         assert np.array_equal(result.p_adjusted, results[0].p_adjusted)
     # The default chunk holds many permutations here, and a different seed does differ.
-    assert hsd._CHUNK_ELEMENTS // scores.size > 7
+    assert hsd.CHUNK_ELEMENTS // scores.size > 7
     other = randomised_tukey_hsd(scores, permutations=500, seed=12)
     assert not np.array_equal(other.p_adjusted, results[0].p_adjusted)
 

@@ -63,7 +63,7 @@ def test_bootstrap_ci_agrees_with_scipy_percentile_bootstrap() -> None:
 
 def test_bootstrap_ci_does_not_depend_on_the_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = bootstrap_ci(SCORES, resamples=2_000)
-    monkeypatch.setattr(significance, "_CHUNK_ELEMENTS", 7 * len(SCORES) + 3)
+    monkeypatch.setattr(significance, "CHUNK_ELEMENTS", 7 * len(SCORES) + 3)
     assert bootstrap_ci(SCORES, resamples=2_000) == expected
 
 
@@ -132,7 +132,7 @@ def test_exact_randomization_does_not_depend_on_the_chunk_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     expected = paired_randomization_test(SYSTEM_A, SYSTEM_B, exact=True)
-    monkeypatch.setattr(significance, "_CHUNK_ELEMENTS", 37)
+    monkeypatch.setattr(significance, "CHUNK_ELEMENTS", 37)
     assert paired_randomization_test(SYSTEM_A, SYSTEM_B, exact=True) == expected
 
 
@@ -140,7 +140,7 @@ def test_monte_carlo_randomization_does_not_depend_on_the_chunk_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     expected = paired_randomization_test(SYSTEM_A, SYSTEM_B, permutations=1_000, seed=2)
-    monkeypatch.setattr(significance, "_CHUNK_ELEMENTS", 7 * len(SYSTEM_A) + 3)
+    monkeypatch.setattr(significance, "CHUNK_ELEMENTS", 7 * len(SYSTEM_A) + 3)
     assert paired_randomization_test(SYSTEM_A, SYSTEM_B, permutations=1_000, seed=2) == expected
 
 

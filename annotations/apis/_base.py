@@ -206,5 +206,5 @@ def calling_user(request: Request) -> User:
     return cast(User, request.user)
 
 
-def _fake(view: Any) -> bool:
+def is_schema_view(view: Any) -> bool:
     return getattr(view, "swagger_fake_view", False)

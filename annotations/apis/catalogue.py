@@ -14,8 +14,8 @@ from annotations.apis._base import (
     STAFF_ROLES,
     CollectionListApiView,
     StrictFilterSet,
-    _fake,
     documented_errors,
+    is_schema_view,
 )
 from annotations.models import Document, Query
 from annotations.permissions import (
@@ -51,7 +51,7 @@ class QueryListCreateApi(CollectionListApiView):
     filterset_class = QueryFilter
 
     def get_queryset(self) -> QuerySet[Query]:
-        if _fake(self):
+        if is_schema_view(self):
             return Query.objects.none()
         return Query.objects.filter(collection=self.collection).order_by("qid")
 
@@ -92,7 +92,7 @@ class DocumentListCreateApi(CollectionListApiView):
     filterset_class = DocumentFilter
 
     def get_queryset(self) -> QuerySet[Document]:
-        if _fake(self):
+        if is_schema_view(self):
             return Document.objects.none()
         return Document.objects.filter(collection=self.collection).order_by("docno")
 

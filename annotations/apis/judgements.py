@@ -24,10 +24,10 @@ from annotations.apis._base import (
     CollectionListApiView,
     StrictFilterSet,
     WholeNumberFilter,
-    _fake,
     calling_user,
     created,
     documented_errors,
+    is_schema_view,
 )
 from annotations.models import Collection, Document, Judgement, Query
 from annotations.permissions import (
@@ -86,7 +86,7 @@ class JudgementListCreateApi(CollectionListApiView):
     filterset_class = JudgementFilter
 
     def get_queryset(self) -> QuerySet[Judgement]:
-        if _fake(self):
+        if is_schema_view(self):
             return Judgement.objects.none()
         judgements = Judgement.objects.filter(query__collection=self.collection).select_related(
             "query", "document", "assessor"

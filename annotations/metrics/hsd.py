@@ -18,10 +18,10 @@ import numpy as np
 import numpy.typing as npt
 
 from annotations.metrics.significance import (
-    _TIE_TOLERANCE,
-    _generator,
-    _positive_count,
+    TIE_TOLERANCE,
     bootstrap_ci,
+    positive_count,
+    seeded_generator,
 )
 
 __all__ = [
@@ -38,7 +38,7 @@ BoolArray = npt.NDArray[np.bool_]
 # A chunk of permutations holds at most this many shuffled values (4 MiB of float64), or one
 # permutation when a single one is larger; with the per-chunk sums that is the whole working
 # set, whatever runs x queries x permutations is.
-_CHUNK_ELEMENTS = 1 << 19
+CHUNK_ELEMENTS = 1 << 19
 
 # Letters after "z": "A".."Z", then "aa", "ab", .. (see ``compact_letters``).
 _SINGLE_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -125,7 +125,7 @@ class AllPairs:
         )
         mean = float(per_query.mean())
         spread = float(per_query.std(ddof=1)) if per_query.size > 1 else 0.0
-        if spread > _TIE_TOLERANCE * float(np.abs(per_query).max()):
+        if spread > TIE_TOLERANCE * float(np.abs(per_query).max()):
             effect = mean / spread
         else:
             effect = 0.0 if mean == 0.0 else float(np.copysign(np.inf, mean))
@@ -172,11 +172,11 @@ def _range_distribution(
     """Range (max - min) of the run means under ``permutations`` within-query shuffles."""
     runs, queries = matrix.shape
     if chunk_permutations is None:
-        rows = max(1, _CHUNK_ELEMENTS // (runs * queries))
+        rows = max(1, CHUNK_ELEMENTS // (runs * queries))
     else:
         rows = int(chunk_permutations)
     rows = min(rows, permutations)
-    rng = _generator(seed)
+    rng = seeded_generator(seed)
     # block[b, q, :] is query q's values across the runs, contiguous, for permutation b.
     by_query = np.ascontiguousarray(matrix.T)
     block = np.empty((rows, queries, runs), dtype=np.float64)
@@ -233,10 +233,10 @@ def randomised_tukey_hsd(
     ``chunk_permutations < 1``.
     """
     matrix = _score_matrix(scores)
-    _positive_count(permutations, "permutations")
+    positive_count(permutations, "permutations")
     if chunk_permutations is not None:
-        _positive_count(chunk_permutations, "chunk_permutations")
-    _generator(seed)
+        positive_count(chunk_permutations, "chunk_permutations")
+    seeded_generator(seed)
     if not (isinstance(alpha, Real) and 0.0 < alpha <= 1.0):  # also rejects NaN
         raise ValueError(f"alpha must lie in (0, 1], got {alpha!r}")
     runs, queries = matrix.shape
@@ -247,7 +247,7 @@ def randomised_tukey_hsd(
         ranges = np.sort(
             _range_distribution(matrix, int(permutations), int(seed), chunk_permutations)
         )
-        tolerance = _TIE_TOLERANCE * float(np.abs(matrix).max())
+        tolerance = TIE_TOLERANCE * float(np.abs(matrix).max())
         thresholds = np.abs(differences) - tolerance
         # The first sorted range >= the threshold: every later one reaches it too.
         reaching = permutations - np.searchsorted(ranges, thresholds, side="left")

@@ -19,17 +19,17 @@ FloatArray = npt.NDArray[np.float64]
 
 # Resampling draws at most this many indices or signs at a time (8 MiB of int64), so memory
 # stays bounded however many queries or resamples are asked for.
-_CHUNK_ELEMENTS = 1 << 20
+CHUNK_ELEMENTS = 1 << 20
 
 # exact=True enumerates 2^n sign flips; 2^20 is about a million, still well under a second.
 MAX_EXACT_QUERIES = 20
 
 # Sign-flipped sums that equal the observed sum mathematically can differ from it by
 # floating-point rounding (about n * eps * sum|d|); within this share of sum|d| they tie.
-_TIE_TOLERANCE = 1e-10
+TIE_TOLERANCE = 1e-10
 
 
-def _finite_array(values: Sequence[float], name: str) -> FloatArray:
+def finite_array(values: Sequence[float], name: str) -> FloatArray:
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -41,9 +41,9 @@ def _finite_array(values: Sequence[float], name: str) -> FloatArray:
     return array
 
 
-def _paired_differences(a: Sequence[float], b: Sequence[float]) -> FloatArray:
-    first = _finite_array(a, "a")
-    second = _finite_array(b, "b")
+def paired_differences(a: Sequence[float], b: Sequence[float]) -> FloatArray:
+    first = finite_array(a, "a")
+    second = finite_array(b, "b")
     if first.size != second.size:
         raise ValueError(
             f"a and b must score the same queries in the same order: {first.size} != {second.size}"
@@ -51,12 +51,12 @@ def _paired_differences(a: Sequence[float], b: Sequence[float]) -> FloatArray:
     return first - second
 
 
-def _positive_count(value: int, name: str) -> None:
+def positive_count(value: int, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _generator(seed: int) -> np.random.Generator:
+def seeded_generator(seed: int) -> np.random.Generator:
     if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     return np.random.Generator(np.random.PCG64(int(seed)))
@@ -87,18 +87,18 @@ def bootstrap_ci(
     Raises ``ValueError`` for no values, non-finite values, ``resamples < 1``,
     ``confidence`` outside (0, 1) or a negative seed.
     """
-    data = _finite_array(values, "values")
+    data = finite_array(values, "values")
     if data.size == 0:
         raise ValueError("bootstrap_ci needs at least one value")
-    _positive_count(resamples, "resamples")
+    positive_count(resamples, "resamples")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    rng = _generator(seed)
+    rng = seeded_generator(seed)
     if np.all(data == data[0]):
         return float(data[0]), float(data[0])
 
     size = data.size
-    rows = max(1, _CHUNK_ELEMENTS // size)
+    rows = max(1, CHUNK_ELEMENTS // size)
     means = np.empty(resamples, dtype=np.float64)
     for start in range(0, resamples, rows):
         stop = min(start + rows, resamples)
@@ -141,12 +141,12 @@ def paired_randomization_test(
     differ in length or are empty, hold non-finite values, for ``permutations < 1``, a
     negative seed, or ``exact=True`` with more than ``MAX_EXACT_QUERIES`` queries.
     """
-    differences = _paired_differences(a, b)
+    differences = paired_differences(a, b)
     size = differences.size
     if size == 0:
         raise ValueError("paired_randomization_test needs at least one query")
-    _positive_count(permutations, "permutations")
-    rng = _generator(seed)
+    positive_count(permutations, "permutations")
+    rng = seeded_generator(seed)
     if exact and size > MAX_EXACT_QUERIES:
         raise ValueError(
             f"exact=True enumerates 2^n sign flips; n={size} exceeds {MAX_EXACT_QUERIES}"
@@ -155,8 +155,8 @@ def paired_randomization_test(
         return 1.0
 
     # Sums rather than means: the same ordering, one division fewer.
-    threshold = abs(float(differences.sum())) - _TIE_TOLERANCE * float(np.abs(differences).sum())
-    rows = max(1, _CHUNK_ELEMENTS // size)
+    threshold = abs(float(differences.sum())) - TIE_TOLERANCE * float(np.abs(differences).sum())
+    rows = max(1, CHUNK_ELEMENTS // size)
     hits = 0
     if exact:
         total = 1 << size
@@ -184,7 +184,7 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     family-wise error rate. Ties receive equal adjusted values. No p-values give ``[]``.
     Raises ``ValueError`` for a p-value outside [0, 1] or NaN.
     """
-    raw = _finite_array(pvalues, "pvalues")
+    raw = finite_array(pvalues, "pvalues")
     for value in raw:
         _probability(float(value), "every p-value")
     count = raw.size
@@ -215,8 +215,8 @@ def rank_tiers(
     Raises ``ValueError`` for unsorted or non-finite means, a wrong number of p-values,
     p-values outside [0, 1] or ``alpha`` outside (0, 1].
     """
-    scores = _finite_array(means, "means")
-    pvalues = _finite_array(adjusted_p_between_adjacent, "adjusted_p_between_adjacent")
+    scores = finite_array(means, "means")
+    pvalues = finite_array(adjusted_p_between_adjacent, "adjusted_p_between_adjacent")
     if not 0.0 < alpha <= 1.0:
         raise ValueError(f"alpha must lie in (0, 1], got {alpha!r}")
     if scores.size == 0:
@@ -248,7 +248,7 @@ def win_tie_loss(
     Raises ``ValueError`` for unequal lengths, non-finite values or a negative or
     non-finite tolerance.
     """
-    differences = _paired_differences(a, b)
+    differences = paired_differences(a, b)
     if not 0.0 <= tolerance < float("inf"):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     wins = int(np.count_nonzero(differences > tolerance))

@@ -19,12 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from annotations.metrics.significance import (
-    _CHUNK_ELEMENTS,
-    _TIE_TOLERANCE,
-    _finite_array,
-    _generator,
-    _paired_differences,
-    _positive_count,
+    CHUNK_ELEMENTS,
+    TIE_TOLERANCE,
+    finite_array,
+    paired_differences,
+    positive_count,
+    seeded_generator,
 )
 
 __all__ = ["bootstrap_cis", "draws_warm", "paired_randomization_tests"]
@@ -45,7 +45,7 @@ _UNIT = float(np.finfo(np.float64).eps) / 2
 
 def _chunks(count: int, size: int) -> Iterator[tuple[int, int]]:
     """The (start, stop) row blocks the one-run functions draw in (they fix the RNG stream)."""
-    rows = max(1, _CHUNK_ELEMENTS // size)
+    rows = max(1, CHUNK_ELEMENTS // size)
     for start in range(0, count, rows):
         yield start, min(start + rows, count)
 
@@ -53,7 +53,7 @@ def _chunks(count: int, size: int) -> Iterator[tuple[int, int]]:
 def _draw_indices(size: int, resamples: int, seed: int) -> tuple[IntArray, FloatArray]:
     """The bootstrap's resample indices exactly as ``bootstrap_ci`` draws them, and per-row
     multiplicities (row r, column j: how often query j is in resample r)."""
-    rng = _generator(seed)
+    rng = seeded_generator(seed)
     indices = np.empty((resamples, size), dtype=np.int64)
     for start, stop in _chunks(resamples, size):
         indices[start:stop] = rng.integers(0, size, size=(stop - start, size))
@@ -64,7 +64,7 @@ def _draw_indices(size: int, resamples: int, seed: int) -> tuple[IntArray, Float
 
 def _draw_signs(size: int, permutations: int, seed: int) -> FloatArray:
     """The sign vectors exactly as ``paired_randomization_test`` draws them."""
-    rng = _generator(seed)
+    rng = seeded_generator(seed)
     signs = np.empty((permutations, size), dtype=np.float64)
     for start, stop in _chunks(permutations, size):
         draws = rng.integers(0, 2, size=(stop - start, size))
@@ -139,11 +139,11 @@ def bootstrap_cis(
     mean, and the quantiles of the mixed vector equal those of the exact one.
     Raises ``ValueError`` as ``bootstrap_ci`` does, for any row.
     """
-    _positive_count(resamples, "resamples")
+    positive_count(resamples, "resamples")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    _generator(seed)  # validates the seed
-    data = [_finite_array(row, "values") for row in rows]
+    seeded_generator(seed)  # validates the seed
+    data = [finite_array(row, "values") for row in rows]
     if any(row.size == 0 for row in data):
         raise ValueError("bootstrap_ci needs at least one value")
     results: list[tuple[float, float] | None] = [None] * len(data)
@@ -227,9 +227,9 @@ def paired_randomization_tests(
     is decided again with the one-pair arithmetic (the same block product), so every count,
     and every p-value, equals the one-pair function's. Raises ``ValueError`` as it does.
     """
-    _positive_count(permutations, "permutations")
-    _generator(seed)
-    differences = [_paired_differences(a, b) for a, b in pairs]
+    positive_count(permutations, "permutations")
+    seeded_generator(seed)
+    differences = [paired_differences(a, b) for a, b in pairs]
     if any(d.size == 0 for d in differences):
         raise ValueError("paired_randomization_test needs at least one query")
     results = [1.0] * len(differences)
@@ -242,7 +242,7 @@ def paired_randomization_tests(
         absolute = np.array([float(np.abs(differences[p]).sum()) for p in positions])
         thresholds = np.array(
             [
-                abs(float(differences[p].sum())) - _TIE_TOLERANCE * float(absolute[c])
+                abs(float(differences[p].sum())) - TIE_TOLERANCE * float(absolute[c])
                 for c, p in enumerate(positions)
             ]
         )
