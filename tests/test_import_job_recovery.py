@@ -36,8 +36,8 @@ from annotations.services.job_recovery import (
 from annotations.services.jobs import CountingReader, import_job_create
 from tests.conftest import celery_broker, require_component
 from tests.factories import CollectionFactory, MembershipFactory, UserFactory
-from tests.test_tasks import BROKER, ROOT, _database_url, _redis_reachable
 from tests.waiting import wait_until
+from tests.workers import BROKER, ROOT, redis_reachable, worker_start
 
 DEAD = 45
 
@@ -420,12 +420,7 @@ def test_the_page_offers_retry_once_the_job_it_follows_fails_and_retry_imports_i
 
 @contextmanager
 def _worker(queue: str, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "ndcg_platform", "worker", "--pool=solo",
-         "--concurrency=1", "--without-gossip", "--without-mingle", "--loglevel=ERROR",
-         "-Q", queue],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
+    process = worker_start(queue, env, without=["DJANGO_CACHE_URL"])
     try:
         yield process
     finally:
@@ -448,7 +443,7 @@ def _reading(client: Client) -> bool:
 def test_a_worker_killed_mid_import_is_noticed_within_the_dead_limit_and_retried(
     collection: Collection, olga: Client, settings
 ) -> None:  # type: ignore[no-untyped-def]
-    if not _redis_reachable():
+    if not redis_reachable():
         require_component(f"Redis is not reachable at {BROKER}")
     dead = 3
     sweep_every = max(1.0, dead / 3)  # the beat's period for this dead limit
@@ -464,10 +459,7 @@ def test_a_worker_killed_mid_import_is_noticed_within_the_dead_limit_and_retried
         },
     }
     queue = f"ndcg-test-recovery-{os.getpid()}"
-    env = {**os.environ, "C_FORCE_ROOT": "1", "CELERY_BROKER_URL": BROKER,
-           "DATABASE_URL": _database_url(), "NDCG_IMPORT_HEARTBEAT_SECONDS": "1",
-           "NDCG_IMPORT_DEAD_SECONDS": str(dead)}  # fmt: skip
-    env.pop("DJANGO_CACHE_URL", None)
+    env = {"NDCG_IMPORT_HEARTBEAT_SECONDS": "1", "NDCG_IMPORT_DEAD_SECONDS": str(dead)}
     lines = 60_000
     try:
         with celery_broker(BROKER, task_default_queue=queue):

@@ -3,7 +3,6 @@
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -23,7 +22,7 @@ from annotations.services.job_recovery import WORKER_STOPPED
 from annotations.services.jobs import import_job_create
 from tests.conftest import celery_broker, require_component
 from tests.factories import MembershipFactory, UserFactory
-from tests.test_tasks import BROKER, ROOT, _database_url, _redis_reachable
+from tests.workers import BROKER, redis_reachable, worker_start
 
 pytestmark = pytest.mark.celery
 
@@ -43,18 +42,12 @@ def organiser(collection: Collection, settings, tmp_path: Path) -> Client:  # ty
 def worker(collection: Collection, settings) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
     """A real worker on the test database; this process queues tasks on Redis and reads the
     progress a worker writes to the coordination cache (the broker's Redis) on SQLite."""
-    if not _redis_reachable():
+    if not redis_reachable():
         require_component(f"Redis is not reachable at {BROKER}")
     queue = f"ndcg-test-imports-{os.getpid()}"
-    env = {**os.environ, "C_FORCE_ROOT": "1", "CELERY_BROKER_URL": BROKER,
-           "DATABASE_URL": _database_url(), "NDCG_IMPORT_HEARTBEAT_SECONDS": "1"}  # fmt: skip
-    env.pop("DJANGO_CACHE_URL", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "ndcg_platform", "worker", "--pool=solo",
-         "--concurrency=1", "--without-gossip", "--without-mingle", "--loglevel=ERROR",
-         "-Q", queue],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
+    process = worker_start(
+        queue, {"NDCG_IMPORT_HEARTBEAT_SECONDS": "1"}, without=["DJANGO_CACHE_URL"]
+    )
     settings.CELERY_BROKER_URL = BROKER
     settings.CACHES = {
         **settings.CACHES,

@@ -2,12 +2,9 @@
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from annotations import services
 from annotations.models import Collection, Judgement, Query
@@ -15,9 +12,7 @@ from tests.conftest import celery_broker, require_component
 from tests.stored import query_score
 from tests.test_scores import oracle, stored_ndcg
 from tests.waiting import wait_until
-
-ROOT = Path(__file__).resolve().parent.parent
-BROKER = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+from tests.workers import BROKER, redis_reachable, worker_start
 
 
 def _coordination_url(broker: str) -> str:
@@ -28,39 +23,14 @@ def _coordination_url(broker: str) -> str:
     return f"{base}/{(number - 1) % 16}"
 
 
-def _redis_reachable() -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(BROKER, socket_connect_timeout=1).ping())
-    except redis.RedisError:
-        return False
-
-
-def _database_url() -> str:
-    settings = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{settings['NAME']}"
-    host = settings["HOST"] or "127.0.0.1"
-    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings["PASSWORD"] else "")
-    return f"postgres://{auth}@{host}:{settings['PORT'] or 5432}/{settings['NAME']}"
-
-
 @pytest.fixture
 def celery_worker(worked_example: Collection, settings) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
     """A real worker process on the test database; this process sends tasks to Redis."""
-    if not _redis_reachable():
+    if not redis_reachable():
         require_component(f"Redis is not reachable at {BROKER}")
     # A queue of its own, so no other worker (another test run) can take these tasks.
     queue = f"ndcg-test-{os.getpid()}"
-    env = {**os.environ, "C_FORCE_ROOT": "1", "CELERY_BROKER_URL": BROKER,
-           "DATABASE_URL": _database_url()}  # fmt: skip
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "ndcg_platform", "worker", "--pool=solo",
-         "--concurrency=1", "--without-gossip", "--without-mingle", "--loglevel=ERROR",
-         "-Q", queue],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
+    worker = worker_start(queue)
     try:
         settings.CELERY_BROKER_URL = BROKER
         with celery_broker(BROKER, task_default_queue=queue):
@@ -123,7 +93,7 @@ class _Recorder:
 @pytest.fixture
 def shared_coordination(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
     """The coordination cache on a real Redis, as with a broker in production."""
-    if not _redis_reachable():
+    if not redis_reachable():
         require_component(f"Redis is not reachable at {BROKER}")
     settings.CACHES = {
         **settings.CACHES,
