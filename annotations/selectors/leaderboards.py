@@ -24,8 +24,7 @@ from annotations.selectors.stored_scores import (
     is_judged,
     paired_values,
     query_vector,
-    run_means_at,
-    stored_ndcg,
+    run_means_and_ndcg,
 )
 
 # Fixed so that a page reload never moves an interval or a tier by chance alone.
@@ -166,7 +165,8 @@ def leaderboard_compute(
     are computed here. This is the expensive read: pages get it from a stored snapshot.
     """
     state = scores_state(collection=collection)
-    stored_means = run_means_at(collection, k)
+    # the means and the per-query nDCG their statistics need, in one read
+    stored_means, stored = run_means_and_ndcg(collection, k)
     scored_ids = {row.run_id for row in stored_means}
     unscored = [
         RunRef.of(run)
@@ -176,7 +176,6 @@ def leaderboard_compute(
         .order_by("name")
     ]
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
-    stored = stored_ndcg(collection, [row.run_id for row in stored_means], k)
     vectors = {
         row.run_id: query_vector(collection, evaluated, stored[row.run_id]) for row in stored_means
     }

@@ -198,17 +198,25 @@ class RunMean:
 def run_means_at(
     collection: Collection, k: int, *, runs: Sequence[Run] | None = None
 ) -> list[RunMean]:
+    """The means at k of the collection's runs (or of `runs`); see `run_means_and_ndcg`."""
+    return run_means_and_ndcg(collection, k, runs=runs)[0]
+
+
+def run_means_and_ndcg(
+    collection: Collection, k: int, *, runs: Sequence[Run] | None = None
+) -> tuple[list[RunMean], dict[int, dict[int, float]]]:
     """The means at k of the collection's runs (or of `runs`) that have stored scores in
     the current layout, best first (nDCG@k descending, then name).
 
     Each mean is trec_eval's: the run's stored per-query values summed one by one in qid
     order (``ndcg.ordered_mean``; an unanswered judged query adds 0.0 in zero mode and
     is left out in skip mode), divided by the count the stored RunScore row holds. So the
-    ``all`` values equal trec_eval's bit for bit.
+    ``all`` values equal trec_eval's bit for bit. Also, from the same read, run id -> query
+    id -> nDCG@k stored (what `stored_ndcg` gives), for the leaderboard's statistics.
     """
     found = _cutoff_position(collection, k)
     if found is None:
-        return []
+        return [], {}
     layout, _, _ = found
     rows = (
         RunScore.objects.filter(cutoffs=layout)
@@ -221,7 +229,7 @@ def run_means_at(
         rows = rows.filter(run__collection=collection)
     stored = list(rows)
     if not stored:
-        return []
+        return [], {}
     order = {query_id: i for i, (query_id, _, _) in enumerate(evaluated_queries(collection, k))}
     position = {row.run_id: r for r, row in enumerate(stored)}
     # (runs, measures, queries) in qid order; 0.0 where a run has no value, which adds
@@ -247,7 +255,10 @@ def run_means_at(
         )
         means.append(RunMean(row.run, k, count, ndcg, condensed, judged, row.updated))
     means.sort(key=lambda mean: (-mean.ndcg, mean.run.name))
-    return means
+    ndcg_by_run: dict[int, dict[int, float]] = defaultdict(dict)
+    for run_id, (query_ids, (ndcg_values, _, _)) in columns.items():
+        ndcg_by_run[run_id] = dict(zip(query_ids, ndcg_values, strict=True))
+    return means, ndcg_by_run
 
 
 def run_scores(*, run: Run, k: int) -> RunScores:
