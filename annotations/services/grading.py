@@ -19,7 +19,8 @@ def assignment_grade_undo(*, assignment: Assignment, assessor: User) -> Assignme
 
     A grade counts only while it still stands (the pair holds the grade it set): a grade
     changed since, or already taken back, is passed over, so pressing undo again takes back
-    the grade before it.
+    the grade before it. The assessor's current grades are read in one query; only the pair
+    taken back is locked (and checked again under the lock).
     """
     if assignment.assessor_id != assessor.pk:
         return None
@@ -33,30 +34,42 @@ def assignment_grade_undo(*, assignment: Assignment, assessor: User) -> Assignme
         source="form",
         query_id__in={query for query, _ in items},
     ).order_by("-changed_at", "-id")[:UNDO_DEPTH]
+    rows = [row for row in history if (row.query_id, row.document_id) in items]
+    held = {
+        (query, document): grade
+        for query, document, grade in Judgement.objects.filter(
+            assessor=assessor,
+            query_id__in={row.query_id for row in rows},
+            document_id__in={row.document_id for row in rows},
+        ).values_list("query_id", "document_id", "grade")
+    }
+    # The latest grade that still stands: the pair holds the grade it set.
+    standing = next(
+        (row for row in rows if held.get((row.query_id, row.document_id)) == row.new_grade),
+        None,
+    )
+    if standing is None:
+        return None
+    item = items[(standing.query_id, standing.document_id)]
     with transaction.atomic():
-        for row in history:
-            item = items.get((row.query_id, row.document_id))
-            if item is None:
-                continue
-            current = (
-                Judgement.objects.select_for_update()
-                .filter(query_id=row.query_id, document_id=row.document_id, assessor=assessor)
-                .first()
+        current = (
+            Judgement.objects.select_for_update()
+            .filter(query_id=standing.query_id, document_id=standing.document_id, assessor=assessor)
+            .first()
+        )
+        if (current.grade if current else None) != standing.new_grade:
+            return None  # changed meanwhile by another tab: nothing is taken back
+        if standing.old_grade is None:
+            if current is not None:
+                judgement_delete(judgement=current, source="undo", changed_by=assessor)
+        else:
+            judgement_record(
+                query=item.entry.query,
+                document=item.entry.document,
+                assessor=assessor,
+                grade=standing.old_grade,
+                note=current.note if current else "",
+                source="undo",
+                changed_by=assessor,
             )
-            if (current.grade if current else None) != row.new_grade:
-                continue  # changed since, or taken back already
-            if row.old_grade is None:
-                if current is not None:
-                    judgement_delete(judgement=current, source="undo", changed_by=assessor)
-            else:
-                judgement_record(
-                    query=item.entry.query,
-                    document=item.entry.document,
-                    assessor=assessor,
-                    grade=row.old_grade,
-                    note=current.note if current else "",
-                    source="undo",
-                    changed_by=assessor,
-                )
-            return item
-    return None
+    return item
