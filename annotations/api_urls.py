@@ -80,4 +80,21 @@ urlpatterns = [
         apis.LeaderboardAsOfApi.as_view(),
         name="as-of-leaderboard",
     ),
+    # Webhooks
+    path("collections/<slug:slug>/webhooks/", apis.WebhookListApi.as_view(), name="webhooks"),
+    path(
+        "collections/<slug:slug>/webhooks/<int:webhook_id>/",
+        apis.WebhookDetailApi.as_view(),
+        name="webhook",
+    ),
+    path(
+        "collections/<slug:slug>/webhooks/<int:webhook_id>/deliveries/",
+        apis.WebhookDeliveryListApi.as_view(),
+        name="webhook-deliveries",
+    ),
+    path(
+        "collections/<slug:slug>/webhooks/<int:webhook_id>/test/",
+        apis.WebhookTestApi.as_view(),
+        name="webhook-test",
+    ),
 ]

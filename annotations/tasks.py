@@ -2,10 +2,10 @@
 
 from celery import shared_task
 
-from annotations import idempotency, scores
+from annotations import events, idempotency, scores
 from annotations.models import Collection, Query, Run
 from annotations.scores import snapshots
-from annotations.services import impact, job_recovery, jobs
+from annotations.services import impact, job_recovery, jobs, webhooks
 
 
 @shared_task(name="annotations.tasks.recompute_query")
@@ -13,6 +13,8 @@ def recompute_query(query_id: int) -> bool:
     scores.coalesce_release(f"recompute-query:{query_id}")  # later changes queue again
     changed = scores.scores_recompute_query(query_id=query_id)
     for found in Query.objects.filter(id=query_id).values_list("collection_id", flat=True):
+        if changed:
+            scores.scores_updated_emit(query_id=query_id, collection_id=found)
         snapshots.leaderboards_refresh_schedule(collection_id=found)
     return changed
 
@@ -69,3 +71,18 @@ def idempotency_purge() -> int:
     """Periodic (celery beat): forget the stored answers of writes older than their keys'
     NDCG_IDEMPOTENCY_HOURS."""
     return idempotency.purge_expired()
+
+
+@shared_task(name="annotations.tasks.webhooks_send")
+def webhooks_send() -> None:
+    """Send the webhook deliveries that are due; queue itself again for the next retry."""
+    events.wake_release()
+    following = webhooks.deliveries_send_due()
+    if following is not None:
+        events.schedule_retry(following)
+
+
+@shared_task(name="annotations.tasks.webhooks_sweep")
+def webhooks_sweep() -> None:
+    """Periodic (celery beat): deliveries whose wake was lost, and the log's old rows."""
+    webhooks.deliveries_sweep()

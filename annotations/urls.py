@@ -17,6 +17,7 @@ from annotations.views import (
     scores,
     stale,
     versions,
+    webhooks,
 )
 
 urlpatterns = [
@@ -190,5 +191,16 @@ urlpatterns = [
         "collections/<slug:slug>/versions/<slug:name>/qrels/",
         versions.version_qrels,
         name="qrels-version-download",
+    ),
+    path("collections/<slug:slug>/webhooks/", webhooks.webhooks, name="collection-webhooks"),
+    path(
+        "collections/<slug:slug>/webhooks/<int:webhook_id>/test/",
+        webhooks.webhook_test,
+        name="collection-webhook-test",
+    ),
+    path(
+        "collections/<slug:slug>/webhooks/<int:webhook_id>/delete/",
+        webhooks.webhook_delete,
+        name="collection-webhook-delete",
     ),
 ]

@@ -320,6 +320,19 @@ CACHES = {
 # a burst and runs one at a time per collection.
 NDCG_DERIVED_QUEUE = os.environ.get("NDCG_DERIVED_QUEUE", "derived")
 NDCG_IMPORTS_QUEUE = os.environ.get("NDCG_IMPORTS_QUEUE", "imports")
+# Webhooks (docs/operations.md): deliveries go to NDCG_WEBHOOKS_QUEUE; each attempt waits at
+# most NDCG_WEBHOOK_TIMEOUT_SECONDS for the receiver; a failed one is tried again after each
+# of NDCG_WEBHOOK_RETRY_SECONDS in turn, then given up. Targets that resolve to private,
+# loopback or link-local addresses are refused unless NDCG_WEBHOOK_ALLOW_PRIVATE=true.
+# Delivered and failed deliveries are kept NDCG_WEBHOOK_KEEP_DAYS for the delivery log.
+NDCG_WEBHOOKS_QUEUE = os.environ.get("NDCG_WEBHOOKS_QUEUE", "derived")
+NDCG_WEBHOOK_TIMEOUT_SECONDS = env_float("NDCG_WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
+NDCG_WEBHOOK_RETRY_SECONDS = [
+    float(value)
+    for value in env_list("NDCG_WEBHOOK_RETRY_SECONDS", ["5", "30", "120", "600", "3600", "21600"])
+]
+NDCG_WEBHOOK_ALLOW_PRIVATE = env_bool("NDCG_WEBHOOK_ALLOW_PRIVATE", False)
+NDCG_WEBHOOK_KEEP_DAYS = env_int("NDCG_WEBHOOK_KEEP_DAYS", 14, minimum=1)
 NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, minimum=0.0)
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
@@ -327,6 +340,8 @@ CELERY_TASK_ROUTES = {
         ("annotations.tasks.refresh_leaderboards", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.idempotency_purge", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.import_job_run", NDCG_IMPORTS_QUEUE),
+        ("annotations.tasks.webhooks_send", NDCG_WEBHOOKS_QUEUE),
+        ("annotations.tasks.webhooks_sweep", NDCG_WEBHOOKS_QUEUE),
     )
     if queue
 }
@@ -341,6 +356,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": max(1.0, NDCG_IMPORT_DEAD_SECONDS / 3),
     },
     "idempotency-purge": {"task": "annotations.tasks.idempotency_purge", "schedule": 3600.0},
+    # Deliveries whose wake was lost (broker down), retries due, the log's old rows.
+    "webhooks-sweep": {"task": "annotations.tasks.webhooks_sweep", "schedule": 30.0},
 }
 
 # The browsable API (HTML forms at ?format=api) only where asked for; JSON alone otherwise.

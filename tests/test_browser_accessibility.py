@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
 PHONE = {"width": 390, "height": 844}
 
 
-def _problems(page: Any, path: str) -> list[str]:  # type: ignore[no-untyped-def]
+def page_problems(page: Any, path: str) -> list[str]:  # type: ignore[no-untyped-def]
     from axe_playwright_python.sync_playwright import Axe
 
     response = page.goto(path)
@@ -72,11 +72,11 @@ def test_every_page_passes_axe_and_fits_a_phone(  # type: ignore[no-untyped-def]
     for username, paths in (("olga", organiser_pages), ("alice", assessor_pages)):
         with browser_page(browser, live_server, viewport=PHONE) as page:
             page.goto("/accounts/login/")
-            problems += _problems(page, "/accounts/login/")
+            problems += page_problems(page, "/accounts/login/")
             page.fill("#id_username", username)
             page.fill("#id_password", "pass-word-123")
             page.click("button[type=submit]")
             page.wait_for_url(lambda url: "/accounts/login/" not in url)
             for path in paths:
-                problems += _problems(page, path)
+                problems += page_problems(page, path)
     assert not problems, "\n".join(problems)

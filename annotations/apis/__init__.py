@@ -17,6 +17,12 @@ from annotations.apis.versions import (
     QrelsVersionQrelsApi,
     QrelsVersionsDiffApi,
 )
+from annotations.apis.webhooks import (
+    WebhookDeliveryListApi,
+    WebhookDetailApi,
+    WebhookListApi,
+    WebhookTestApi,
+)
 
 __all__ = [
     "CollectionDetailApi",
@@ -43,5 +49,9 @@ __all__ = [
     "SensitivityApi",
     "TokenApi",
     "TopicsImportApi",
+    "WebhookDeliveryListApi",
+    "WebhookDetailApi",
+    "WebhookListApi",
+    "WebhookTestApi",
     "leaderboard_body",
 ]

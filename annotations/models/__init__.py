@@ -43,6 +43,7 @@ from annotations.models.scores import (
     QueryScore,
     RunScore,
 )
+from annotations.models.webhooks import WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AGGREGATION_CHOICES",
@@ -79,5 +80,7 @@ __all__ = [
     "Ranking",
     "Run",
     "RunScore",
+    "WebhookDelivery",
+    "WebhookSubscription",
     "default_cutoffs",
 ]

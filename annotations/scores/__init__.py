@@ -17,6 +17,7 @@ from annotations.scores.scheduling import (
     coalesce_release,
     run_inline,
     scores_schedule,
+    scores_updated_emit,
 )
 
 __all__ = [
@@ -28,5 +29,6 @@ __all__ = [
     "scores_rescore_collection",
     "scores_schedule",
     "scores_sweep_stale",
+    "scores_updated_emit",
     "scores_verify",
 ]

@@ -11,8 +11,9 @@ from django.conf import settings
 from django.core.cache import caches
 from django.db import transaction
 
-from annotations import publishing
-from annotations.models import Run
+from annotations import events, publishing
+from annotations.models import Query, Run
+from annotations.models.webhooks import SCORES_UPDATED
 from annotations.scores.queries import scores_recompute_query
 from annotations.scores.rescoring import scores_recompute_run, scores_rescore_collection
 
@@ -113,7 +114,7 @@ def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int])
     recompute: dict[str, Callable[[int], object]] = {
         "collection": lambda object_id: scores_rescore_collection(collection_id=object_id),
         "run": lambda object_id: scores_recompute_run(run_id=object_id),
-        "query": lambda object_id: scores_recompute_query(query_id=object_id),
+        "query": _recompute_query_and_tell,
     }
     for kind, object_id in jobs:
         for attempt in (1, 2):
@@ -127,3 +128,30 @@ def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int])
                         kind,
                         object_id,
                     )
+
+
+def _recompute_query_and_tell(query_id: int) -> bool:
+    changed = scores_recompute_query(query_id=query_id)
+    if changed:
+        for collection_id in Query.objects.filter(id=query_id).values_list(
+            "collection_id", flat=True
+        ):
+            scores_updated_emit(query_id=query_id, collection_id=collection_id)
+    return changed
+
+
+def scores_updated_emit(*, query_id: int, collection_id: int) -> None:
+    """Tell the collection's webhooks that a query's stored scores changed: one pending
+    delivery per query however many recomputations a burst brings."""
+
+    def data() -> dict[str, object]:
+        found = Query.objects.filter(id=query_id).values_list("qid", "collection__slug").first()
+        qid, slug = found if found is not None else (None, None)
+        return {"collection": slug, "qid": qid}
+
+    events.emit(
+        collection_id=collection_id,
+        event_type=SCORES_UPDATED,
+        data=data,
+        coalesce_key=f"scores:{query_id}",
+    )

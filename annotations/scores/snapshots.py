@@ -35,9 +35,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotations import publishing
+from annotations import events, publishing
 from annotations.formats import score_bytes
 from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
+from annotations.models.webhooks import LEADERBOARD_CHANGED
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors.leaderboards import (
     BoundsByQuery,
@@ -178,6 +179,17 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         update_conflicts=True,
         unique_fields=["collection", "k"],
         update_fields=["stamp", "rows", "unscored", "computed_at", "seconds"],
+    )
+    events.emit(
+        collection_id=collection.id,
+        event_type=LEADERBOARD_CHANGED,
+        data=lambda: {
+            "collection": collection.slug,
+            "k": k,
+            "runs": len(rows),
+            "leader": rows[0]["name"] if rows else None,
+        },
+        coalesce_key=f"leaderboard:{k}",
     )
     return board
 

@@ -21,9 +21,10 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from annotations import publishing
+from annotations import events, publishing
 from annotations.formats.trec import TrecFormatError
 from annotations.models import Collection, ImportJob
+from annotations.models.webhooks import IMPORT_FAILED, IMPORT_FINISHED
 from annotations.selectors.jobs import progress_in_rows, progress_key
 from annotations.services.imports import documents_import, topics_import
 from annotations.services.judgements import import_assessor, judgements_import
@@ -302,6 +303,7 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
             )
             if not done:
                 raise _Abandoned
+            _tell(job, IMPORT_FINISHED, summary=summary)
             path = job.upload_path
             transaction.on_commit(lambda: upload_delete(path))
     except _Abandoned:
@@ -346,6 +348,25 @@ def _finish_failed(
     if reader is not None:
         fields.update(bytes_done=reader.bytes_done, lines_done=reader.lines_done)
     held = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=attempt)
-    if held.update(**fields) and not keep_upload:
+    with transaction.atomic():
+        failed = held.update(**fields)
+        if failed:
+            _tell(job, IMPORT_FAILED, error=error)
+    if failed and not keep_upload:
         upload_delete(job.upload_path)
     return ImportJob.FAILED
+
+
+def _tell(job: ImportJob, event_type: str, **details: str) -> None:
+    """The webhook event of a job's end (written with its state, sent after commit)."""
+    events.emit(
+        collection_id=job.collection_id,
+        event_type=event_type,
+        data=lambda: {
+            "collection": job.collection.slug,
+            "job": job.id,
+            "kind": job.kind,
+            "file": job.file_name,
+            **details,
+        },
+    )

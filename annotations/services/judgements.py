@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotations import events
 from annotations.bulk import bulk_insert
 from annotations.formats import trec
 from annotations.models import (
@@ -22,6 +23,7 @@ from annotations.models import (
     JudgementHistory,
     Query,
 )
+from annotations.models.webhooks import JUDGEMENT_CHANGED, JUDGEMENT_CREATED
 from annotations.services.collections import grade_values
 from annotations.services.imports import (
     LOOKUP_CHUNK,
@@ -105,6 +107,7 @@ def judgement_upsert(
             else:
                 _history(judgement, None, grade, note, source, changed_by or assessor)
                 queries_mark_stale([query.id])
+                _tell(JUDGEMENT_CREATED, query.collection_id, judgement, None, grade, source)
                 return judgement, True
         if judgement.grade == grade and judgement.note == note and not judgement.stale:
             return judgement, False
@@ -117,6 +120,7 @@ def judgement_upsert(
         excluded = was_stale and query.collection.stale_judgements == "exclude"
         if old_grade != grade or excluded:
             queries_mark_stale([query.id])
+        _tell(JUDGEMENT_CHANGED, query.collection_id, judgement, old_grade, grade, source)
     return judgement, False
 
 
@@ -130,6 +134,34 @@ def judgement_delete(*, judgement: Judgement, source: str, changed_by: User | No
         locked._recorded_by_service = True  # type: ignore[attr-defined]
         locked.delete()
         queries_mark_stale([locked.query_id])
+        collection_id = Query.objects.values_list("collection_id", flat=True).get(
+            id=locked.query_id
+        )
+        _tell(JUDGEMENT_CHANGED, collection_id, locked, locked.grade, None, source)
+
+
+def _tell(
+    event_type: str,
+    collection_id: int,
+    judgement: Judgement,
+    old: int | None,
+    new: int | None,
+    source: str,
+) -> None:
+    """The webhook event of one judgement's change (written with it, sent after commit)."""
+    events.emit(
+        collection_id=collection_id,
+        event_type=event_type,
+        data=lambda: {
+            "collection": judgement.query.collection.slug,
+            "qid": judgement.query.qid,
+            "docno": judgement.document.docno,
+            "assessor": judgement.assessor.username,
+            "old_grade": old,
+            "grade": new,
+            "source": source,
+        },
+    )
 
 
 def _history(

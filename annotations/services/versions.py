@@ -8,7 +8,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
+from annotations import events
 from annotations.models import Collection, JudgementHistory, QrelsVersion
+from annotations.models.webhooks import VERSION_TAGGED
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -57,4 +59,14 @@ def _tag(version: QrelsVersion) -> QrelsVersion:
         )["last"]
         version.history_id = last or 0
         version.save()
+        events.emit(
+            collection_id=collection.id,
+            event_type=VERSION_TAGGED,
+            data=lambda: {
+                "collection": collection.slug,
+                "version": version.name,
+                "note": version.note,
+                "created": version.created.isoformat(),
+            },
+        )
     return version

@@ -31,6 +31,7 @@ def menu_entries(collection: Collection, access: Access) -> list[tuple[str, str,
         ("import", "Import", "collection-imports", slug, access.organiser),
         ("members", "Members", "collection-members", slug, access.organiser),
         ("export", "Export", "collection-exports", slug, access.organiser),
+        ("webhooks", "Webhooks", "collection-webhooks", slug, access.organiser),
         ("settings", "Settings", "collection-edit", slug, access.organiser),
         ("api", "API docs", "api-docs", (), access.member),
     ]

@@ -1,0 +1,231 @@
+"""Webhook subscriptions and the sender: signed deliveries from the outbox, with retries.
+
+Deliveries are signed as the Standard Webhooks spec says (`webhook-id`,
+`webhook-timestamp`, `webhook-signature`: v1, HMAC-SHA256 over `id.timestamp.body`, by the
+`standardwebhooks` package). A 2xx answer delivers; anything else (an error status, a
+redirect, a timeout, a refused target) is tried again after each of
+NDCG_WEBHOOK_RETRY_SECONDS in turn (longer when the receiver sends Retry-After), then
+given up as failed. At least once: a receiver deduplicates by `webhook-id`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.utils import timezone
+from standardwebhooks import Webhook
+
+from annotations import events
+from annotations.models import Collection, WebhookDelivery, WebhookSubscription
+from annotations.models.webhooks import EVENT_TYPES
+
+USER_AGENT = "ndcg-platform-webhooks/1"
+BATCH = 50
+MAX_RETRY_AFTER = timedelta(days=1)
+MAX_SUBSCRIPTIONS = 20
+
+
+def target_refusal(url: str) -> str | None:
+    """Why the platform will not send to `url`, or None. Only http(s); a host that resolves
+    to a private, loopback, link-local or otherwise internal address is refused unless
+    NDCG_WEBHOOK_ALLOW_PRIVATE (so a subscription cannot reach the platform's own network)."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"}:
+        return "Give an http:// or https:// URL."
+    if not parts.hostname:
+        return "The URL names no host."
+    if parts.username or parts.password:
+        return "Give the URL without a user name or password (deliveries are signed)."
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        found = socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)
+    except (OSError, ValueError, UnicodeError):
+        return f"The host {parts.hostname!r} does not resolve."
+    if settings.NDCG_WEBHOOK_ALLOW_PRIVATE:
+        return None
+    for *_, address in found:
+        ip = ipaddress.ip_address(str(address[0]).split("%")[0])
+        if not ip.is_global or ip.is_multicast:
+            return (
+                f"{parts.hostname} resolves to {ip}, a private, loopback or internal address; "
+                "set NDCG_WEBHOOK_ALLOW_PRIVATE=true to allow such targets."
+            )
+    return None
+
+
+def subscription_create(
+    *, collection: Collection, url: str, events: Iterable[str] = (), created_by: User | None
+) -> WebhookSubscription:
+    """Subscribe `url` to the collection's events (all of them when `events` is empty)."""
+    wanted = sorted(set(events))
+    unknown = [name for name in wanted if name not in EVENT_TYPES]
+    if unknown:
+        raise ValidationError({"events": f"Unknown event types: {', '.join(unknown)}."})
+    subscription = WebhookSubscription(
+        collection=collection, url=url.strip(), events=wanted, created_by=created_by
+    )
+    subscription.full_clean(exclude=["collection", "created_by", "secret"])
+    refusal = target_refusal(subscription.url)
+    if refusal is not None:
+        raise ValidationError({"url": refusal})
+    if WebhookSubscription.objects.filter(collection=collection).count() >= MAX_SUBSCRIPTIONS:
+        raise ValidationError(
+            {"url": f"A collection has at most {MAX_SUBSCRIPTIONS} webhooks; delete one first."}
+        )
+    subscription.save()
+    return subscription
+
+
+def subscription_delete(subscription: WebhookSubscription) -> None:
+    """Remove the subscription and its delivery log (nothing more is sent to it)."""
+    subscription.delete()
+
+
+# -- sending ----------------------------------------------------------------------------------
+
+
+def _claim_seconds() -> float:
+    return 2 * float(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS) + 5
+
+
+def deliveries_send_due(*, limit: int = BATCH) -> float | None:
+    """Send the deliveries that are due (up to `limit` per call, oldest due first); the
+    seconds until the next pending one is due (0 when more are due now), None if none is
+    pending. Safe to run in several processes: each delivery is claimed before it is sent."""
+    now = timezone.now()
+    unclaimed = Q(claimed__isnull=True) | Q(claimed__lt=now - timedelta(seconds=_claim_seconds()))
+    pending = WebhookDelivery.objects.filter(unclaimed, state=WebhookDelivery.PENDING)
+    due = list(
+        pending.filter(next_attempt__lte=now)
+        .order_by("next_attempt", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+    for delivery_id in due:
+        claimed = WebhookDelivery.objects.filter(
+            unclaimed, id=delivery_id, state=WebhookDelivery.PENDING
+        ).update(claimed=timezone.now())
+        if claimed:
+            _send(WebhookDelivery.objects.select_related("subscription").get(id=delivery_id))
+    following = (
+        WebhookDelivery.objects.filter(state=WebhookDelivery.PENDING)
+        .order_by("next_attempt")
+        .values_list("next_attempt", flat=True)
+        .first()
+    )
+    if following is None:
+        return None
+    return max(0.0, (following - timezone.now()).total_seconds())
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not a new target (it could point anywhere)."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+# No proxy from the environment either: the target checked is the target reached.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+
+
+def signed_headers(delivery: WebhookDelivery, moment: datetime) -> dict[str, str]:
+    """The Standard Webhooks headers of one attempt of the delivery at `moment`."""
+    signature = Webhook(delivery.subscription.secret).sign(
+        delivery.webhook_id, moment, delivery.body
+    )
+    return {
+        "webhook-id": delivery.webhook_id,
+        "webhook-timestamp": str(int(moment.timestamp())),
+        "webhook-signature": signature,
+    }
+
+
+def _send(delivery: WebhookDelivery) -> None:
+    moment = timezone.now()
+    status: int | None = None
+    error = ""
+    retry_after: timedelta | None = None
+    refusal = target_refusal(delivery.subscription.url)
+    if refusal is not None:
+        error = refusal
+    else:
+        request = urllib.request.Request(
+            delivery.subscription.url,
+            data=delivery.body.encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "User-Agent": USER_AGENT,
+                **signed_headers(delivery, moment),
+            },
+        )
+        try:
+            with _OPENER.open(request, timeout=settings.NDCG_WEBHOOK_TIMEOUT_SECONDS) as answer:
+                status = answer.status
+        except urllib.error.HTTPError as answer:
+            status = answer.code
+            error = f"HTTP {answer.code} {answer.reason}"
+            retry_after = retry_after_of(answer.headers.get("Retry-After"), moment)
+        except (OSError, ValueError) as failure:
+            error = f"{type(failure).__name__}: {failure}"
+    _record(delivery, status, error, retry_after)
+
+
+def _record(
+    delivery: WebhookDelivery, status: int | None, error: str, retry_after: timedelta | None
+) -> None:
+    now = timezone.now()
+    attempts = delivery.attempts + 1
+    fields: dict[str, object] = {
+        "attempts": attempts,
+        "last_status": status,
+        "last_error": error[:500],
+        "claimed": None,
+    }
+    if status is not None and 200 <= status < 300:
+        fields.update(state=WebhookDelivery.DELIVERED, delivered=now, last_error="")
+    else:
+        schedule = settings.NDCG_WEBHOOK_RETRY_SECONDS
+        if attempts > len(schedule):
+            fields["state"] = WebhookDelivery.FAILED
+        else:
+            wait = timedelta(seconds=schedule[attempts - 1])
+            fields["next_attempt"] = now + max(wait, retry_after or timedelta(0))
+    WebhookDelivery.objects.filter(id=delivery.id).update(**fields)
+
+
+def retry_after_of(raw: str | None, moment: datetime) -> timedelta | None:
+    """Retry-After as seconds or an HTTP date, at most a day; None if absent or unreadable."""
+    if not raw:
+        return None
+    raw = raw.strip()
+    if raw.isdigit():
+        return min(timedelta(seconds=int(raw)), MAX_RETRY_AFTER)
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return min(max(when - moment, timedelta(0)), MAX_RETRY_AFTER)
+
+
+def deliveries_sweep() -> float | None:
+    """Periodic: send what is due (a wake lost with the broker) and forget old log rows."""
+    keep = timezone.now() - timedelta(days=settings.NDCG_WEBHOOK_KEEP_DAYS)
+    WebhookDelivery.objects.filter(~Q(state=WebhookDelivery.PENDING), created__lt=keep).delete()
+    return deliveries_send_due()
+
+
+def subscription_test(subscription: WebhookSubscription) -> None:
+    """Queue a `webhook.test` delivery to the subscription (sent like any other)."""
+    events.emit_test(subscription)
