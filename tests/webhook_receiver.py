@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ class Received:
     headers: dict[str, str]
     body: str
     status: int  # what the receiver answered
+    arrived: float = field(default_factory=time.monotonic)
 
     @property
     def event(self) -> dict[str, Any]:
