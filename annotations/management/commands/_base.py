@@ -7,14 +7,21 @@ import re
 import sys
 from argparse import ArgumentParser
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
 from annotations.formats.trec import TrecFormatError
+from annotations.management.commands._progress import (
+    counted,
+    progress_bars,
+    quiet_option,
+    wants_progress,
+)
 from annotations.models import Collection
+from annotations.services.imports import Source
 
 T = TypeVar("T")
 
@@ -50,6 +57,15 @@ def run_reporting_errors(action: Callable[[], T]) -> T:
         ) from None
     except OSError as error:  # a missing or unreadable file
         raise CommandError(f"{error.filename}: {error.strerror} (nothing was imported)") from None
+
+
+STDIN = "-"
+
+
+def file_source(path: str) -> str | BinaryIO:
+    """A file argument as the import services read it: `-` is standard input (its bytes,
+    named `<stdin>` in messages), anything else a path."""
+    return sys.stdin.buffer if path == STDIN else path
 
 
 def negative_values_accepted(parser: ArgumentParser) -> ArgumentParser:
@@ -110,9 +126,10 @@ class FileImportCommand(CollectionCommand):
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)
-        parser.add_argument("file")
+        parser.add_argument("file", help="the file to import; - reads standard input")
+        quiet_option(parser)
 
-    def import_file(self, collection: Collection, path: str) -> Any:
+    def import_file(self, collection: Collection, source: Source) -> Any:
         raise NotImplementedError
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -120,5 +137,9 @@ class FileImportCommand(CollectionCommand):
             collection = collection_get(options["slug"])
         except CommandError as error:
             raise CommandError(f"{options['file']}: {error}; nothing was imported") from None
-        summary = run_reporting_errors(lambda: self.import_file(collection, options["file"]))
+        with (
+            progress_bars(wants_progress(options)) as bars,
+            counted(file_source(options["file"]), bars, f"{self.label}: lines read") as source,
+        ):
+            summary = run_reporting_errors(lambda: self.import_file(collection, source))
         self.stdout.write(f"{self.label}: {summary}")

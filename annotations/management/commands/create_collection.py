@@ -19,10 +19,15 @@ class Command(BaseCommand):
         return negative_values_accepted(super().create_parser(prog_name, subcommand, **kwargs))
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("slug")
-        parser.add_argument("--name", default="")
-        parser.add_argument("--description", default="")
-        parser.add_argument("--gain", choices=["linear", "exponential"], default="linear")
+        parser.add_argument("slug", help="the new collection's slug: letters, digits, - and _")
+        parser.add_argument("--name", default="", help="display name (default: the slug)")
+        parser.add_argument("--description", default="", help="a sentence shown on its pages")
+        parser.add_argument(
+            "--gain",
+            choices=["linear", "exponential"],
+            default="linear",
+            help="gain of grade g: g (linear, trec_eval's) or 2^g - 1 (exponential)",
+        )
         parser.add_argument("--cutoffs", default="5,10,20", help="comma-separated k values")
         parser.add_argument(
             "--grades", default="0-3", help="grade scale: 0-3, -2..3 or -2,-1,0,1,2,3"
@@ -32,7 +37,10 @@ class Command(BaseCommand):
             help="a judged query a run did not answer counts 0 (zero, trec_eval -c) or is skipped",
         )  # fmt: skip
         parser.add_argument(
-            "--aggregation", choices=["median", "majority", "mean"], default="median"
+            "--aggregation",
+            choices=["median", "majority", "mean"],
+            default="median",
+            help="how several assessors' grades of a pair make its effective grade",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -12,16 +12,23 @@ from annotations.selectors import evaluation, exports
 
 class Command(PrintingCommand):
     help = (
-        "Print stored nDCG@k scores (never recomputed). trec: trec_eval's layout for one run "
-        "(-q adds per-query lines); json: full precision for every run, query and k; csv."
+        "Print stored nDCG@k scores (never recomputed). trec: trec_eval's layout, one block "
+        "per run (-q adds per-query lines); json: full precision for every run, query and k; "
+        "csv."
     )
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)
-        parser.add_argument("--run", default=None, help="only this run (required for trec)")
+        parser.add_argument("--run", default=None, help="only this run (default: every run)")
         parser.add_argument("-q", action="store_true", help="per-query lines (trec format)")
         parser.add_argument("--k", type=int, default=None, help="one cutoff (default: all)")
-        parser.add_argument("--format", choices=["trec", "json", "csv"], default="trec")
+        parser.add_argument(
+            "--format",
+            choices=["trec", "json", "csv"],
+            default="trec",
+            help="trec: trec_eval's layout, one block per run (each headed by its runid line "
+            "when there are several); json or csv: every run, query and k at full precision",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         collection = collection_get(options["slug"])
@@ -43,9 +50,10 @@ class Command(PrintingCommand):
             )
         fmt = options["format"]
         if fmt == "trec":
-            if len(runs) != 1:
-                raise CommandError("the trec format shows one run: name it with --run")
-            self._trec(runs[0], ks, per_query=options["q"])
+            if options["run"] is not None:
+                self._trec(runs[0], ks, per_query=options["q"])
+            else:
+                self._trec_all(runs, ks, per_query=options["q"])
         elif fmt == "json":
             self._json(collection, runs, ks, pending)
         else:
@@ -56,6 +64,20 @@ class Command(PrintingCommand):
             raise CommandError(f"run {run.name!r} has not been scored yet (pending)")
         for line in exports.scores_trec(run=run, ks=ks, per_query=per_query):
             self.stdout.write(line, ending="")
+
+    def _trec_all(self, runs: list[Run], ks: list[int], *, per_query: bool) -> None:
+        """Every scored run, one block each headed by trec_eval's `runid` line, as the
+        outputs of one trec_eval call per run read when concatenated."""
+        if not runs:
+            raise CommandError("the collection has no run yet")
+        scored = {row.run for row in evaluation.stored_run_scores(runs=runs, ks=ks)}
+        for run in runs:
+            if run.name not in scored:
+                self.stderr.write(f"warning: run {run.name!r} has not been scored yet (pending)")
+                continue
+            self.stdout.write(f"{'runid':<22}\tall\t{run.name}\n", ending="")
+            for line in exports.scores_trec(run=run, ks=ks, per_query=per_query):
+                self.stdout.write(line, ending="")
 
     def _json(self, collection: Any, runs: list[Run], ks: list[int], pending: int) -> None:
         self.stdout.write(exports.scores_json(collection=collection, runs=runs, ks=ks))

@@ -8,6 +8,7 @@ from annotations import services
 from annotations.management.commands._base import FileImportCommand, run_reporting_errors
 from annotations.models import Collection
 from annotations.services import ImportSummary
+from annotations.services.imports import Source
 
 
 class Command(FileImportCommand):
@@ -31,7 +32,7 @@ class Command(FileImportCommand):
             )
             super().handle(*args, **options)
 
-    def import_file(self, collection: Collection, path: str) -> ImportSummary:
+    def import_file(self, collection: Collection, source: Source) -> ImportSummary:
         return services.judgements_import(
-            collection=collection, source=path, assessor=self.assessor
+            collection=collection, source=source, assessor=self.assessor
         )

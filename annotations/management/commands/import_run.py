@@ -1,5 +1,6 @@
 """Import TREC run files: one, or a whole track's in one all-or-nothing transaction."""
 
+from contextlib import ExitStack
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -7,9 +8,17 @@ from django.core.management.base import CommandError
 
 from annotations import services
 from annotations.management.commands._base import (
+    STDIN,
     CollectionCommand,
     collection_get,
+    file_source,
     run_reporting_errors,
+)
+from annotations.management.commands._progress import (
+    counted,
+    progress_bars,
+    quiet_option,
+    wants_progress,
 )
 
 
@@ -21,9 +30,11 @@ class Command(CollectionCommand):
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)
-        parser.add_argument("files", nargs="+", metavar="file")
+        parser.add_argument(
+            "files", nargs="+", metavar="file", help="TREC run files; - reads standard input"
+        )
         parser.add_argument("--name", default=None, help="run name (one file only; default: tag)")
-        parser.add_argument("--description", default="")
+        parser.add_argument("--description", default="", help="a sentence shown with the run")
         parser.add_argument("--owner", default=None, help="username of the system owner")
         parser.add_argument(
             "--replace", action="store_true", help="replace existing runs of those names"
@@ -33,9 +44,12 @@ class Command(CollectionCommand):
             action="store_true",
             help="a file holding several tags becomes one run per tag, each named by its tag",
         )
+        quiet_option(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         files: list[str] = options["files"]
+        if files.count(STDIN) > 1:
+            raise CommandError("- (standard input) can be given once")
         if options["name"] and len(files) > 1:
             raise CommandError("--name names one run: give one file, or let the tags name them")
         if options["name"] and options["split_tags"]:
@@ -50,16 +64,21 @@ class Command(CollectionCommand):
             if owner is None:
                 raise CommandError(f"--owner: no user named {options['owner']!r}")
 
-        imported = run_reporting_errors(
-            lambda: services.run_files_import(
-                collection=collection,
-                sources=files,
-                run_name=options["name"],
-                split_tags=options["split_tags"],
-                owner=owner,
-                description=options["description"],
-                replace=options["replace"],
+        with progress_bars(wants_progress(options)) as bars, ExitStack() as opened:
+            sources = [
+                opened.enter_context(counted(file_source(path), bars, f"{path}: lines read"))
+                for path in files
+            ]
+            imported = run_reporting_errors(
+                lambda: services.run_files_import(
+                    collection=collection,
+                    sources=sources,
+                    run_name=options["name"],
+                    split_tags=options["split_tags"],
+                    owner=owner,
+                    description=options["description"],
+                    replace=options["replace"],
+                )
             )
-        )
         for run in imported:
             self.stdout.write(str(run))
