@@ -5,7 +5,7 @@ from celery import shared_task
 from annotations import events, idempotency, scores
 from annotations.models import Collection, Query, Run
 from annotations.scores import snapshots
-from annotations.services import impact, job_recovery, jobs, webhooks
+from annotations.services import impact, job_recovery, jobs, judges, webhooks
 
 
 @shared_task(name="annotations.tasks.recompute_query")
@@ -86,3 +86,9 @@ def webhooks_send() -> None:
 def webhooks_sweep() -> None:
     """Periodic (celery beat): deliveries whose wake was lost, and the log's old rows."""
     webhooks.deliveries_sweep()
+
+
+@shared_task(name="annotations.tasks.judge_run_execute")
+def judge_run_execute(run_id: int) -> str:
+    """Run a machine judge over a pool (a long task, on the imports queue)."""
+    return judges.judge_run_execute(run_id=run_id)

@@ -340,6 +340,7 @@ CELERY_TASK_ROUTES = {
         ("annotations.tasks.refresh_leaderboards", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.idempotency_purge", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.import_job_run", NDCG_IMPORTS_QUEUE),
+        ("annotations.tasks.judge_run_execute", NDCG_IMPORTS_QUEUE),
         ("annotations.tasks.webhooks_send", NDCG_WEBHOOKS_QUEUE),
         ("annotations.tasks.webhooks_sweep", NDCG_WEBHOOKS_QUEUE),
     )

@@ -25,6 +25,7 @@ from annotations.models.judgements import (
     JudgementHistory,
     QrelsVersion,
 )
+from annotations.models.judges import JudgeAnswer, JudgeRun, MachineJudge
 from annotations.models.pools import (
     Assignment,
     AssignmentItem,
@@ -67,9 +68,12 @@ __all__ = [
     "IdempotentResponse",
     "ImpactSnapshot",
     "ImportJob",
+    "JudgeAnswer",
+    "JudgeRun",
     "Judgement",
     "JudgementHistory",
     "LeaderboardSnapshot",
+    "MachineJudge",
     "Membership",
     "Pool",
     "PoolEntry",

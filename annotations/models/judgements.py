@@ -54,6 +54,7 @@ class JudgementHistory(models.Model):
         ("import", "Qrels import"),
         ("admin", "Admin"),
         ("adjudication", "Adjudication"),
+        ("machine", "Machine judge"),
         ("stale", "Document changed: judgement marked stale"),
         ("other", "Other (direct database change)"),
     ]

@@ -1,0 +1,146 @@
+"""Machine judges: a language model behind an OpenAI-compatible endpoint that grades pairs,
+its runs over pools, and the answers it gave (the cache and their provenance)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+ENV_NAME = RegexValidator(r"^[A-Z_][A-Z0-9_]{0,99}$", "An environment variable's name: A-Z, 0-9, _")
+
+
+class MachineJudge(models.Model):
+    """A model that grades (query, document) pairs of a collection as an assessor does.
+
+    Its grades are the judgements of its own account (`account`, a system account without a
+    password), in the history like anyone's, with source `machine`. The endpoint's key is
+    never stored: `api_key_env` names the environment variable that holds it. Editing the
+    prompt template raises `prompt_version`, so cached answers of the old prompt are not
+    reused.
+    """
+
+    collection = models.ForeignKey(
+        "annotations.Collection", on_delete=models.CASCADE, related_name="machine_judges"
+    )
+    name = models.SlugField(max_length=60, help_text="Unique in the collection, e.g. umbrela-4o")
+    account = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="machine_judge"
+    )
+    base_url = models.URLField(
+        max_length=500, help_text="The OpenAI-compatible API, e.g. https://api.openai.com/v1"
+    )
+    model = models.CharField(max_length=200, help_text="The model name the endpoint takes")
+    api_key_env = models.CharField(
+        max_length=100,
+        validators=[ENV_NAME],
+        default="OPENAI_API_KEY",
+        help_text="The environment variable of the server that holds the endpoint's key",
+    )
+    prompt_template = models.TextField()
+    prompt_version = models.PositiveIntegerField(default=1)
+    temperature = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
+    )
+    max_tokens = models.PositiveIntegerField(
+        default=200, validators=[MinValueValidator(1), MaxValueValidator(8192)]
+    )
+    concurrency = models.PositiveSmallIntegerField(
+        default=2, validators=[MinValueValidator(1), MaxValueValidator(16)]
+    )
+    requests_per_minute = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(1), MaxValueValidator(100_000)]
+    )
+    prompt_price = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0)], help_text="Per million prompt tokens"
+    )
+    completion_price = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0)], help_text="Per million answer tokens"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "name"], name="machine_judge_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"judge {self.name} ({self.model})"
+
+
+class JudgeRun(models.Model):
+    """One pass of a judge over a pool: all its pairs, or those no person has judged."""
+
+    ALL, UNJUDGED = "all", "unjudged"
+    SCOPE_CHOICES = [(ALL, "every pair of the pool"), (UNJUDGED, "pairs no person has judged")]
+    QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+    STATE_CHOICES = [(state, state) for state in (QUEUED, RUNNING, DONE, FAILED, CANCELLED)]
+    ACTIVE = (QUEUED, RUNNING)
+
+    judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="runs")
+    pool = models.ForeignKey("annotations.Pool", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=10, choices=SCOPE_CHOICES, default=UNJUDGED)
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=QUEUED)
+    pairs_total = models.PositiveIntegerField(default=0)
+    pairs_done = models.PositiveIntegerField(default=0, help_text="Graded, from cache or asked")
+    pairs_cached = models.PositiveIntegerField(default=0)
+    pairs_failed = models.PositiveIntegerField(default=0, help_text="No grade on the scale")
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.id} of {self.judge_id} over pool {self.pool_id}: {self.state}"
+
+    @property
+    def cost(self) -> float:
+        judge = self.judge
+        return (
+            self.prompt_tokens * judge.prompt_price
+            + self.completion_tokens * judge.completion_price
+        ) / 1_000_000
+
+
+class JudgeAnswer(models.Model):
+    """What a judge answered for a pair under one prompt version: its grade (None: the
+    answer named no grade on the scale), a bounded excerpt and the cost. Keyed by what the
+    answer depends on (`cache_key`: model, prompt version, query text, document content), so
+    asking again costs nothing and a changed document is asked again."""
+
+    judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="answers")
+    query = models.ForeignKey("annotations.Query", on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey("annotations.Document", on_delete=models.CASCADE, related_name="+")
+    cache_key = models.CharField(max_length=64)
+    model = models.CharField(max_length=200)
+    prompt_version = models.PositiveIntegerField()
+    grade = models.SmallIntegerField(null=True, blank=True)
+    excerpt = models.CharField(max_length=500, blank=True)
+    failure = models.CharField(max_length=500, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "cache_key"], name="judge_answer_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge_id}: {self.query_id}/{self.document_id} -> {self.grade}"

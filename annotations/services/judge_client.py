@@ -1,0 +1,117 @@
+"""Asking a machine judge's endpoint (any OpenAI-compatible chat-completions API), with
+retries and backoff on 429, 5xx, timeouts and dropped connections (Retry-After honoured)
+and a pace of at most the judge's requests per minute."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import openai
+from django.core.exceptions import ValidationError
+
+from annotations.models import MachineJudge
+
+ATTEMPTS = 6
+TIMEOUT_SECONDS = 60.0
+MAX_WAIT_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+class EndpointFailed(Exception):
+    """The endpoint refused the request or kept failing: a message for the run's error."""
+
+
+def api_key(judge: MachineJudge) -> str:
+    """The key from the judge's environment variable (never stored); refused if unset."""
+    key = os.environ.get(judge.api_key_env, "")
+    if not key:
+        raise ValidationError(
+            {"api_key_env": f"The server's environment has no {judge.api_key_env}: set it to "
+             "the endpoint's key (a local endpoint without keys takes any value)."}
+        )  # fmt: skip
+    return key
+
+
+class Pace:
+    """At most `per_minute` requests a minute, across the threads of one run."""
+
+    def __init__(self, per_minute: int) -> None:
+        self._interval = 60.0 / max(1, per_minute)
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self._interval
+        if slot > now:
+            sleep(slot - now)
+
+
+def _retry_after(error: openai.APIStatusError) -> float | None:
+    raw = error.response.headers.get("retry-after") if error.response is not None else None
+    try:
+        return min(float(raw), MAX_WAIT_SECONDS) if raw else None
+    except ValueError:
+        return None
+
+
+def ask(
+    judge: MachineJudge,
+    prompt: str,
+    *,
+    pace: Pace | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Answer:
+    """The endpoint's answer to one prompt; EndpointFailed when it refuses the request
+    (4xx other than 429) or still fails after ATTEMPTS tries."""
+    client = openai.OpenAI(
+        base_url=judge.base_url, api_key=api_key(judge), max_retries=0, timeout=TIMEOUT_SECONDS
+    )
+    last = ""
+    for attempt in range(ATTEMPTS):
+        if pace is not None:
+            pace.wait(sleep)
+        started = time.monotonic()
+        wait: float | None = None
+        try:
+            completion = client.chat.completions.create(
+                model=judge.model,
+                messages=[{"role": "user", "content": prompt}],
+                temperature=judge.temperature,
+                max_tokens=judge.max_tokens,
+            )
+        except openai.APIStatusError as error:
+            if error.status_code != 429 and error.status_code < 500:
+                raise EndpointFailed(f"the endpoint refused the request: {error.status_code} "
+                                     f"{str(error)[:200]}") from None  # fmt: skip
+            last = f"HTTP {error.status_code}"
+            wait = _retry_after(error)
+        except (openai.APITimeoutError, openai.APIConnectionError) as error:
+            last = type(error).__name__
+        else:
+            usage = completion.usage
+            text = (completion.choices[0].message.content or "") if completion.choices else ""
+            return Answer(
+                text=text,
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+                seconds=time.monotonic() - started,
+            )
+        if attempt + 1 < ATTEMPTS:
+            backoff = min(MAX_WAIT_SECONDS, 2.0**attempt) * (0.5 + random.random() / 2)
+            sleep(max(wait or 0.0, backoff))
+    raise EndpointFailed(f"the endpoint kept failing ({last}) after {ATTEMPTS} attempts")

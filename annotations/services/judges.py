@@ -1,0 +1,327 @@
+"""Machine judges: add and edit them, try one on a few pairs, run one over a pool.
+
+A run grades its pool's pairs (all, or those no person judged) in the background: each pair
+is asked once per (model, prompt version, query, document content), the answer kept with
+its grade, excerpt and tokens, and a grade on the scale recorded as the judge's judgement
+(source `machine`, in the history like any assessor's). An answer that names no grade on
+the scale is a failure of that pair, never a grade. A run can be cancelled; starting the
+judge again resumes: what was asked already comes from its answers at no cost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import connections, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations import publishing
+from annotations.formats import judge_prompts
+from annotations.models import (
+    Collection,
+    Document,
+    JudgeAnswer,
+    Judgement,
+    JudgeRun,
+    MachineJudge,
+    Pool,
+    PoolEntry,
+    Query,
+)
+from annotations.services.judge_client import EndpointFailed, Pace, api_key, ask
+from annotations.services.judgements import judgement_record
+from annotations.services.members import system_account
+
+logger = logging.getLogger(__name__)
+
+TRY_PAIRS = 5
+PROGRESS_EVERY = 5
+
+
+def levels_of(collection: Collection) -> list[judge_prompts.Level]:
+    return [
+        judge_prompts.Level(level.value, level.label, level.definition)
+        for level in collection.grades.order_by("value")
+    ]
+
+
+def _checked(judge: MachineJudge) -> None:
+    problem = judge_prompts.template_problem(judge.prompt_template)
+    if problem is not None:
+        raise ValidationError({"prompt_template": problem})
+    judge.full_clean(exclude=["account", "collection", "created_by"], validate_unique=False)
+
+
+def judge_create(
+    *, collection: Collection, name: str, created_by: User | None, **settings_: object
+) -> MachineJudge:
+    """Add a judge; its account is a system account named `judge:<collection>:<name>`."""
+    judge = MachineJudge(collection=collection, name=name, created_by=created_by, **settings_)
+    if not judge.prompt_template:
+        judge.prompt_template = judge_prompts.UMBRELA
+    _checked(judge)
+    if MachineJudge.objects.filter(collection=collection, name=name).exists():
+        raise ValidationError({"name": "A judge of this name exists in the collection."})
+    with transaction.atomic():
+        judge.account = system_account(f"judge:{collection.slug}:{name}"[:150])  # type: ignore[assignment]
+        judge.save()
+    return judge
+
+
+def judge_update(*, judge: MachineJudge, **changes: object) -> MachineJudge:
+    """Change a judge's settings; a changed prompt raises its version (new answers)."""
+    old_prompt = judge.prompt_template
+    for field, value in changes.items():
+        setattr(judge, field, value)
+    _checked(judge)
+    if judge.prompt_template != old_prompt:
+        judge.prompt_version += 1
+    judge.save()
+    return judge
+
+
+# -- one pair ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    query: Query
+    document: Document
+
+
+def prompt_for(judge: MachineJudge, pair: Pair, levels: list[judge_prompts.Level]) -> str:
+    return judge_prompts.render(
+        judge.prompt_template,
+        levels=levels,
+        title=pair.query.title or pair.query.qid,
+        description=pair.query.description,
+        narrative=pair.query.narrative,
+        document=(pair.document.title + "\n" + pair.document.text).strip(),
+    )
+
+
+def _key(judge: MachineJudge, pair: Pair) -> str:
+    query = pair.query
+    return judge_prompts.cache_key(
+        model=judge.model,
+        prompt_version=judge.prompt_version,
+        query_text="\x1e".join([query.title, query.description, query.narrative]),
+        document_hash=pair.document.content_hash
+        or judge_prompts.cache_key(
+            model="", prompt_version=0, query_text=pair.document.title,
+            document_hash=pair.document.text,
+        ),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Tried:
+    qid: str
+    docno: str
+    prompt: str
+    answer: str
+    grade: int | None
+    failure: str
+
+
+def judge_try(*, judge: MachineJudge, pool: Pool | None = None) -> list[Tried]:
+    """Ask about TRY_PAIRS pairs (of the pool, else of the collection's first pool) and show
+    the prompts, raw answers and grades; nothing is stored."""
+    api_key(judge)
+    pool = pool or Pool.objects.filter(collection=judge.collection).order_by("id").first()
+    if pool is None:
+        raise ValidationError({"pool": "Build a pool first: a judge is tried on its pairs."})
+    levels = levels_of(judge.collection)
+    values = [level.value for level in levels]
+    tried = []
+    for pair in _pairs(pool, JudgeRun.ALL)[:TRY_PAIRS]:
+        prompt = prompt_for(judge, pair, levels)
+        try:
+            answer = ask(judge, prompt).text
+        except EndpointFailed as error:
+            raise ValidationError({"base_url": str(error)}) from None
+        reading = judge_prompts.read_answer(answer, values)
+        tried.append(
+            Tried(
+                pair.query.qid, pair.document.docno, prompt, answer, reading.grade, reading.failure
+            )
+        )
+    return tried
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+def _pairs(pool: Pool, scope: str) -> list[Pair]:
+    entries = PoolEntry.objects.filter(pool=pool).select_related("query", "document")
+    if scope == JudgeRun.UNJUDGED:
+        judged = set(
+            Judgement.objects.filter(
+                query__pool_entries__pool=pool, assessor__machine_judge__isnull=True
+            ).values_list("query_id", "document_id")
+        )
+        return [
+            Pair(entry.query, entry.document)
+            for entry in entries.order_by("query__qid", "best_position", "document__docno")
+            if (entry.query_id, entry.document_id) not in judged
+        ]
+    return [
+        Pair(entry.query, entry.document)
+        for entry in entries.order_by("query__qid", "best_position", "document__docno")
+    ]
+
+
+def judge_run_start(
+    *, judge: MachineJudge, pool: Pool, scope: str, created_by: User | None
+) -> JudgeRun:
+    """Queue a run of the judge over the pool (one active run per judge at a time)."""
+    if pool.collection_id != judge.collection_id:
+        raise ValidationError({"pool": "The pool belongs to another collection."})
+    if scope not in dict(JudgeRun.SCOPE_CHOICES):
+        raise ValidationError({"scope": f"Give one of {[s for s, _ in JudgeRun.SCOPE_CHOICES]}."})
+    api_key(judge)
+    if JudgeRun.objects.filter(judge=judge, state__in=JudgeRun.ACTIVE).exists():
+        raise ValidationError({"pool": "The judge is already running; cancel that run first."})
+    run = JudgeRun.objects.create(
+        judge=judge, pool=pool, scope=scope, created_by=created_by,
+        pairs_total=len(_pairs(pool, scope)),
+    )  # fmt: skip
+    transaction.on_commit(lambda: _schedule(run.id))
+    return run
+
+
+def judge_run_cancel(*, run: JudgeRun) -> None:
+    """Ask the run to stop after the pairs in flight (a queued run stops at once)."""
+    JudgeRun.objects.filter(id=run.id, state=JudgeRun.QUEUED).update(
+        state=JudgeRun.CANCELLED, finished=timezone.now()
+    )
+    JudgeRun.objects.filter(id=run.id, state=JudgeRun.RUNNING).update(cancel_requested=True)
+
+
+def _schedule(run_id: int) -> None:
+    if settings.CELERY_BROKER_URL:
+        try:
+            publishing.JUDGE_RUN.apply_async((run_id,), retry=False)
+        except Exception as error:
+            JudgeRun.objects.filter(id=run_id, state=JudgeRun.QUEUED).update(
+                state=JudgeRun.FAILED, error=f"could not queue the run ({error!r}); start it again"
+            )
+        return
+    threading.Thread(
+        target=_in_thread, args=(run_id,), name=f"judge-run-{run_id}", daemon=True
+    ).start()
+
+
+def _in_thread(run_id: int) -> None:
+    try:
+        judge_run_execute(run_id=run_id)
+    finally:
+        connections.close_all()
+
+
+def judge_run_execute(*, run_id: int) -> str:
+    """Run a queued run to its end (a worker's task, or the web process's thread)."""
+    now = timezone.now()
+    if not JudgeRun.objects.filter(id=run_id, state=JudgeRun.QUEUED).update(
+        state=JudgeRun.RUNNING, started=now, heartbeat=now
+    ):
+        return "not queued"
+    run = JudgeRun.objects.select_related("judge__collection", "judge__account", "pool").get(
+        id=run_id
+    )
+    try:
+        state = _execute(run)
+    except Exception as error:  # never leave a run running: say what happened
+        logger.exception("judge run %s failed", run_id)
+        message = str(error) if isinstance(error, EndpointFailed) else f"{type(error).__name__}"
+        JudgeRun.objects.filter(id=run_id).update(
+            state=JudgeRun.FAILED, error=message[:2000], finished=timezone.now()
+        )
+        return JudgeRun.FAILED
+    JudgeRun.objects.filter(id=run_id).update(state=state, finished=timezone.now())
+    return state
+
+
+def _execute(run: JudgeRun) -> str:
+    judge = run.judge
+    levels = levels_of(judge.collection)
+    values = [level.value for level in levels]
+    pairs = _pairs(run.pool, run.scope)
+    pace = Pace(judge.requests_per_minute)
+    stop = threading.Event()
+
+    def one(pair: Pair) -> None:
+        if stop.is_set():
+            return
+        try:
+            _grade(run, judge, pair, levels, values, pace)
+        finally:
+            connections.close_all()  # this thread's own
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
+        for batch in _batches(pairs, max(PROGRESS_EVERY, judge.concurrency)):
+            list(pool.map(one, batch))
+            done += len(batch)
+            JudgeRun.objects.filter(id=run.id).update(heartbeat=timezone.now())
+            if JudgeRun.objects.filter(id=run.id, cancel_requested=True).exists():
+                stop.set()
+                return JudgeRun.CANCELLED
+    return JudgeRun.DONE
+
+
+def _batches(pairs: list[Pair], size: int) -> Iterable[list[Pair]]:
+    for start in range(0, len(pairs), size):
+        yield pairs[start : start + size]
+
+
+def _grade(
+    run: JudgeRun,
+    judge: MachineJudge,
+    pair: Pair,
+    levels: list[judge_prompts.Level],
+    values: list[int],
+    pace: Pace,
+) -> None:
+    key = _key(judge, pair)
+    cached = JudgeAnswer.objects.filter(judge=judge, cache_key=key).first()
+    counters: dict[str, object] = {"pairs_done": F("pairs_done") + 1}
+    if cached is not None:
+        answer_row = cached
+        counters["pairs_cached"] = F("pairs_cached") + 1
+    else:
+        started = time.monotonic()
+        answer = ask(judge, prompt_for(judge, pair, levels), pace=pace)
+        reading = judge_prompts.read_answer(answer.text, values)
+        answer_row, _ = JudgeAnswer.objects.get_or_create(
+            judge=judge,
+            cache_key=key,
+            defaults={
+                "query": pair.query, "document": pair.document, "model": judge.model,
+                "prompt_version": judge.prompt_version, "grade": reading.grade,
+                "excerpt": judge_prompts.excerpt(answer.text), "failure": reading.failure,
+                "prompt_tokens": answer.prompt_tokens,
+                "completion_tokens": answer.completion_tokens,
+                "seconds": time.monotonic() - started,
+            },
+        )  # fmt: skip
+        counters["prompt_tokens"] = F("prompt_tokens") + answer.prompt_tokens
+        counters["completion_tokens"] = F("completion_tokens") + answer.completion_tokens
+    if answer_row.grade is None:
+        counters["pairs_failed"] = F("pairs_failed") + 1
+    else:
+        pair.query.collection = judge.collection
+        judgement_record(
+            query=pair.query, document=pair.document, assessor=judge.account,
+            grade=answer_row.grade, note="", source="machine",
+        )  # fmt: skip
+    JudgeRun.objects.filter(id=run.id).update(**counters)

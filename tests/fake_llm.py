@@ -1,0 +1,75 @@
+"""A real HTTP server speaking the OpenAI chat-completions protocol, for machine-judge tests:
+it answers each request with what the test's `respond(prompt, number)` returns."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# (status, answer text or error body, extra headers)
+Reply = tuple[int, str, dict[str, str]]
+
+
+def says(text: str) -> Reply:
+    return 200, text, {}
+
+
+@dataclass
+class FakeLlm:
+    respond: Callable[[str, int], Reply] = lambda prompt, number: says("##final score: 1")
+    url: str = ""
+    prompts: list[str] = field(default_factory=list)
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@contextmanager
+def fake_llm(state: FakeLlm | None = None) -> Iterator[FakeLlm]:
+    llm = state or FakeLlm()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            prompt = body["messages"][-1]["content"]
+            with llm.lock:
+                llm.prompts.append(prompt)
+                llm.bodies.append(body)
+                number = len(llm.prompts)
+            status, text, headers = llm.respond(prompt, number)
+            if status == 200:
+                payload = {
+                    "id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 7,
+                              "total_tokens": len(prompt) // 4 + 7},
+                }  # fmt: skip
+            else:
+                payload = {"error": {"message": text, "type": "test", "code": status}}
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    llm.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield llm
+    finally:
+        server.shutdown()
+        server.server_close()

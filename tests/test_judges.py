@@ -1,0 +1,241 @@
+"""Machine judges: prompts and the strict reading of answers, a judge run over a pool through
+a real OpenAI-compatible HTTP server (retries, failures, cache, scope, cancel), and trying a
+judge on a few pairs without storing anything."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+
+from annotations import services
+from annotations.formats import judge_prompts
+from annotations.formats.judge_prompts import Level, read_answer
+from annotations.models import (
+    Collection,
+    Document,
+    JudgeAnswer,
+    Judgement,
+    JudgementHistory,
+    JudgeRun,
+    MachineJudge,
+    Pool,
+)
+from annotations.services.judges import (
+    judge_create,
+    judge_run_cancel,
+    judge_run_start,
+    judge_try,
+    judge_update,
+)
+from tests.fake_llm import FakeLlm, fake_llm, says
+from tests.waiting import wait_until
+
+LEVELS = [Level(-1, "spam"), Level(0, "not"), Level(1, "related"), Level(2, "answers")]
+
+
+# --- prompts and answers (no database) ------------------------------------------------------
+
+
+def test_the_default_prompt_shows_the_scale_the_topic_and_the_document() -> None:
+    prompt = judge_prompts.render(
+        judge_prompts.UMBRELA, levels=LEVELS, title="solar", description="How stored?",
+        narrative="", document="Batteries {store} energy.",
+    )  # fmt: skip
+    assert "integer scale of -1 to 2" in prompt and "-1 = spam" in prompt
+    assert "Query: solar" in prompt and "Narrative: (none)" in prompt
+    assert "Passage: Batteries {store} energy." in prompt  # the document's braces stay text
+
+
+@pytest.mark.parametrize(
+    ("template", "says_"),
+    [
+        ("", "empty"),
+        ("{document} {relevance}", "Unknown fields {relevance}"),
+        ("{title} only", "must show the document"),
+        ("{document", "braces"),
+    ],
+)
+def test_a_template_the_platform_cannot_fill_is_refused(template: str, says_: str) -> None:
+    problem = judge_prompts.template_problem(template)
+    assert problem is not None and says_ in problem
+
+
+@pytest.mark.parametrize(
+    ("answer", "grade", "failure"),
+    [
+        ("M=2, T=1 ##final score: 2", 2, ""),
+        ("##FINAL SCORE:-1", -1, ""),
+        ("##final score: 2 ... ##final score: 2", 2, ""),
+        ("I think it is a 2.", None, "names no"),
+        ("##final score: 1 then ##final score: 2", None, "several"),
+        ("##final score: 3", None, "not on the scale"),
+        ("##final score: two", None, "names no"),
+    ],
+)
+def test_only_an_answer_naming_one_grade_of_the_scale_is_a_grade(
+    answer: str, grade: int | None, failure: str
+) -> None:
+    reading = read_answer(answer, [-1, 0, 1, 2])
+    assert reading.grade == grade and failure in reading.failure
+
+
+def test_the_cache_key_follows_the_model_the_prompt_and_the_document() -> None:
+    base = {"model": "m", "prompt_version": 1, "query_text": "q", "document_hash": "h"}
+    key = judge_prompts.cache_key(**base)  # type: ignore[arg-type]
+    for change in ({"model": "n"}, {"prompt_version": 2}, {"document_hash": "h2"}):
+        assert judge_prompts.cache_key(**{**base, **change}) != key  # type: ignore[arg-type]
+
+
+# --- judges and runs --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pool(trial: Collection) -> Pool:
+    built, _ = services.pool_build(collection=trial, name="main", depth=2)
+    return built
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NDCG_TEST_LLM_KEY", "sk-test")
+
+
+def _judge(trial: Collection, url: str) -> MachineJudge:
+    return judge_create(
+        collection=trial, name="umbrela", created_by=None, base_url=url, model="test-model",
+        api_key_env="NDCG_TEST_LLM_KEY", concurrency=2, requests_per_minute=6000,
+    )  # fmt: skip
+
+
+def test_a_judge_gets_a_system_account_the_default_prompt_and_versions(
+    trial: Collection,
+) -> None:
+    judge = _judge(trial, "http://127.0.0.1:9/v1")
+    assert judge.prompt_template == judge_prompts.UMBRELA and judge.prompt_version == 1
+    assert judge.account.username == "judge:trial:umbrela"
+    assert not judge.account.has_usable_password()
+    judge_update(judge=judge, temperature=0.0)
+    assert judge.prompt_version == 1
+    judge_update(judge=judge, prompt_template="Grade: {document}\n{scale}")
+    assert judge.prompt_version == 2
+    with pytest.raises(ValidationError, match="Unknown fields"):
+        judge_update(judge=judge, prompt_template="{document} {query_text}")
+    with pytest.raises(ValidationError, match="exists"):
+        _judge(trial, "http://127.0.0.1:9/v1")
+
+
+def test_without_its_key_in_the_environment_a_judge_does_not_start(
+    trial: Collection, pool: Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NDCG_TEST_LLM_KEY", raising=False)
+    judge = _judge(trial, "http://127.0.0.1:9/v1")
+    with pytest.raises(ValidationError, match="NDCG_TEST_LLM_KEY"):
+        judge_run_start(judge=judge, pool=pool, scope="all", created_by=None)
+    assert not JudgeRun.objects.exists()
+
+
+def _finished(run: JudgeRun) -> JudgeRun:
+    def done() -> JudgeRun | None:
+        run.refresh_from_db()
+        return run if run.state not in JudgeRun.ACTIVE else None
+
+    return wait_until(done, "the judge run finished", seconds=60)
+
+
+def test_a_run_grades_the_pool_retries_records_failures_and_caches(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        if number == 1:
+            return 429, "slow down", {"Retry-After": "0"}
+        if number == 2:
+            return 503, "overloaded", {}
+        if "Floods of the Rhine" in prompt:
+            return says("It might be relevant.")  # no grade: a failure, never a grade
+        return says("##final score: 2")
+
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = _judge(trial, llm.url)
+        run = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        pairs = pool.entries.count()
+        assert (run.state, run.pairs_total, run.pairs_done) == ("done", pairs, pairs)
+        failing = pool.entries.filter(document__docno="d3").count()
+        assert run.pairs_failed == failing >= 1
+        assert run.completion_tokens == 7 * pairs and run.prompt_tokens > 0
+        assert len(llm.prompts) == pairs + 2  # the 429 and the 503 were asked again
+        assert {body["temperature"] for body in llm.bodies} == {0.0}
+        grades = Judgement.objects.filter(assessor=judge.account)
+        assert grades.count() == pairs - failing and {g.grade for g in grades} == {2}
+        history = JudgementHistory.objects.filter(assessor=judge.account)
+        assert {row.source for row in history} == {"machine"}
+        assert JudgeAnswer.objects.filter(judge=judge, grade__isnull=True).count() == failing
+        # Again: every answer comes from the cache, nothing is asked.
+        again = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        assert (again.pairs_cached, again.prompt_tokens, len(llm.prompts)) == (
+            pairs, 0, pairs + 2
+        )  # fmt: skip
+        # A document whose text changed is asked again, and only that one.
+        Document.objects.filter(collection=trial, docno="d1").update(content_hash="changed")
+        third = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        asked = pool.entries.filter(document__docno="d1").count()
+        assert third.pairs_cached == pairs - asked and len(llm.prompts) == pairs + 2 + asked
+
+
+def test_scope_unjudged_leaves_what_people_judged_to_them(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    entry = pool.entries.select_related("query", "document").first()
+    assert entry is not None
+    services.judgement_record(
+        query=entry.query, document=entry.document, grade=0, source="form",
+        assessor=User.objects.get(username="alice"),
+    )  # fmt: skip
+    with fake_llm() as llm:
+        judge = _judge(trial, llm.url)
+        run = _finished(judge_run_start(judge=judge, pool=pool, scope="unjudged", created_by=None))
+    assert run.pairs_total == pool.entries.count() - 1 == len(llm.prompts)
+    assert not Judgement.objects.filter(
+        assessor=judge.account, query=entry.query, document=entry.document
+    ).exists()
+
+
+def test_a_cancelled_run_stops_and_a_new_one_resumes_from_the_answers(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    import threading
+
+    release = threading.Event()
+
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        if number > 2:
+            release.wait(10)
+        return says("##final score: 1")
+
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = _judge(trial, llm.url)
+        judge.concurrency = 1
+        judge.save()
+        run = judge_run_start(judge=judge, pool=pool, scope="all", created_by=None)
+        wait_until(lambda: len(llm.prompts) >= 3, "the run asked", seconds=30)
+        judge_run_cancel(run=run)
+        release.set()
+        run = _finished(run)
+        assert run.state == "cancelled" and run.pairs_done < run.pairs_total
+        resumed = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        assert resumed.state == "done" and resumed.pairs_cached == run.pairs_done
+
+
+def test_trying_a_judge_shows_prompts_answers_and_grades_and_stores_nothing(
+    trial: Collection, pool: Pool, key: None
+) -> None:
+    with fake_llm(FakeLlm(lambda prompt, number: says(f"##final score: {number % 3}"))) as llm:
+        judge = _judge(trial, llm.url)
+        tried = judge_try(judge=judge)
+    assert len(tried) == min(5, pool.entries.count())
+    assert [item.grade for item in tried] == [n % 3 for n in range(1, len(tried) + 1)]
+    assert tried[0].prompt == llm.prompts[0] and "Passage:" in tried[0].prompt
+    assert (
+        not JudgeAnswer.objects.exists()
+        and not Judgement.objects.filter(assessor=judge.account).exists()
+    )
