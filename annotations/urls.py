@@ -10,6 +10,7 @@ from annotations.views import (
     dashboards,
     exports,
     imports,
+    judges,
     judging,
     members,
     queries,
@@ -202,5 +203,13 @@ urlpatterns = [
         "collections/<slug:slug>/webhooks/<int:webhook_id>/delete/",
         webhooks.webhook_delete,
         name="collection-webhook-delete",
+    ),
+    path("collections/<slug:slug>/judges/", judges.judges, name="collection-judges"),
+    path("collections/<slug:slug>/judges/<slug:name>/", judges.judge_detail, name="judge-detail"),
+    path("collections/<slug:slug>/judges/<slug:name>/run/", judges.judge_run, name="judge-run"),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/cancel/",
+        judges.judge_run_stop,
+        name="judge-run-cancel",
     ),
 ]

@@ -1,0 +1,129 @@
+"""Machine judges (organisers): add and edit a judge, try it on a few pairs, run it over a
+pool and watch its progress, tokens and cost."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.forms import BaseForm
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotations.forms.judges import JudgeRunForm, MachineJudgeForm
+from annotations.models import Collection, JudgeRun, MachineJudge
+from annotations.services.judges import (
+    judge_create,
+    judge_run_cancel,
+    judge_run_start,
+    judge_try,
+    judge_update,
+)
+from annotations.views._collection import acting_user, organised_collection
+
+FIELDS = MachineJudgeForm.Meta.fields
+
+
+def _judge(collection: Collection, name: str) -> MachineJudge:
+    found = MachineJudge.objects.filter(collection=collection, name=name).first()
+    if found is None:
+        raise Http404("No such judge")
+    return found
+
+
+def _errors_to_form(form: BaseForm, error: ValidationError) -> None:
+    for field, problems in error.message_dict.items():
+        for problem in problems:
+            form.add_error(field if field in form.fields else None, problem)
+
+
+@login_required
+def judges(request: HttpRequest, slug: str) -> HttpResponse:
+    """The collection's machine judges and the form that adds one."""
+    collection = organised_collection(request, slug)
+    form = MachineJudgeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        values = {field: form.cleaned_data[field] for field in FIELDS if field != "name"}
+        try:
+            judge = judge_create(
+                collection=collection,
+                name=form.cleaned_data["name"],
+                created_by=acting_user(request),
+                **values,
+            )
+        except ValidationError as error:
+            _errors_to_form(form, error)
+        else:
+            messages.success(request, f"Added the judge {judge.name}. Try it on a few pairs.")
+            return redirect("judge-detail", slug=collection.slug, name=judge.name)
+    listed = MachineJudge.objects.filter(collection=collection).prefetch_related("runs")
+    context = {"collection": collection, "judges": listed, "form": form}
+    return render(request, "annotations/judges/list.html", context)
+
+
+@login_required
+def judge_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """A judge's settings (editable), its runs, the run form and the result of a try."""
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    form = MachineJudgeForm(request.POST or None, instance=judge, prefix="judge")
+    run_form = JudgeRunForm(collection_id=collection.id, prefix="run")
+    tried = None
+    if request.method == "POST" and "try" in request.POST:
+        try:
+            tried = judge_try(judge=judge)
+        except ValidationError as error:
+            messages.error(request, " ".join(m for ms in error.message_dict.values() for m in ms))
+        form = MachineJudgeForm(instance=judge, prefix="judge")
+    elif request.method == "POST" and form.is_valid():
+        changes = {field: form.cleaned_data[field] for field in FIELDS if field != "name"}
+        try:
+            judge_update(judge=MachineJudge.objects.get(id=judge.id), **changes)
+        except ValidationError as error:
+            _errors_to_form(form, error)
+        else:
+            messages.success(request, f"Saved the judge {judge.name}.")
+            return redirect("judge-detail", slug=collection.slug, name=judge.name)
+    runs = JudgeRun.objects.filter(judge=judge).select_related("pool")[:50]
+    context = {
+        "collection": collection, "judge": judge, "form": form, "run_form": run_form,
+        "runs": runs, "tried": tried,
+    }  # fmt: skip
+    return render(request, "annotations/judges/detail.html", context)
+
+
+@login_required
+@require_POST
+def judge_run(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    form = JudgeRunForm(request.POST, collection_id=collection.id, prefix="run")
+    if form.is_valid():
+        try:
+            judge_run_start(
+                judge=judge,
+                pool=form.cleaned_data["pool"],
+                scope=form.cleaned_data["scope"],
+                created_by=acting_user(request),
+            )
+        except ValidationError as error:
+            messages.error(request, " ".join(m for ms in error.message_dict.values() for m in ms))
+        else:
+            messages.success(request, f"The judge {judge.name} is grading the pool.")
+    else:
+        messages.error(request, "Choose a pool and a scope.")
+    return redirect("judge-detail", slug=collection.slug, name=judge.name)
+
+
+@login_required
+@require_POST
+def judge_run_stop(request: HttpRequest, slug: str, name: str, run_id: int) -> HttpResponse:
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    run = JudgeRun.objects.filter(judge=judge, id=run_id).first()
+    if run is None:
+        raise Http404("No such run")
+    judge_run_cancel(run=run)
+    messages.success(request, "The run stops after the pairs it is asking about.")
+    return redirect("judge-detail", slug=collection.slug, name=judge.name)
