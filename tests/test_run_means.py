@@ -33,9 +33,10 @@ def _campaign(write_file: WRITE, *, missing: str = "zero") -> Collection:
         f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(1, 41) for d in rng.sample(range(60), 14)
     ]
     services.judgements_import(
-        collection=collection, source=write_file("q.qrels", "\n".join(qrels)),
+        collection=collection,
+        source=write_file("q.qrels", "\n".join(qrels)),
         assessor=UserFactory(username="nist"),
-    )  # fmt: skip
+    )
     for name in ("alpha", "beta", "gamma", "delta"):
         answered = [q for q in range(1, 41) if rng.random() > 0.15]
         results = {}
