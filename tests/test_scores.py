@@ -1,5 +1,6 @@
 """Stored scores follow every change and always equal a recomputation and trec_eval."""
 
+import math
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -362,3 +363,31 @@ def test_rankings_whose_prefix_holds_too_few_judged_documents_are_read_whole(
     }
     assert condensed == oracle(collection, judged_only=True)
     assert any(value > 0 for value in condensed.values())
+
+
+def test_verify_lists_a_mean_read_otherwise_than_trec_eval_sums_it_and_a_run_without_means(
+    worked_example: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from annotations.selectors import stored_scores
+
+    assert scores.scores_verify(collection=worked_example) == []
+    read = stored_scores.run_means_at
+
+    def one_ulp_off(collection: Collection, k: int, **kwargs: object) -> list[object]:
+        return [
+            replace(mean, ndcg=math.nextafter(mean.ndcg, 2.0))
+            for mean in read(collection, k, **kwargs)  # type: ignore[arg-type]
+        ]
+
+    monkeypatch.setattr(stored_scores, "run_means_at", one_ulp_off)
+    differences = scores.scores_verify(collection=worked_example)
+    ks = worked_example.sorted_cutoffs
+    assert len(differences) == len(ks)
+    assert all("means (queries, ndcg, ndcg', judged): as read" in line for line in differences)
+    monkeypatch.setattr(stored_scores, "run_means_at", read)
+    RunScore.objects.update(cutoffs="1,2")  # the run's means are in another layout
+    assert scores.scores_verify(collection=worked_example) == [
+        f"run=example k={k}: no means (not scored in the current cutoffs)" for k in ks
+    ]
