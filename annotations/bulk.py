@@ -99,34 +99,20 @@ def bulk_update(
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
     constants: Mapping[str, Any] | None = None,
-    splice: Mapping[str, int] | None = None,
 ) -> int:
     """Update rows in place, each row being (*key values, *column values); one statement.
 
-    `constants` are columns set to the same value in every row (sent once). `splice` maps
-    bytea columns to a byte count: that many of the stored value's first bytes are kept
-    and the row's value replaces the rest (the tail of a packed value, without sending its
-    head). In-place updates of unindexed columns let PostgreSQL keep the rows on their
-    pages (HOT updates): the score tables are rewritten on every judgement, and delete +
-    insert would leave them bloated with dead rows.
+    `constants` are columns set to the same value in every row (sent once). In-place
+    updates of unindexed columns let PostgreSQL keep the rows on their pages (HOT updates):
+    the score tables are rewritten on every judgement, and delete + insert would leave them
+    bloated with dead rows.
     """
     if not rows:
         return 0
     constants = dict(constants or {})
-    kept = {column: count for column, count in (splice or {}).items() if count > 0}
     table = connection.ops.quote_name(model._meta.db_table)
     names = [*key, *columns]
     quote = connection.ops.quote_name
-
-    def spliced(column: str, value: str, target: str = "") -> str:
-        count = kept.get(column)
-        if count is None:
-            return value
-        head = f"substr({target}{quote(column)}, 1, {int(count)})"
-        if connection.vendor == "postgresql":
-            return f"{head} || {value}"
-        return f"CAST({head} || {value} AS BLOB)"  # SQLite's || makes text of blobs
-
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # One array parameter per column (unnest): a small statement however many rows.
@@ -144,7 +130,7 @@ def bulk_update(
             varying = [i for i, name in enumerate(names) if name not in fixed]
             types = _column_types(model, tuple(names))
             assignments = ", ".join(
-                [f"{quote(c)} = {spliced(c, f'v.{quote(c)}', 't.')}" for c in columns]
+                [f"{quote(c)} = v.{quote(c)}" for c in columns]
                 + [f"{quote(c)} = %s" for c in constants]
             )
             match = " AND ".join(
@@ -169,8 +155,7 @@ def bulk_update(
                 )
             return len(rows)
         assignments = ", ".join(
-            [f"{quote(c)} = {spliced(c, '%s')}" for c in columns]
-            + [f"{quote(c)} = %s" for c in constants]
+            [f"{quote(c)} = %s" for c in columns] + [f"{quote(c)} = %s" for c in constants]
         )
         match = " AND ".join(f"{quote(k)} = %s" for k in key)
         cursor.executemany(

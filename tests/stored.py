@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from annotations import services
 from annotations.formats import score_bytes
-from annotations.metrics import exact_arrays
 from annotations.models import Document, Judgement, Query, QueryScore, RunScore
+from annotations.selectors import stored_scores
 
 
 def query_rows(**filters: Any) -> list[tuple[str, str, score_bytes.QueryValues]]:
@@ -38,18 +38,39 @@ def ndcg_by_key(**filters: Any) -> dict[tuple[str, str, int], float]:
     return {(run, qid, values.k): values.ndcg for run, qid, values in query_rows(**filters)}
 
 
-def run_rows(**filters: Any) -> list[tuple[str, score_bytes.RunMeans]]:
-    """(run name, means at one k) of every stored run mean matching `filters`."""
-    return [
-        (row.run.name, means)
-        for row in RunScore.objects.filter(**filters).select_related("run")
-        for means in row.per_cutoff().values()
-    ]
+class Means(NamedTuple):
+    """A run's means at one k as every reader computes them (`stored_scores.run_means_at`)."""
+
+    k: int
+    queries: int
+    ndcg: float
+    ndcg_condensed: float
+    judged: float
 
 
-def run_score(*, k: int, **filters: Any) -> score_bytes.RunMeans:
-    """The stored means at k of the one run matching `filters`."""
-    return RunScore.objects.get(**filters).at(k)
+def run_rows(**filters: Any) -> list[tuple[str, Means]]:
+    """(run name, means at one k) of every run scored in its collection's current cutoffs
+    among the RunScore rows matching `filters`, at every cutoff."""
+    found = []
+    for row in RunScore.objects.filter(**filters).select_related("run__collection"):
+        collection = row.run.collection
+        for k in collection.sorted_cutoffs:
+            for mean in stored_scores.run_means_at(collection, k, runs=[row.run]):
+                found.append((row.run.name, _means(mean)))
+    return found
+
+
+def run_score(*, k: int, **filters: Any) -> Means:
+    """The means at k of the one scored run matching `filters` (KeyError if it has none)."""
+    row = RunScore.objects.select_related("run__collection").get(**filters)
+    means = stored_scores.run_means_at(row.run.collection, k, runs=[row.run])
+    if not means:
+        raise KeyError(k)
+    return _means(means[0])
+
+
+def _means(mean: stored_scores.RunMean) -> Means:
+    return Means(mean.k, mean.queries, mean.ndcg, mean.ndcg_condensed, mean.judged)
 
 
 def packed_query_fields(ks: Sequence[int], **values: float) -> dict[str, Any]:
@@ -69,18 +90,10 @@ def packed_query_fields(ks: Sequence[int], **values: float) -> dict[str, Any]:
     }
 
 
-def packed_run_fields(ks: Sequence[int], *, queries: int = 0) -> dict[str, Any]:
-    """The packed fields of a run mean row with zero means at every cutoff in `ks`, for
+def packed_run_fields(ks: Sequence[int]) -> dict[str, Any]:
+    """The fields of a run's RunScore row in the layout of `ks`, for
     RunScore.objects.create(run=..., **fields)."""
-    return {
-        "cutoffs": score_bytes.layout(ks),
-        "queries": queries,
-        **{
-            column: score_bytes.pack_sums(np.zeros((len(ks), exact_arrays.LIMBS), dtype=np.int64))
-            for column in score_bytes.SUM_COLUMNS
-        },
-        "overflow": {},
-    }
+    return {"cutoffs": score_bytes.layout(ks)}
 
 
 def rewrite_query_scores(*, k: int, values: Mapping[str, float], **filters: Any) -> int:
@@ -116,16 +129,6 @@ def packed_query_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
     }
 
 
-def packed_run_rows(**filters: Any) -> dict[int, tuple[Any, ...]]:
-    """run id -> (cutoffs, queries, the three sum columns, overflow) of the stored means."""
-    return {
-        run_id: (cutoffs, queries, *map(bytes, sums), overflow)
-        for run_id, cutoffs, queries, *sums, overflow in RunScore.objects.filter(
-            **filters
-        ).values_list("run_id", "cutoffs", "queries", *score_bytes.SUM_COLUMNS, "overflow")
-    }
-
-
 def judge_at_random(
     rng: random.Random,
     queries: Sequence[Query],
@@ -143,6 +146,9 @@ def judge_at_random(
         services.judgement_delete(judgement=existing, source="api")
     else:
         services.judgement_record(
-            query=query, document=document, assessor=assessor,
-            grade=rng.randint(0, 3), source="api",
-        )  # fmt: skip
+            query=query,
+            document=document,
+            assessor=assessor,
+            grade=rng.randint(0, 3),
+            source="api",
+        )

@@ -27,66 +27,66 @@ API = "/api/v1/collections/walk"
 
 # path -> the status each of WHO gets (private collection). 302: to the login page.
 PRIVATE: dict[str, tuple[int, ...]] = {
-    f"{C}/":                            (302, 404, 200, 200, 200, 200, 200),
-    f"{C}/leaderboard/":                (302, 404, 404, 200, 200, 200, 200),
-    f"{C}/leaderboard/state/":          (302, 404, 404, 200, 200, 200, 200),
-    f"{C}/runs/mine/":                  (302, 404, 404, 404, 200, 200, 200),
-    f"{C}/runs/theirs/":                (302, 404, 404, 404, 404, 200, 200),
-    f"{C}/queries/q1/":                 (302, 404, 404, 404, 404, 200, 200),
-    f"{C}/queries/":                    (302, 404, 404, 404, 404, 200, 200),
-    f"{C}/documents/d1/":               (302, 404, 404, 404, 404, 200, 200),
-    f"{C}/compare/":                    (302, 404, 404, 404, 200, 200, 200),
-    f"{C}/compare/?a=mine&b=theirs":    (302, 404, 404, 404, 404, 200, 200),
-    f"{C}/pools/":                      (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/agreement/":                  (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/disagreements/":              (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/versions/":                   (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/import/":                     (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/runs/":                       (302, 404, 404, 404, 200, 200, 200),
-    f"{C}/runs/mine/download/":         (302, 404, 404, 404, 200, 200, 200),
-    f"{C}/runs/theirs/download/":       (302, 404, 404, 404, 404, 200, 200),
-    f"{C}/runs/mine/delete/":           (302, 404, 404, 404, 200, 200, 200),
-    f"{C}/runs/theirs/replace/":        (302, 404, 404, 404, 404, 200, 200),
-    f"{C}/members/":                    (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/dashboard/":                  (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/dashboard/state/":            (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/settings/":                   (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/exports/":                    (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/exports/qrels/":              (302, 404, 403, 403, 403, 200, 200),
-    f"{C}/exports/history/":            (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/": (302, 404, 200, 200, 200, 200, 200),
+    f"{C}/leaderboard/": (302, 404, 404, 200, 200, 200, 200),
+    f"{C}/leaderboard/state/": (302, 404, 404, 200, 200, 200, 200),
+    f"{C}/runs/mine/": (302, 404, 404, 404, 200, 200, 200),
+    f"{C}/runs/theirs/": (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/queries/q1/": (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/queries/": (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/documents/d1/": (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/compare/": (302, 404, 404, 404, 200, 200, 200),
+    f"{C}/compare/?a=mine&b=theirs": (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/pools/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/agreement/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/disagreements/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/versions/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/import/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/runs/": (302, 404, 404, 404, 200, 200, 200),
+    f"{C}/runs/mine/download/": (302, 404, 404, 404, 200, 200, 200),
+    f"{C}/runs/theirs/download/": (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/runs/mine/delete/": (302, 404, 404, 404, 200, 200, 200),
+    f"{C}/runs/theirs/replace/": (302, 404, 404, 404, 404, 200, 200),
+    f"{C}/members/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/dashboard/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/dashboard/state/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/settings/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/exports/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/exports/qrels/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/exports/history/": (302, 404, 403, 403, 403, 200, 200),
     f"{C}/exports/scores/?scores-format=csv": (302, 404, 403, 403, 403, 200, 200),
-    "/create-collection/":              (302, 403, 403, 403, 403, 200, 200),
-    "/judging/":                        (302, 200, 200, 200, 200, 200, 200),
-    f"{API}/":                          (401, 404, 200, 200, 200, 200, 200),
-    f"{API}/leaderboard/":              (401, 404, 404, 200, 200, 200, 200),
-    f"{API}/runs/":                     (401, 404, 404, 404, 200, 200, 200),
-    f"{API}/runs/mine/":                (401, 404, 404, 404, 200, 200, 200),
-    f"{API}/runs/theirs/":              (401, 404, 404, 404, 200, 200, 200),
-    f"{API}/runs/mine/scores/":         (401, 404, 404, 404, 200, 200, 200),
-    f"{API}/runs/theirs/scores/":       (401, 404, 404, 404, 404, 200, 200),
-    f"{API}/compare/?a=mine&b=theirs":  (401, 404, 404, 404, 404, 200, 200),
-    f"{API}/judgements/":               (401, 404, 200, 200, 403, 200, 200),
-    f"{API}/qrels/":                    (401, 404, 403, 403, 403, 200, 200),
-    f"{API}/sensitivity/":              (401, 404, 403, 403, 403, 200, 200),
-    f"{API}/versions/":                 (401, 404, 403, 403, 403, 200, 200),
+    "/create-collection/": (302, 403, 403, 403, 403, 200, 200),
+    "/judging/": (302, 200, 200, 200, 200, 200, 200),
+    f"{API}/": (401, 404, 200, 200, 200, 200, 200),
+    f"{API}/leaderboard/": (401, 404, 404, 200, 200, 200, 200),
+    f"{API}/runs/": (401, 404, 404, 404, 200, 200, 200),
+    f"{API}/runs/mine/": (401, 404, 404, 404, 200, 200, 200),
+    f"{API}/runs/theirs/": (401, 404, 404, 404, 200, 200, 200),
+    f"{API}/runs/mine/scores/": (401, 404, 404, 404, 200, 200, 200),
+    f"{API}/runs/theirs/scores/": (401, 404, 404, 404, 404, 200, 200),
+    f"{API}/compare/?a=mine&b=theirs": (401, 404, 404, 404, 404, 200, 200),
+    f"{API}/judgements/": (401, 404, 200, 200, 403, 200, 200),
+    f"{API}/qrels/": (401, 404, 403, 403, 403, 200, 200),
+    f"{API}/sensitivity/": (401, 404, 403, 403, 403, 200, 200),
+    f"{API}/versions/": (401, 404, 403, 403, 403, 200, 200),
     f"{API}/as-of/qrels/?at=2100-01-01T00:00:00Z": (401, 404, 403, 403, 403, 200, 200),
-}  # fmt: skip
+}
 
 # With a public leaderboard anyone reads the leaderboard, run pages, run scores and
 # comparisons; everything else stays as above.
 PUBLIC: dict[str, tuple[int, ...]] = {
     **PRIVATE,
-    f"{C}/leaderboard/":                (200, 200, 200, 200, 200, 200, 200),
-    f"{C}/leaderboard/state/":          (200, 200, 200, 200, 200, 200, 200),
-    f"{C}/runs/mine/":                  (200, 200, 200, 200, 200, 200, 200),
-    f"{C}/runs/theirs/":                (200, 200, 200, 200, 200, 200, 200),
-    f"{C}/compare/":                    (200, 200, 200, 200, 200, 200, 200),
-    f"{C}/compare/?a=mine&b=theirs":    (200, 200, 200, 200, 200, 200, 200),
-    f"{API}/leaderboard/":              (200, 200, 200, 200, 200, 200, 200),
-    f"{API}/runs/mine/scores/":         (200, 200, 200, 200, 200, 200, 200),
-    f"{API}/runs/theirs/scores/":       (200, 200, 200, 200, 200, 200, 200),
-    f"{API}/compare/?a=mine&b=theirs":  (200, 200, 200, 200, 200, 200, 200),
-}  # fmt: skip
+    f"{C}/leaderboard/": (200, 200, 200, 200, 200, 200, 200),
+    f"{C}/leaderboard/state/": (200, 200, 200, 200, 200, 200, 200),
+    f"{C}/runs/mine/": (200, 200, 200, 200, 200, 200, 200),
+    f"{C}/runs/theirs/": (200, 200, 200, 200, 200, 200, 200),
+    f"{C}/compare/": (200, 200, 200, 200, 200, 200, 200),
+    f"{C}/compare/?a=mine&b=theirs": (200, 200, 200, 200, 200, 200, 200),
+    f"{API}/leaderboard/": (200, 200, 200, 200, 200, 200, 200),
+    f"{API}/runs/mine/scores/": (200, 200, 200, 200, 200, 200, 200),
+    f"{API}/runs/theirs/scores/": (200, 200, 200, 200, 200, 200, 200),
+    f"{API}/compare/?a=mine&b=theirs": (200, 200, 200, 200, 200, 200, 200),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -102,9 +102,11 @@ def walk(db: None, django_capture_on_commit_callbacks: Capture, write_file: Any)
         users = {name: UserFactory(username=name) for name in WHO[1:-1]}
         UserFactory(username="staff", is_staff=True)
         for name, role in (
-            ("assessor", "assessor"), ("assessor_open", "assessor"),
-            ("owner", "owner"), ("organiser", "organiser"),
-        ):  # fmt: skip
+            ("assessor", "assessor"),
+            ("assessor_open", "assessor"),
+            ("owner", "owner"),
+            ("organiser", "organiser"),
+        ):
             Membership.objects.create(collection=collection, user=users[name], role=role)
         services.judgements_import(
             collection=collection,
@@ -113,9 +115,11 @@ def walk(db: None, django_capture_on_commit_callbacks: Capture, write_file: Any)
         )
         for name, owner in (("mine", users["owner"]), ("theirs", None)):
             services.run_store(
-                collection=collection, run_name=name, owner=owner,
+                collection=collection,
+                run_name=name,
+                owner=owner,
                 results={"q1": [("d1", 2.0, 1), ("d2", 1.0, 2)]},
-            )  # fmt: skip
+            )
     return collection
 
 
@@ -170,14 +174,25 @@ def test_a_leaderboard_links_only_the_run_pages_its_reader_may_open(walk: Collec
 
 MENUS = {
     "organiser": [
-        "Overview", "Dashboard", "Leaderboard", "Runs", "Compare", "Queries", "Judging",
-        "Agreement", "Versions", "Import",
-        "Members", "Export", "Settings", "API docs",
+        "Overview",
+        "Dashboard",
+        "Leaderboard",
+        "Runs",
+        "Compare",
+        "Queries",
+        "Judging",
+        "Agreement",
+        "Versions",
+        "Import",
+        "Members",
+        "Export",
+        "Settings",
+        "API docs",
     ],
     "owner": ["Overview", "Leaderboard", "Runs", "Compare", "API docs"],
     "assessor": ["Overview", "My judging", "API docs"],
     "assessor_open": ["Overview", "Leaderboard", "My judging", "API docs"],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("who", list(MENUS))

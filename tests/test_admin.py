@@ -448,9 +448,14 @@ def test_import_jobs_are_listed_read_only_and_only_finished_ones_deleted(
 ) -> None:
     collection = CollectionFactory(slug="jobs")
     done = ImportJob.objects.create(
-        collection=collection, kind="run", file_name="bm25.txt", size=10, state="done",
-        summary="run: bm25, 1000 results", split_tags=True,
-    )  # fmt: skip
+        collection=collection,
+        kind="run",
+        file_name="bm25.txt",
+        size=10,
+        state="done",
+        summary="run: bm25, 1000 results",
+        split_tags=True,
+    )
     running = ImportJob.objects.create(
         collection=collection, kind="qrels", file_name="qrels.txt", size=10, state="running"
     )

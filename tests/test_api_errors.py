@@ -42,9 +42,11 @@ def test_a_server_error_under_api_answers_the_json_error_shape(settings: Any) ->
     response = client.get("/api/v1/boom/")
     assert response.status_code == 500
     assert response.json()["error"] == {
-        "status": 500, "code": "server_error",
-        "detail": "The server failed; the error is logged.", "fields": {},
-    }  # fmt: skip
+        "status": 500,
+        "code": "server_error",
+        "detail": "The server failed; the error is logged.",
+        "fields": {},
+    }
     page = client.get("/page/boom/")  # the site's 500 page, even with none of its URLs
     assert page["Content-Type"].startswith("text/html")
     assert "Something went wrong on the server" in page.content.decode()

@@ -78,7 +78,10 @@ def test_the_import_contracts_hold() -> None:
     """The engine imports no framework or model; the layers import downwards only
     (pyproject.toml's [tool.importlinter], also run by `make lint`)."""
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True,
-        text=True, timeout=300,
-    )  # fmt: skip
+        [str(Path(sys.executable).parent / "lint-imports")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -36,10 +36,19 @@ def own_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         require_component("redis-server is not installed")
     port = _free_port()
     server = subprocess.Popen(
-        [str(executable), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
+        [
+            str(executable),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
         stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:

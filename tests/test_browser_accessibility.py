@@ -55,19 +55,43 @@ def test_every_page_passes_axe_and_fits_a_phone(  # type: ignore[no-untyped-def]
     assignment = AssignmentItem.objects.filter(assignment__assessor__username="alice")[0]
     c = "/collections/trial"
     organiser_pages = [
-        "/", "/create-collection/", f"{c}/", f"{c}/dashboard/", f"{c}/leaderboard/",
-        f"{c}/runs/", f"{c}/runs/bm25/", f"{c}/runs/bm25/describe/", f"{c}/runs/bm25/replace/",
-        f"{c}/runs/bm25/delete/", f"{c}/compare/", f"{c}/compare/?a=bm25&b=dense",
-        f"{c}/queries/", f"{c}/queries/q1/", f"{c}/documents/d1/", f"{c}/pools/",
-        f"{c}/pools/{pool.id}/", f"{c}/agreement/", f"{c}/disagreements/?min=1",
-        f"{c}/versions/", f"{c}/versions/v1/", f"{c}/import/", f"{c}/members/",
-        f"{c}/members/{membership.id}/remove/", f"{c}/settings/", f"{c}/exports/",
-        "/accounts/password/", "/judging/", f"{c}/no-such-page/",
-    ]  # fmt: skip
+        "/",
+        "/create-collection/",
+        f"{c}/",
+        f"{c}/dashboard/",
+        f"{c}/leaderboard/",
+        f"{c}/runs/",
+        f"{c}/runs/bm25/",
+        f"{c}/runs/bm25/describe/",
+        f"{c}/runs/bm25/replace/",
+        f"{c}/runs/bm25/delete/",
+        f"{c}/compare/",
+        f"{c}/compare/?a=bm25&b=dense",
+        f"{c}/queries/",
+        f"{c}/queries/q1/",
+        f"{c}/documents/d1/",
+        f"{c}/pools/",
+        f"{c}/pools/{pool.id}/",
+        f"{c}/agreement/",
+        f"{c}/disagreements/?min=1",
+        f"{c}/versions/",
+        f"{c}/versions/v1/",
+        f"{c}/import/",
+        f"{c}/members/",
+        f"{c}/members/{membership.id}/remove/",
+        f"{c}/settings/",
+        f"{c}/exports/",
+        "/accounts/password/",
+        "/judging/",
+        f"{c}/no-such-page/",
+    ]
     assessor_pages = [
-        f"{c}/", "/judging/", f"/judging/assignments/{assignment.assignment_id}/",
-        f"/judging/assignments/{assignment.assignment_id}/pairs/1/", "/accounts/password/",
-    ]  # fmt: skip
+        f"{c}/",
+        "/judging/",
+        f"/judging/assignments/{assignment.assignment_id}/",
+        f"/judging/assignments/{assignment.assignment_id}/pairs/1/",
+        "/accounts/password/",
+    ]
     problems: list[str] = []
     for username, paths in (("olga", organiser_pages), ("alice", assessor_pages)):
         with browser_page(browser, live_server, viewport=PHONE) as page:

@@ -21,10 +21,14 @@ TOPICS = "q1\tsolar panel efficiency\nq2\twind turbine noise\n"
 DOCUMENTS = "".join(
     f'{{"docno": "{docno}", "title": "{title}", "text": "{title} explained at length."}}\n'
     for docno, title in [
-        ("d1", "Tandem solar cells"), ("d2", "Panel losses"), ("d3", "Rooftop wiring"),
-        ("d4", "Turbine blades"), ("d5", "Noise at night"), ("d6", "Offshore farms"),
+        ("d1", "Tandem solar cells"),
+        ("d2", "Panel losses"),
+        ("d3", "Rooftop wiring"),
+        ("d4", "Turbine blades"),
+        ("d5", "Noise at night"),
+        ("d6", "Offshore farms"),
     ]
-)  # fmt: skip
+)
 QRELS = "q1 0 d1 2\nq2 0 d5 2\n"
 RUNS = {
     "alpha.txt": "q1 Q0 d1 1 3 alpha\nq1 Q0 d2 2 2 alpha\nq2 Q0 d4 1 2 alpha\nq2 Q0 d5 2 1 alpha\n",

@@ -113,10 +113,15 @@ def test_console_pages_fit_a_phone(trial: Collection, page, login) -> None:  # t
     page.set_viewport_size({"width": 390, "height": 800})
     login("olga")
     for path in (
-        "/collections/trial/", "/collections/trial/runs/", "/collections/trial/members/",
-        "/collections/trial/settings/", "/collections/trial/exports/", "/create-collection/",
-        "/collections/trial/runs/bm25/delete/", "/accounts/password/",
-    ):  # fmt: skip
+        "/collections/trial/",
+        "/collections/trial/runs/",
+        "/collections/trial/members/",
+        "/collections/trial/settings/",
+        "/collections/trial/exports/",
+        "/create-collection/",
+        "/collections/trial/runs/bm25/delete/",
+        "/accounts/password/",
+    ):
         page.goto(path)
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, (path, width, page.evaluate(WIDE_ELEMENTS))

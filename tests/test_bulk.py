@@ -12,7 +12,15 @@ from django.db import connection
 
 from annotations.bulk import bulk_delete, bulk_insert, bulk_update
 from annotations.formats import score_bytes
-from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
+from annotations.models import (
+    Collection,
+    IdealScore,
+    LeaderboardSnapshot,
+    Query,
+    QueryScore,
+    Run,
+    RunScore,
+)
 from tests.factories import CollectionFactory, QueryFactory
 
 pytestmark = pytest.mark.django_db
@@ -30,15 +38,8 @@ AWKWARD_BYTES = [
 ]  # fmt: skip
 MEASURES = score_bytes.QUERY_MEASURES  # one bytes column per measure
 QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *MEASURES)
-RUN_SCORE_COLUMNS = (
-    "run_id",
-    "cutoffs",
-    "queries",
-    *score_bytes.SUM_COLUMNS,
-    "overflow",
-    "updated",
-)
-SUMS = score_bytes.SUM_COLUMNS[0]  # the exact sums of nDCG
+RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "updated")
+SNAPSHOT_COLUMNS = ("collection_id", "k", "stamp", "rows", "unscored", "computed_at", "seconds")
 EARLIER = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 12, 30, tzinfo=UTC)
 
@@ -98,41 +99,43 @@ def test_bulk_update_round_trips_floats() -> None:
             assert math.copysign(1, want) == math.copysign(1, have)
 
 
-def test_bulk_update_round_trips_texts_integers_json_and_constants() -> None:
+def test_bulk_update_round_trips_texts_floats_json_and_constants() -> None:
     collection = CollectionFactory(slug="bulk")
-    runs = _runs(collection, 8)
     bulk_insert(
-        RunScore,
-        RUN_SCORE_COLUMNS,
-        [(run.id, "5", 0, b"\x01", b"\x01", b"\x01", "{}", EARLIER) for run in runs],
+        LeaderboardSnapshot,
+        SNAPSHOT_COLUMNS,
+        [(collection.id, k, "", "[]", "[]", EARLIER, 0.0) for k in range(1, 9)],
     )
     rng = random.Random(3)
     rows = [
         (
-            run.id,
+            collection.id,
+            k,
             rng.choice(AWKWARD_TEXTS),
-            rng.randrange(1000),
-            json.dumps({f"0:{i}": text for i, text in enumerate(rng.sample(AWKWARD_TEXTS, 3))}),
+            json.dumps([{"name": text} for text in rng.sample(AWKWARD_TEXTS, 3)]),
+            rng.choice(AWKWARD_FLOATS[:-1]),
         )
-        for run in runs
+        for k in range(1, 9)
     ]
     assert bulk_update(
-        RunScore,
-        key=("run_id",),
-        columns=("cutoffs", "queries", "overflow"),
+        LeaderboardSnapshot,
+        key=("collection_id", "k"),
+        columns=("stamp", "rows", "seconds"),
         rows=rows,
-        constants={"updated": LATER},
+        constants={"computed_at": LATER},
     ) == len(rows)
     stored = {
-        run_id: (cutoffs, queries, overflow, updated, bytes(sums))
-        for run_id, cutoffs, queries, overflow, updated, sums in RunScore.objects.values_list(
-            "run_id", "cutoffs", "queries", "overflow", "updated", SUMS
+        k: (stamp, snapshot_rows, seconds, computed_at, unscored)
+        for k, stamp, snapshot_rows, seconds, computed_at, unscored in (
+            LeaderboardSnapshot.objects.values_list(
+                "k", "stamp", "rows", "seconds", "computed_at", "unscored"
+            )
         )
     }
-    # The column not updated (sums) is as inserted.
+    # The column not updated (unscored) is as inserted.
     assert stored == {
-        run_id: (cutoffs, queries, json.loads(overflow), LATER, b"\x01")
-        for run_id, cutoffs, queries, overflow in rows
+        k: (stamp, json.loads(snapshot_rows), seconds, LATER, [])
+        for _, k, stamp, snapshot_rows, seconds in rows
     }
 
 
@@ -171,53 +174,6 @@ def test_bulk_update_writes_bytes_columns_exactly() -> None:
         cutoffs, ndcg, _, _, condensed = expected[(query_id, run_id)]
         expected[(query_id, run_id)] = (cutoffs, ndcg, dcg, judged, condensed)
     assert _stored_query_scores() == expected
-    # The run means' exact sums, with the other columns of their update.
-    bulk_insert(
-        RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 0, b"", b"", b"", "{}", EARLIER) for r in runs]
-    )
-    sums = [(r.id, "5,10", 2, rng.choice(AWKWARD_BYTES) + rng.randbytes(48), "{}") for r in runs]
-    bulk_update(
-        RunScore, key=("run_id",), columns=("cutoffs", "queries", SUMS, "overflow"),
-        rows=sums, constants={"updated": LATER},
-    )  # fmt: skip
-    stored = {
-        run_id: (cutoffs, queries, bytes(packed_sums))
-        for run_id, cutoffs, queries, packed_sums in RunScore.objects.values_list(
-            "run_id", "cutoffs", "queries", SUMS
-        )
-    }
-    assert stored == {
-        run_id: (cutoffs, queries, data) for run_id, cutoffs, queries, data, _ in sums
-    }
-
-
-def test_bulk_update_splices_a_tail_onto_the_stored_head() -> None:
-    """`splice` keeps the stored value's first bytes and replaces the rest (the folded
-    tail of a run's sums), bytes that text would escape included; columns without it are
-    written whole."""
-    collection = CollectionFactory(slug="bulk-splice")
-    runs = _runs(collection, 3)
-    rng = random.Random(5)
-    heads = {r.id: rng.choice(AWKWARD_BYTES) + rng.randbytes(24) for r in runs}
-    bulk_insert(
-        RunScore,
-        RUN_SCORE_COLUMNS,
-        [(r.id, "5", 1, heads[r.id] + b"old tail", b"whole", b"", "{}", EARLIER) for r in runs],
-    )
-    cut = min(len(head) for head in heads.values())
-    tails = {r.id: b"\x00\\new\ttail\xff" + rng.randbytes(5) for r in runs}
-    bulk_update(
-        RunScore, key=("run_id",), columns=("queries", SUMS, "ndcg_condensed_sums"),
-        rows=[(r.id, 2, tails[r.id], b"replaced") for r in runs],
-        splice={SUMS: cut},
-    )  # fmt: skip
-    stored = {
-        run_id: (queries, bytes(spliced), bytes(whole))
-        for run_id, queries, spliced, whole in RunScore.objects.values_list(
-            "run_id", "queries", SUMS, "ndcg_condensed_sums"
-        )
-    }
-    assert stored == {r.id: (2, heads[r.id][:cut] + tails[r.id], b"replaced") for r in runs}
 
 
 def test_bulk_update_with_a_key_shared_by_every_row_touches_only_those_rows() -> None:
@@ -256,7 +212,7 @@ def test_bulk_update_with_a_key_shared_by_every_row_touches_only_those_rows() ->
 
 def test_bulk_writes_of_nothing_do_nothing() -> None:
     assert bulk_insert(RunScore, ("run_id", "cutoffs"), []) == 0
-    assert bulk_update(RunScore, key=("run_id",), columns=("queries",), rows=[]) == 0
+    assert bulk_update(RunScore, key=("run_id",), columns=("cutoffs",), rows=[]) == 0
     assert bulk_delete(RunScore, key=("run_id",), keys=[]) == 0
 
 
@@ -275,9 +231,7 @@ def test_bulk_delete_removes_exactly_the_given_keys() -> None:
         (query.id, run.id) for run in runs for query in queries if (query.id, run.id) not in gone
     )
     assert bulk_delete(QueryScore, key=("query_id", "run_id"), keys=[]) == 0
-    bulk_insert(
-        RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", 1, b"", b"", b"", "{}", EARLIER) for r in runs]
-    )
+    bulk_insert(RunScore, RUN_SCORE_COLUMNS, [(r.id, "5", EARLIER) for r in runs])
     assert bulk_delete(RunScore, key=("run_id",), keys=[(runs[1].id,)]) == 1
     assert sorted(RunScore.objects.values_list("run_id", flat=True)) == [runs[0].id, runs[2].id]
 

@@ -24,11 +24,18 @@ def as_user(username: str | None) -> Client:
 
 def _post(slug: str | None, levels: list[tuple[Any, str, str]], **fields: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "name": "Track", "description": "", "gain": "linear", "cutoffs": "5, 10",
-        "missing_queries": "zero", "aggregation": "median", "stale_judgements": "count",
-        "grades-TOTAL_FORMS": str(len(levels)), "grades-INITIAL_FORMS": "0",
-        "grades-MIN_NUM_FORMS": "0", "grades-MAX_NUM_FORMS": "1000",
-    }  # fmt: skip
+        "name": "Track",
+        "description": "",
+        "gain": "linear",
+        "cutoffs": "5, 10",
+        "missing_queries": "zero",
+        "aggregation": "median",
+        "stale_judgements": "count",
+        "grades-TOTAL_FORMS": str(len(levels)),
+        "grades-INITIAL_FORMS": "0",
+        "grades-MIN_NUM_FORMS": "0",
+        "grades-MAX_NUM_FORMS": "1000",
+    }
     if slug is not None:
         data["slug"] = slug
     for index, (value, label, definition) in enumerate(levels):
@@ -65,14 +72,23 @@ def test_an_organiser_creates_a_collection_with_a_custom_scale(trial: Collection
     levels = [("0", "Off topic", "Nothing useful."), ("1", "On topic", ""), ("", "", "")]
     response = as_user("olga").post(
         NEW,
-        _post("track", levels, gain="exponential", cutoffs="10 20", aggregation="mean",
-              assessors_see_leaderboard="on", public_leaderboard="on"),
-    )  # fmt: skip
+        _post(
+            "track",
+            levels,
+            gain="exponential",
+            cutoffs="10 20",
+            aggregation="mean",
+            assessors_see_leaderboard="on",
+            public_leaderboard="on",
+        ),
+    )
     assert response.status_code == 302 and response["Location"] == "/collections/track/"
     collection = Collection.objects.get(slug="track")
     assert (collection.gain, collection.cutoffs, collection.aggregation) == (
-        "exponential", [10, 20], "mean"
-    )  # fmt: skip
+        "exponential",
+        [10, 20],
+        "mean",
+    )
     assert collection.public_leaderboard and collection.assessors_see_leaderboard
     assert _scale("track") == [(0, "Off topic", "Nothing useful."), (1, "On topic", "")]
     assert Membership.objects.filter(
@@ -130,8 +146,10 @@ def test_editing_settings_and_the_scale(
     trial.refresh_from_db()
     assert trial.name == "Trial run" and trial.cutoffs == [5, 10, 20]
     assert [(v, lb) for v, lb, _ in _scale("trial")] == [
-        (1, "Marginally relevant"), (2, "Highly relevant"), (3, "Key")
-    ]  # fmt: skip
+        (1, "Marginally relevant"),
+        (2, "Highly relevant"),
+        (3, "Key"),
+    ]
     assert not Run.objects.filter(collection=trial, scored_at__isnull=True).exists()  # rescored
 
 

@@ -496,9 +496,16 @@ def test_import_run_takes_a_name_description_and_owner(
 ) -> None:
     path = write_file("run.txt", lines("q1 Q0 d1 1 2.0 bm25"))
     out = run(
-        "import_run", "demo", path, "--name", "bm25-tuned", "--description", "k1=0.9",
-        "--owner", "alice",
-    )  # fmt: skip
+        "import_run",
+        "demo",
+        path,
+        "--name",
+        "bm25-tuned",
+        "--description",
+        "k1=0.9",
+        "--owner",
+        "alice",
+    )
     assert out.strip() == "run: bm25-tuned, 1 results"
     imported = Run.objects.get()
     assert (imported.name, imported.description, imported.owner) == (
@@ -770,8 +777,11 @@ def test_export_qrels_writes_one_line_per_judged_pair_in_qid_and_docno_order(
 def test_qrels_round_trip_through_a_fresh_collection_gives_identical_text(
     collection: Collection, write_file: WriteFile
 ) -> None:
-    rows = [f"{qid} 0 {docno} {(len(qid) + len(docno)) % 4}" for qid in ("301", "q1", "Q-2", "a.b")
-            for docno in ("d1", "d10", "d9", "D9", "doc-b", "doca", "LA010189-0001")]  # fmt: skip
+    rows = [
+        f"{qid} 0 {docno} {(len(qid) + len(docno)) % 4}"
+        for qid in ("301", "q1", "Q-2", "a.b")
+        for docno in ("d1", "d10", "d9", "D9", "doc-b", "doca", "LA010189-0001")
+    ]
     run("import_qrels", "demo", write_file("qrels.txt", lines(*reversed(rows))))
     first = run("export_qrels", "demo")
     assert sorted(first.splitlines()) == sorted(rows)
@@ -1002,8 +1012,11 @@ def test_serve_demo_prints_the_address_it_listens_on_and_the_accounts_after_the_
         subprocess.run([*manage, *command], env=env, check=True, capture_output=True)
     server = subprocess.Popen(
         [*manage, "serve_demo", "127.0.0.1:0", "--noreload", "--skip-checks"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         lines: list[str] = []
         deadline = time.monotonic() + 60

@@ -95,9 +95,11 @@ def test_a_system_owner_compares_only_their_own_runs(
     judged.runs.filter(name="bm25").update(owner=owner)
     with django_capture_on_commit_callbacks(execute=True):
         services.run_store(
-            collection=judged, run_name="mine2", owner=owner,
+            collection=judged,
+            run_name="mine2",
+            owner=owner,
             results={"q1": [("d1", 2.0, 1)], "q2": [("d5", 1.0, 1)]},
-        )  # fmt: skip
+        )
     client = _client("omar")
     assert client.get("/collections/trial/compare/?a=bm25&b=dense").status_code == 404
     html = client.get("/collections/trial/compare/?a=bm25&b=mine2").content.decode()

@@ -112,9 +112,10 @@ def test_imported_qrels_are_counted_apart_from_judging_per_day(
     campaign: Collection, write_file: Any
 ) -> None:
     services.judgements_import(
-        collection=campaign, source=write_file("old.qrels", "q1 0 d5 1\nq2 0 d4 2\n"),
+        collection=campaign,
+        source=write_file("old.qrels", "q1 0 d5 1\nq2 0 d4 2\n"),
         assessor=get_user_model().objects.get(username="olga"),
-    )  # fmt: skip
+    )
     html = _client("olga").get("/collections/trial/dashboard/?k=5").content.decode()
     data = json.loads(
         re.search(r'id="dashboard-chart-data" type="application/json">(.*?)</script>', html)[1]

@@ -143,8 +143,9 @@ def test_a_pipe_closed_before_any_output_ends_it_quietly_too(big_database: Path)
     """The reader gone before the first write: the error comes at the first flush."""
     read_end, write_end = os.pipe()
     os.close(read_end)
-    writer = manage(big_database, "evaluate", "demo", "--run", "big", stdout=write_end,
-                    stderr=subprocess.PIPE)  # fmt: skip
+    writer = manage(
+        big_database, "evaluate", "demo", "--run", "big", stdout=write_end, stderr=subprocess.PIPE
+    )
     os.close(write_end)
     _, err = writer.communicate(timeout=120)
     assert "Traceback" not in err.decode() and "BrokenPipeError" not in err.decode()

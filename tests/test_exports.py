@@ -21,9 +21,10 @@ def collection(transactional_db: None, write_file: Callable[..., Path]) -> Colle
     first, second, third = UserFactory(), UserFactory(), UserFactory()
     lines = [f"{q} 0 {d} {(i + j) % 4}" for i, q in enumerate(IDS) for j, d in enumerate(DOCS)]
     services.judgements_import(
-        collection=collection, source=write_file("a.qrels", "\n".join(lines) + "\n"),
+        collection=collection,
+        source=write_file("a.qrels", "\n".join(lines) + "\n"),
         assessor=first,
-    )  # fmt: skip
+    )
     # several assessors on some pairs (mean rule, halves down), an adjudication on one
     others = [
         f"{q} 0 {d} {(i * 2 + j) % 4}"
@@ -31,13 +32,15 @@ def collection(transactional_db: None, write_file: Callable[..., Path]) -> Colle
         for j, d in enumerate(DOCS[:3])
     ]
     services.judgements_import(
-        collection=collection, source=write_file("b.qrels", "\n".join(others) + "\n"),
+        collection=collection,
+        source=write_file("b.qrels", "\n".join(others) + "\n"),
         assessor=second,
-    )  # fmt: skip
+    )
     services.judgements_import(
-        collection=collection, source=write_file("c.qrels", f"{IDS[0]} 0 {DOCS[1]} 3\n"),
+        collection=collection,
+        source=write_file("c.qrels", f"{IDS[0]} 0 {DOCS[1]} 3\n"),
         assessor=third,
-    )  # fmt: skip
+    )
     organiser = UserFactory()
     Membership.objects.create(collection=collection, user=organiser, role="organiser")
     services.adjudication_record(

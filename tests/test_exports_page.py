@@ -101,15 +101,19 @@ def test_a_run_as_export_run_writes_it(judged: Collection) -> None:
 @pytest.mark.parametrize(
     ("query", "command"),
     [
-        ("scores-format=trec&scores-run=example&scores-k=6",
-         ("evaluate", "demo", "--run", "example", "--k", "6")),
-        ("scores-format=trec&scores-run=example&scores-per_query=on",
-         ("evaluate", "demo", "--run", "example", "-q")),
+        (
+            "scores-format=trec&scores-run=example&scores-k=6",
+            ("evaluate", "demo", "--run", "example", "--k", "6"),
+        ),
+        (
+            "scores-format=trec&scores-run=example&scores-per_query=on",
+            ("evaluate", "demo", "--run", "example", "-q"),
+        ),
         ("scores-format=csv", ("evaluate", "demo", "--format", "csv")),
         ("scores-format=csv&scores-k=10", ("evaluate", "demo", "--format", "csv", "--k", "10")),
         ("scores-format=json", ("evaluate", "demo", "--format", "json")),
     ],
-)  # fmt: skip
+)
 def test_scores_at_any_k_as_evaluate_prints_them(
     judged: Collection, query: str, command: tuple[str, ...]
 ) -> None:

@@ -34,11 +34,23 @@ def generated(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) 
     schema = root / "schema.json"
     schema.write_bytes(response.content)
     result = subprocess.run(
-        [sys.executable, "-m", "openapi_python_client", "generate", "--path", str(schema),
-         "--output-path", str(root / PACKAGE), "--meta", "none"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "openapi_python_client",
+            "generate",
+            "--path",
+            str(schema),
+            "--output-path",
+            str(root / PACKAGE),
+            "--meta",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(root)},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     # The generator reports what it could not express as warnings; there must be none.
     assert "Warning" not in result.stdout + result.stderr, result.stdout + result.stderr

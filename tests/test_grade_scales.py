@@ -81,13 +81,23 @@ def test_the_api_gives_the_default_scale_unless_one_is_given(db: None) -> None:
 
 def _admin_post(rows: list[tuple[int, str, str]], slug: str, **extra: str) -> dict[str, str]:
     data = {
-        "slug": slug, "name": slug, "description": "", "gain": "linear", "cutoffs": "[5, 10]",
-        "missing_queries": "zero", "aggregation": "median", "stale_judgements": "count",
-        "grades-TOTAL_FORMS": str(len(rows)), "grades-INITIAL_FORMS": "0",
-        "grades-MIN_NUM_FORMS": "0", "grades-MAX_NUM_FORMS": "1000",
-        "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0",
-        "memberships-MIN_NUM_FORMS": "0", "memberships-MAX_NUM_FORMS": "1000",
-    }  # fmt: skip
+        "slug": slug,
+        "name": slug,
+        "description": "",
+        "gain": "linear",
+        "cutoffs": "[5, 10]",
+        "missing_queries": "zero",
+        "aggregation": "median",
+        "stale_judgements": "count",
+        "grades-TOTAL_FORMS": str(len(rows)),
+        "grades-INITIAL_FORMS": "0",
+        "grades-MIN_NUM_FORMS": "0",
+        "grades-MAX_NUM_FORMS": "1000",
+        "memberships-TOTAL_FORMS": "0",
+        "memberships-INITIAL_FORMS": "0",
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+    }
     for index, (value, label, definition) in enumerate(rows):
         data[f"grades-{index}-value"] = str(value)
         data[f"grades-{index}-label"] = label

@@ -43,9 +43,12 @@ class Flaky:
 def _regrade(grade: int) -> Query:
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
     services.judgement_record(
-        query=judgement.query, document=judgement.document, assessor=judgement.assessor,
-        grade=grade, source="api",
-    )  # fmt: skip
+        query=judgement.query,
+        document=judgement.document,
+        assessor=judgement.assessor,
+        grade=grade,
+        source="api",
+    )
     return Query.objects.get(qid="q1")
 
 

@@ -117,8 +117,9 @@ def test_a_retried_run_upload_creates_one_run(idem: Any) -> None:
 
     def upload() -> Any:
         run = SimpleUploadedFile("r.txt", b"q1 Q0 d1 1 2.0 mine\nq1 Q0 d2 2 1.0 mine\n")
-        return olga.post(f"{API}/runs/", {"file": run}, format="multipart",
-                         HTTP_IDEMPOTENCY_KEY="upload-7")  # fmt: skip
+        return olga.post(
+            f"{API}/runs/", {"file": run}, format="multipart", HTTP_IDEMPOTENCY_KEY="upload-7"
+        )
 
     first, retry = upload(), upload()
     assert first.status_code == 201, first.content
@@ -133,9 +134,11 @@ def test_bad_keys_are_a_400_and_expired_keys_are_forgotten(idem: Any, settings: 
     alice = _client(users["alice"])
     for bad in ("with space", "x" * 256, "é"):
         response = alice.post(
-            f"{API}/judgements/", {"qid": "q1", "docno": "d1", "grade": 1}, format="json",
+            f"{API}/judgements/",
+            {"qid": "q1", "docno": "d1", "grade": 1},
+            format="json",
             HTTP_IDEMPOTENCY_KEY=bad,
-        )  # fmt: skip
+        )
         assert response.status_code == 400, bad
         assert "Idempotency-Key" in response.json()["error"]["fields"]
     assert _judge(alice, "old", 1).status_code == 201
@@ -168,9 +171,11 @@ def test_a_judgement_whose_connection_died_after_commit_is_retried_to_its_answer
     def terminate_own_backend(*batch: Any) -> None:
         pid = django_connection.connection.info.backend_pid
         conninfo = psycopg.conninfo.make_conninfo(
-            host=settings_dict["HOST"] or "127.0.0.1", port=settings_dict["PORT"] or 5432,
-            user=settings_dict["USER"], dbname=settings_dict["NAME"],
-        )  # fmt: skip
+            host=settings_dict["HOST"] or "127.0.0.1",
+            port=settings_dict["PORT"] or 5432,
+            user=settings_dict["USER"],
+            dbname=settings_dict["NAME"],
+        )
         with psycopg.connect(conninfo, autocommit=True) as other:
             other.execute("SELECT pg_terminate_backend(%s)", [pid])
         with django_connection.cursor() as cursor:

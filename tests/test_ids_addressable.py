@@ -67,8 +67,9 @@ def test_ids_imported_by_command_and_api_are_reachable_everywhere(
     judgement = {"qid": qid, "docno": docno, "grade": 1}
     assert api.post(f"{base}/judgements/", judgement, format="json").status_code == 201
     assert set(Run.objects.filter(collection=collection).values_list("name", flat=True)) == {
-        run_name, api_run,
-    }  # fmt: skip
+        run_name,
+        api_run,
+    }
 
     pages = Client()
     pages.force_login(organiser)

@@ -201,8 +201,12 @@ def test_a_dead_limit_not_above_the_heartbeat_is_refused_at_start_up() -> None:
     env = {**os.environ, "NDCG_IMPORT_HEARTBEAT_SECONDS": "30", "NDCG_IMPORT_DEAD_SECONDS": "30"}
     result = subprocess.run(
         [sys.executable, "-c", "import ndcg_platform.settings"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "NDCG_IMPORT_DEAD_SECONDS=30 must be more than NDCG_IMPORT_HEARTBEAT_SECONDS=30" in (
         result.stderr
@@ -264,9 +268,11 @@ def test_a_job_failed_by_an_error_keeps_its_upload_until_a_retry_succeeds(
 
     monkeypatch.setattr(jobs, "_import", broken)
     job = import_job_create(
-        collection=collection, kind="qrels", upload=SimpleUploadedFile("q.qrels", _qrels(5)),
+        collection=collection,
+        kind="qrels",
+        upload=SimpleUploadedFile("q.qrels", _qrels(5)),
         created_by=None,
-    )  # fmt: skip
+    )
     jobs.import_jobs_start(jobs=[job])
     job.refresh_from_db()
     assert job.state == "failed" and "the import failed (RuntimeError)" in job.error
@@ -298,8 +304,12 @@ def test_retry_with_a_broker_queues_the_job_again(
     assert published == [job.id]
     job.refresh_from_db()
     assert (job.state, job.error, job.bytes_done, job.started, job.heartbeat) == (
-        "queued", "", 0, None, None,
-    )  # fmt: skip
+        "queued",
+        "",
+        0,
+        None,
+        None,
+    )
     if in_cache:
         assert caches["coordination"].get(jobs.progress_key(job)) is None
     assert Path(job.upload_path).is_file()

@@ -146,9 +146,11 @@ def test_a_job_whose_task_the_broker_lost_is_queued_again_and_imported(
     # read of the import page, as the beat's would) queues it again and the worker runs it.
     settings.NDCG_IMPORT_STALE_SECONDS = 5
     job = import_job_create(
-        collection=collection, kind="qrels",
-        upload=SimpleUploadedFile("lost.qrels", _qrels(1000)), created_by=None,
-    )  # fmt: skip
+        collection=collection,
+        kind="qrels",
+        upload=SimpleUploadedFile("lost.qrels", _qrels(1000)),
+        created_by=None,
+    )
     ImportJob.objects.filter(id=job.id).update(created=timezone.now() - timedelta(seconds=6))
     caches["coordination"].delete(f"import-job-republished:{job.id}")
     assert organiser.get(reverse("collection-imports", args=["demo"])).status_code == 200

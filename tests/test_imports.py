@@ -141,8 +141,10 @@ def test_several_run_files_in_one_upload_make_several_runs(trial: Collection, ol
     ]
     page = upload(olga, "run", *files).content.decode()
     assert sorted(Run.objects.filter(name__startswith="sys").values_list("name", flat=True)) == [
-        "sys0", "sys1", "sys2",
-    ]  # fmt: skip
+        "sys0",
+        "sys1",
+        "sys2",
+    ]
     assert ImportJob.objects.filter(kind="run", state="done").count() == 3
     for i in range(3):
         assert f"run: sys{i}, 2 results" in page

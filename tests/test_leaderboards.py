@@ -124,8 +124,10 @@ def test_run_scores_zero_fill_unanswered_queries_from_stored_values(tiny: Collec
     run_a = Run.objects.get(collection=tiny, name="A")
     scores = stored_scores.run_scores(run=run_a, k=2)
     assert [(row.qid, row.answered) for row in scores.per_query] == [
-        ("q1", True), ("q2", True), ("q3", False),
-    ]  # fmt: skip
+        ("q1", True),
+        ("q2", True),
+        ("q3", False),
+    ]
     assert scores.per_query[1].ndcg == A_Q2 and scores.per_query[1].judged == 0.5
     assert rewrite_query_scores(k=2, values={"ndcg": 0.25}, run=run_a, query__qid="q1") == 1
     assert (

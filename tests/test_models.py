@@ -81,9 +81,13 @@ def test_a_ranking_keeps_a_copy_of_its_top_ids_in_the_row(pair: tuple[Query, Doc
     ids = list(range(1, HEAD_IDS + 40))
     run = RunFactory(collection=query.collection)
     Ranking.objects.create(
-        run=run, query=query, size=len(ids), documents=ranking_bytes.pack_ids(ids),
-        scores=b"", ranks=ranking_bytes.pack_ranks(list(range(1, len(ids) + 1))),
-    )  # fmt: skip
+        run=run,
+        query=query,
+        size=len(ids),
+        documents=ranking_bytes.pack_ids(ids),
+        scores=b"",
+        ranks=ranking_bytes.pack_ranks(list(range(1, len(ids) + 1))),
+    )
     stored = Ranking.objects.get(run=run)
     assert ranking_bytes.unpack_ids(stored.head) == ids[:HEAD_IDS]
     Ranking.objects.filter(pk=stored.pk).update(documents=ranking_bytes.pack_ids([7, 8]), size=2)

@@ -21,9 +21,13 @@ print(set_up, gc.get_freeze_count(), len(gc.get_objects()))
 def test_setting_up_django_tunes_nothing_and_tuning_freezes_what_start_up_made() -> None:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ndcg_platform.settings"}
     result = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     set_up, frozen, tracked = map(int, result.stdout.split())
     assert set_up == 0  # django.setup() (tests, commands, migrations) leaves the collector be
@@ -52,9 +56,13 @@ def test_a_celery_worker_process_and_a_gunicorn_worker_tune_themselves(tmp_path:
         "DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}",
     }
     result = subprocess.run(
-        [sys.executable, "-c", WORKERS], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", WORKERS],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     celery, gunicorn = map(int, result.stdout.split())
     assert celery > 0 and gunicorn > 0

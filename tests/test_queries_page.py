@@ -48,9 +48,11 @@ def test_every_query_shows_judged_counts_pool_status_and_its_mean_score(
     from django.contrib.auth import get_user_model
 
     services.pool_build(
-        collection=judged, name="main", depth=2,
+        collection=judged,
+        name="main",
+        depth=2,
         created_by=get_user_model().objects.get(username="olga"),
-    )  # fmt: skip
+    )
     html = _client("olga").get("/collections/trial/queries/?k=5").content.decode()
     q1 = html[html.index('data-qid="q1"') : html.index("</tr>", html.index('data-qid="q1"'))]
     q2 = html[html.index('data-qid="q2"') : html.index("</tr>", html.index('data-qid="q2"'))]

@@ -185,9 +185,12 @@ def test_the_pages_unjudged_count_follows_a_judgement(trial: Collection, pool: P
     client = as_user("olga")
     assert "Send the 6 unjudged documents" in client.get(f"{QUERY_PAGE}?k=5").content.decode()
     services.judgement_record(
-        query=q1(trial), document=trial.documents.get(docno="d2"), assessor=user("olga"),
-        grade=1, source="api",
-    )  # fmt: skip
+        query=q1(trial),
+        document=trial.documents.get(docno="d2"),
+        assessor=user("olga"),
+        grade=1,
+        source="api",
+    )
     assert "Send the 5 unjudged documents" in client.get(f"{QUERY_PAGE}?k=5").content.decode()
 
 

@@ -4,6 +4,7 @@ in qid order (0 for a judged query a run did not answer), divided by their count
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable
 from io import StringIO
@@ -13,7 +14,6 @@ import pytrec_eval
 from django.core.management import call_command
 
 from annotations import scores, selectors, services
-from annotations.metrics.exact import mean_of
 from annotations.metrics.ndcg import ordered_mean, trec_order
 from annotations.models import Collection
 from annotations.selectors.leaderboards import leaderboard_compute
@@ -33,9 +33,10 @@ def _campaign(write_file: WRITE, *, missing: str = "zero") -> Collection:
         f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(1, 41) for d in rng.sample(range(60), 14)
     ]
     services.judgements_import(
-        collection=collection, source=write_file("q.qrels", "\n".join(qrels)),
+        collection=collection,
+        source=write_file("q.qrels", "\n".join(qrels)),
         assessor=UserFactory(username="nist"),
-    )  # fmt: skip
+    )
     for name in ("alpha", "beta", "gamma", "delta"):
         answered = [q for q in range(1, 41) if rng.random() > 0.15]
         results = {}
@@ -95,15 +96,17 @@ def test_the_leaderboard_run_page_and_evaluate_print_trec_evals_all_values(
         for k, value in run_json["all"].items()
     }
     assert printed == expected
-    # The test tells the two ways apart: the correctly rounded mean of the same values
-    # differs from trec_eval's in the last bits for some run and k.
+    # The test tells the ways apart: the correctly rounded sum of the same values, divided
+    # by their count, differs from trec_eval's in the last bits for some run and k.
     per_query = {
         (run, k): [v.ndcg for v in selectors.stored_scores.run_scores(run=r, k=k).per_query]
         for r in collection.runs.all()
         for run in [r.name]
         for k in KS
     }
-    assert any(mean_of(values) != expected[key] for key, values in per_query.items())
+    assert any(
+        math.fsum(values) / len(values) != expected[key] for key, values in per_query.items()
+    )
     assert all(ordered_mean(values) == expected[key] for key, values in per_query.items())
 
 

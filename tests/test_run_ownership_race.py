@@ -34,9 +34,11 @@ def _put(base: str, token: str, path: str, content: bytes) -> tuple[int, bytes]:
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
     try:
         connection.request(
-            "PUT", path, body=body,
+            "PUT",
+            path,
+            body=body,
             headers={"Authorization": f"Token {token}", "Content-Type": content_type},
-        )  # fmt: skip
+        )
         response = connection.getresponse()
         return response.status, response.read()
     finally:

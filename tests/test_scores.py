@@ -1,5 +1,6 @@
 """Stored scores follow every change and always equal a recomputation and trec_eval."""
 
+import math
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -140,9 +141,10 @@ def test_import_then_rescore_verify_and_oracle_agree(
     collection = _random_collection(write_file, rng)
     lines = [f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(4) for d in rng.sample(range(12), 6)]
     services.judgements_import(
-        collection=collection, source=write_file("qrels.txt", "\n".join(lines)),
+        collection=collection,
+        source=write_file("qrels.txt", "\n".join(lines)),
         assessor=UserFactory(username="importer"),
-    )  # fmt: skip
+    )
     assert scores.scores_verify(collection=collection) == []
     assert stored_ndcg(collection) == oracle(collection)
     condensed = {
@@ -173,9 +175,10 @@ def test_cutoffs_deeper_than_the_copied_head_read_whole_rankings(
         f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(3) for d in rng.sample(range(400), 150)
     ]
     services.judgements_import(
-        collection=collection, source=write_file("qrels.txt", "\n".join(qrels)),
+        collection=collection,
+        source=write_file("qrels.txt", "\n".join(qrels)),
         assessor=UserFactory(username="deep-importer"),
-    )  # fmt: skip
+    )
     assert stored_ndcg(collection) == oracle(collection)
     services.collection_update(collection=collection, cutoffs=[5, 10, 20])
     assert stored_ndcg(collection) == oracle(collection)
@@ -239,9 +242,10 @@ def test_a_rescore_drops_the_scores_of_a_query_no_longer_judged(
     unjudged = Query.objects.create(collection=worked_example, qid="q-unjudged")
     run = Run.objects.get(name="example")
     QueryScore.objects.create(
-        run=run, query=unjudged,
+        run=run,
+        query=unjudged,
         **packed_query_fields([5, 6, 10], ndcg=0.5, dcg=1.0, judged=0.5, ndcg_condensed=0.5),
-    )  # fmt: skip
+    )
     IdealScore.objects.create(query=unjudged, k=6, idcg=2.0)
     differences = scores.scores_verify(collection=worked_example)
     assert any("query=q-unjudged k=6: stored" in line for line in differences)
@@ -268,9 +272,12 @@ def test_a_lost_recomputation_stays_pending_and_rescore_stale_heals_it(
     monkeypatch.setattr(scheduling, "run_inline", lambda *args: None)  # the task is lost
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
     services.judgement_record(
-        query=judgement.query, document=judgement.document, assessor=judgement.assessor,
-        grade=0, source="api",
-    )  # fmt: skip
+        query=judgement.query,
+        document=judgement.document,
+        assessor=judgement.assessor,
+        grade=0,
+        source="api",
+    )
     query = Query.objects.get(qid="q1")
     assert query.scores_pending
     with pytest.raises(CommandError, match="differ"):
@@ -311,9 +318,12 @@ def test_periodic_sweep_task_heals_pending_queries(
     monkeypatch.setattr(scheduling, "run_inline", lambda *args: None)  # the recomputation is lost
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d2")
     services.judgement_record(
-        query=judgement.query, document=judgement.document, assessor=judgement.assessor,
-        grade=3, source="api",
-    )  # fmt: skip
+        query=judgement.query,
+        document=judgement.document,
+        assessor=judgement.assessor,
+        grade=3,
+        source="api",
+    )
     assert Query.objects.get(qid="q1").scores_pending
     assert tasks.scores_sweep_stale() == 1
     assert not Query.objects.get(qid="q1").scores_pending
@@ -342,9 +352,10 @@ def test_rankings_whose_prefix_holds_too_few_judged_documents_are_read_whole(
         f"q{q} 0 d{d} {rng.randint(1, 3)}" for q in range(2) for d in rng.sample(range(400), 12)
     ]
     services.judgements_import(
-        collection=collection, source=write_file("qrels.txt", "\n".join(qrels)),
+        collection=collection,
+        source=write_file("qrels.txt", "\n".join(qrels)),
         assessor=UserFactory(username="sparse-importer"),
-    )  # fmt: skip
+    )
     assert scores.scores_verify(collection=collection) == []
     condensed = {
         (run, qid, values.k): values.ndcg_condensed
@@ -352,3 +363,31 @@ def test_rankings_whose_prefix_holds_too_few_judged_documents_are_read_whole(
     }
     assert condensed == oracle(collection, judged_only=True)
     assert any(value > 0 for value in condensed.values())
+
+
+def test_verify_lists_a_mean_read_otherwise_than_trec_eval_sums_it_and_a_run_without_means(
+    worked_example: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from annotations.selectors import stored_scores
+
+    assert scores.scores_verify(collection=worked_example) == []
+    read = stored_scores.run_means_at
+
+    def one_ulp_off(collection: Collection, k: int, **kwargs: object) -> list[object]:
+        return [
+            replace(mean, ndcg=math.nextafter(mean.ndcg, 2.0))
+            for mean in read(collection, k, **kwargs)  # type: ignore[arg-type]
+        ]
+
+    monkeypatch.setattr(stored_scores, "run_means_at", one_ulp_off)
+    differences = scores.scores_verify(collection=worked_example)
+    ks = worked_example.sorted_cutoffs
+    assert len(differences) == len(ks)
+    assert all("means (queries, ndcg, ndcg', judged): as read" in line for line in differences)
+    monkeypatch.setattr(stored_scores, "run_means_at", read)
+    RunScore.objects.update(cutoffs="1,2")  # the run's means are in another layout
+    assert scores.scores_verify(collection=worked_example) == [
+        f"run=example k={k}: no means (not scored in the current cutoffs)" for k in ks
+    ]

@@ -130,8 +130,12 @@ def _production_env(**extra: str) -> dict[str, str]:
 def test_the_readme_production_settings_pass_check_deploy_with_no_warning() -> None:
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=_production_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=_production_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -143,8 +147,12 @@ def test_production_serves_the_api_as_json_only_unless_asked() -> None:
     for extra, browsable in (({}, False), ({"NDCG_BROWSABLE_API": "true"}, True)):
         result = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", code],
-            cwd=ROOT, env=_production_env(**extra), capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=_production_env(**extra),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
         assert ("BrowsableAPIRenderer" in result.stdout) is browsable
         assert result.stdout.strip().endswith("True")  # CONN_HEALTH_CHECKS
@@ -208,8 +216,12 @@ def test_the_api_schema_and_docs_are_for_logged_in_users_in_production_unless_op
     for extra in ({}, {"NDCG_PUBLIC_API_SCHEMA": "true"}):
         result = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", code],
-            cwd=ROOT, env=_production_env(**extra), capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=_production_env(**extra),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
         seen[bool(extra)] = result.stdout.strip().splitlines()[-1]
     assert seen == {

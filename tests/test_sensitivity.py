@@ -35,9 +35,12 @@ def _with_bob(campaign: Collection) -> Any:
     bob = UserFactory(username="bob")
     for (qid, docno), grade in BOB.items():
         services.judgement_record(
-            query=campaign.queries.get(qid=qid), document=campaign.documents.get(docno=docno),
-            assessor=bob, grade=grade, source="api",
-        )  # fmt: skip
+            query=campaign.queries.get(qid=qid),
+            document=campaign.documents.get(docno=docno),
+            assessor=bob,
+            grade=grade,
+            source="api",
+        )
     return bob
 
 

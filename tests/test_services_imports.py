@@ -395,9 +395,11 @@ def test_judgements_import_in_batches_is_all_or_nothing(
     good = "".join(f"q{i % 2} 0 d{i} {i % 4}\n" for i in range(8))
     with pytest.raises(TrecFormatError, match=r"qrels\.txt:9: grade"):
         services.judgements_import(
-            collection=collection, source=stream(good + "q1 0 dx 7\n"), name="qrels.txt",
+            collection=collection,
+            source=stream(good + "q1 0 dx 7\n"),
+            name="qrels.txt",
             assessor=assessor,
-        )  # fmt: skip
+        )
     assert not Judgement.objects.exists()
     assert not JudgementHistory.objects.exists()
     assert not Query.objects.filter(collection=collection).exists()
@@ -490,8 +492,11 @@ def test_runs_import_stores_what_one_file_at_a_time_stores(db: None) -> None:
     ]
     imported = services.runs_import(collection=together, sources=[stream(f) for f in files])
     assert [(run.name, count) for run, count in imported] == [
-        ("one", 3), ("two", 3), ("three", 1), ("four", 2)
-    ]  # fmt: skip
+        ("one", 3),
+        ("two", 3),
+        ("three", 1),
+        ("four", 2),
+    ]
     for text in files:
         services.run_import(collection=apart, source=stream(text))
     for name in ("one", "two", "three", "four"):

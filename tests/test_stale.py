@@ -98,9 +98,12 @@ def test_excluded_stale_judgements_leave_scoring_until_judged_again(
     # the same grade given again clears the mark: d1 counts again
     judgement = Judgement.objects.get(query__collection=campaign, document__docno="d1")
     services.judgement_record(
-        query=judgement.query, document=judgement.document, assessor=judgement.assessor,
-        grade=3, source="form",
-    )  # fmt: skip
+        query=judgement.query,
+        document=judgement.document,
+        assessor=judgement.assessor,
+        grade=3,
+        source="form",
+    )
     judgement.refresh_from_db()
     assert not judgement.stale
     full = _campaign(write_file, slug="full")

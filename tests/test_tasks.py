@@ -65,9 +65,12 @@ def test_worker_recomputes_scores_after_judgement_changes(
     judgement = Judgement.objects.get(query=query, document__docno="d1")
     for grade in (0, 1, 2):
         services.judgement_record(
-            query=query, document=judgement.document, assessor=judgement.assessor,
-            grade=grade, source="api",
-        )  # fmt: skip
+            query=query,
+            document=judgement.document,
+            assessor=judgement.assessor,
+            grade=grade,
+            source="api",
+        )
         # The web process did not compute them itself (whether they are still pending
         # here depends on how fast the worker is).
         assert inline == []

@@ -45,12 +45,15 @@ def _judge_more(collection: Collection) -> None:
     alice, bob, olga = (UserFactory(username=n) for n in ("alice", "bob", "olga"))
     q1, q2 = collection.queries.get(qid="q1"), collection.queries.get(qid="q2")
     doc = collection.documents.get
-    services.judgement_record(query=q1, document=doc(docno="d2"), assessor=alice, grade=3,
-                              source="form")  # fmt: skip
-    services.judgement_record(query=q1, document=doc(docno="d4"), assessor=alice, grade=2,
-                              source="form")  # fmt: skip
-    services.judgement_record(query=q2, document=doc(docno="e1"), assessor=bob, grade=0,
-                              source="form")  # fmt: skip
+    services.judgement_record(
+        query=q1, document=doc(docno="d2"), assessor=alice, grade=3, source="form"
+    )
+    services.judgement_record(
+        query=q1, document=doc(docno="d4"), assessor=alice, grade=2, source="form"
+    )
+    services.judgement_record(
+        query=q2, document=doc(docno="e1"), assessor=bob, grade=0, source="form"
+    )
     gone = Judgement.objects.get(query=q2, document__docno="e2")
     services.judgement_delete(judgement=gone, source="api")
     from annotations.models import Membership

@@ -49,8 +49,21 @@ def worker_start(
     for name in without:
         environment.pop(name, None)
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "ndcg_platform", "worker", "--pool=solo",
-         "--concurrency=1", "--without-gossip", "--without-mingle", "--loglevel=ERROR",
-         "-Q", queue],
-        cwd=ROOT, env=environment,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "ndcg_platform",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel=ERROR",
+            "-Q",
+            queue,
+        ],
+        cwd=ROOT,
+        env=environment,
+    )

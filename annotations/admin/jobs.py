@@ -21,10 +21,26 @@ class ImportJobAdmin(ReadOnlyAdmin):
     search_fields = ["file_name", "summary", "error"]
     date_hierarchy = "created"
     fields = [
-        "collection", "kind", "file_name", "size", "state", "summary", "error",
-        "bytes_done", "lines_done", "replace", "split_tags", "assessor", "created_by",
-        "created", "started", "finished", "heartbeat", "retries", "retried",
-    ]  # fmt: skip
+        "collection",
+        "kind",
+        "file_name",
+        "size",
+        "state",
+        "summary",
+        "error",
+        "bytes_done",
+        "lines_done",
+        "replace",
+        "split_tags",
+        "assessor",
+        "created_by",
+        "created",
+        "started",
+        "finished",
+        "heartbeat",
+        "retries",
+        "retried",
+    ]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         if not request.user.has_perm("annotations.delete_importjob"):

@@ -11,6 +11,7 @@ from annotations.models import (
     QueryScore,
     RunScore,
 )
+from annotations.selectors import stored_scores
 
 
 def _per_cutoff(values: dict[int, Any], fields: tuple[str, ...]) -> str:
@@ -43,22 +44,34 @@ class QueryScoreAdmin(ReadOnlyAdmin):
 
 @admin.register(RunScore)
 class RunScoreAdmin(ReadOnlyAdmin):
-    """One row per run, the means at every cutoff packed (see `annotations.formats.score_bytes`)."""
+    """One row per scored run; its means are computed from its per-query values, as every
+    page computes them (`stored_scores.run_means_at`)."""
 
-    list_display = ["run", "cutoffs", "queries", "first_ndcg", "updated"]
+    list_display = ["run", "cutoffs", "first_ndcg", "updated"]
     list_filter = ["run__collection"]
-    list_select_related = ["run"]
-    fields = ["run", "cutoffs", "queries", "updated", "scores"]
+    list_select_related = ["run", "run__collection"]
+    fields = ["run", "cutoffs", "updated", "scores"]
     readonly_fields = ["scores"]
 
     @admin.display(description="mean nDCG at the first cutoff")
-    def first_ndcg(self, obj: RunScore) -> float:
-        return next(iter(obj.per_cutoff().values())).ndcg
+    def first_ndcg(self, obj: RunScore) -> float | None:
+        means = _means(obj)
+        return means[0].ndcg if means else None
 
     @admin.display(description="means per cutoff")
     def scores(self, obj: RunScore) -> str:
-        values = obj.per_cutoff()
-        return _per_cutoff(values, ("ndcg", "ndcg_condensed", "judged", "ndcg_sum"))
+        values = {mean.k: mean for mean in _means(obj)}
+        return _per_cutoff(values, ("queries", "ndcg", "ndcg_condensed", "judged"))
+
+
+def _means(obj: RunScore) -> list[stored_scores.RunMean]:
+    """The run's means at each of its collection's cutoffs (none if it is pending)."""
+    collection = obj.run.collection
+    return [
+        mean
+        for k in collection.sorted_cutoffs
+        for mean in stored_scores.run_means_at(collection, k, runs=[obj.run])
+    ]
 
 
 @admin.register(IdealScore)

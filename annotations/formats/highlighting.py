@@ -8,11 +8,40 @@ from collections.abc import Iterable
 
 STOPWORDS = frozenset(
     {
-        "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "how",
-        "in", "is", "it", "of", "on", "or", "that", "the", "this", "to", "was", "were", "what",
-        "when", "where", "which", "who", "why", "with",
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
     }
-)  # fmt: skip
+)
 WORD = re.compile(r"\w+", re.UNICODE)
 
 

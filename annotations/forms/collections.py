@@ -15,9 +15,15 @@ from annotations.models import (
 )
 
 SETTINGS = (
-    "name", "description", "gain", "missing_queries", "aggregation", "stale_judgements",
-    "public_leaderboard", "assessors_see_leaderboard",
-)  # fmt: skip
+    "name",
+    "description",
+    "gain",
+    "missing_queries",
+    "aggregation",
+    "stale_judgements",
+    "public_leaderboard",
+    "assessors_see_leaderboard",
+)
 
 
 class CollectionForm(forms.Form):
@@ -37,9 +43,11 @@ class CollectionForm(forms.Form):
         help_text="What the collection is for.",
     )
     gain = forms.ChoiceField(
-        choices=GAIN_CHOICES, initial="linear", widget=forms.RadioSelect,
+        choices=GAIN_CHOICES,
+        initial="linear",
+        widget=forms.RadioSelect,
         help_text="Linear is trec_eval's ndcg_cut; exponential is the learning-to-rank form.",
-    )  # fmt: skip
+    )
     cutoffs = forms.CharField(
         initial="5, 10, 20", help_text="The k of nDCG@k, separated by commas (1 to 1000)."
     )
@@ -49,15 +57,17 @@ class CollectionForm(forms.Form):
         label="A judged query a run did not answer",
     )
     aggregation = forms.ChoiceField(
-        choices=AGGREGATION_CHOICES, initial="median",
+        choices=AGGREGATION_CHOICES,
+        initial="median",
         label="Several assessors' grades of one pair",
         help_text="An organiser's adjudication overrides the rule.",
-    )  # fmt: skip
+    )
     stale_judgements = forms.ChoiceField(
-        choices=STALE_CHOICES, initial="count",
+        choices=STALE_CHOICES,
+        initial="count",
         label="Judgements given before their document's text changed",
         help_text="Stale judgements are flagged on the pages either way.",
-    )  # fmt: skip
+    )
     public_leaderboard = forms.BooleanField(
         required=False,
         label="Public leaderboard",

@@ -31,13 +31,19 @@ class RunExportForm(forms.Form):
 
 class ScoresExportForm(forms.Form):
     k = forms.TypedChoiceField(
-        coerce=int, required=False, empty_value=None, label="Cutoff k",
+        coerce=int,
+        required=False,
+        empty_value=None,
+        label="Cutoff k",
         help_text="Scores are stored at the collection's cutoffs; empty: all of them.",
-    )  # fmt: skip
+    )
     run = _RunChoice(
-        queryset=Run.objects.none(), to_field_name="name", required=False,
-        label="Run", help_text="Empty: every run (not for the trec_eval format).",
-    )  # fmt: skip
+        queryset=Run.objects.none(),
+        to_field_name="name",
+        required=False,
+        label="Run",
+        help_text="Empty: every run (not for the trec_eval format).",
+    )
     format = forms.ChoiceField(choices=FORMATS, initial="trec", widget=forms.RadioSelect)
     per_query = forms.BooleanField(
         required=False, label="Per-query lines (trec_eval -q)", help_text="trec_eval format only."

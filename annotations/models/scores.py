@@ -1,4 +1,4 @@
-"""Stored scores: ideal DCGs, per-query scores and exact run means."""
+"""Stored scores: ideal DCGs, per-query scores, which runs are scored, leaderboards."""
 
 from __future__ import annotations
 
@@ -70,31 +70,19 @@ class QueryScore(models.Model):
 
 
 class RunScore(models.Model):
-    """A run's mean scores at every cutoff over the collection's evaluated queries, packed.
+    """That a run is scored in a layout of cutoffs, and when its scores last moved.
 
-    The means are the correctly rounded mean of the exact sum of the per-query values
-    (every finite double is an integer multiple of 2**-1074, so the sum is an exact binary
-    fraction): one column per measure holds its sums, 12 bytes each (`score_bytes.pack_sums`;
-    a judgement rewrites only the measures it moved), and `overflow` the few that do not
-    fit them as `annotations.metrics.exact` texts. An incremental update after one query
-    changes therefore
-    gives the same bits as a recomputation from scratch. `queries` is how many queries the
-    means are over (the same at every cutoff); `at(k)` divides, correctly rounded.
+    The means are not stored: every reader computes them from the run's stored per-query
+    values in trec_eval's order (`annotations.selectors.stored_scores.run_means_at`), so they
+    equal trec_eval's `all` line bit for bit. A row in the collection's current layout says
+    the run's per-query values are all in that layout (a run whose cutoffs changed is
+    pending its rescore); `updated` is when one of them last moved.
     """
 
     run = models.ForeignKey(
         Run, on_delete=models.CASCADE, related_name="run_scores", db_index=False
     )
-    cutoffs = models.TextField(help_text="The cutoffs k of the packed means, e.g. 5,10,20")
-    queries = models.PositiveIntegerField(default=0)
-    ndcg_sums = models.BinaryField(help_text="Exact sums of nDCG@k per cutoff (12 bytes each)")
-    ndcg_condensed_sums = models.BinaryField(
-        help_text="Exact sums of nDCG'@k per cutoff (12 bytes each)"
-    )
-    judged_sums = models.BinaryField(help_text="Exact sums of judged@k per cutoff (12 bytes each)")
-    overflow = models.JSONField(
-        default=dict, help_text="Exact sums that do not fit 12 bytes: 'measure:position' -> text"
-    )
+    cutoffs = models.TextField(help_text="The cutoffs k of the run's scores, e.g. 5,10,20")
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -102,20 +90,7 @@ class RunScore(models.Model):
         constraints = [models.UniqueConstraint(fields=["run"], name="run_score_unique")]
 
     def __str__(self) -> str:
-        return f"means of run {self.run_id} at k={self.cutoffs}"
-
-    def at(self, k: int) -> score_bytes.RunMeans:
-        """The means at cutoff k; KeyError if the row has no mean at k."""
-        return self.per_cutoff()[k]
-
-    def per_cutoff(self) -> dict[int, score_bytes.RunMeans]:
-        """k -> the means at k."""
-        return score_bytes.run_means(
-            self.cutoffs,
-            self.queries,
-            [getattr(self, column) for column in score_bytes.SUM_COLUMNS],
-            self.overflow,
-        )
+        return f"scores of run {self.run_id} at k={self.cutoffs}"
 
 
 class LeaderboardSnapshot(models.Model):

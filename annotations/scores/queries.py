@@ -1,12 +1,11 @@
-"""One query recomputed after a judgement: read, score, write what moved, fold the means."""
+"""One query recomputed after a judgement: read, score, write what moved."""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
-import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -16,25 +15,22 @@ from annotations.bulk import (
     bulk_insert,
     bulk_update,
     execute,
-    fetch_binary,
     pipeline,
     reads,
 )
 from annotations.formats import score_bytes
-from annotations.formats.score_bytes import FloatArray
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
-from annotations.scores import folding
+from annotations.scores import query_plan
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
     QueryScores,
-    mean_values,
     score_rankings,
     synchronous_commit_off,
 )
 
 
 def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
-    """Recompute one query for every run and update the run means; False if nothing to do.
+    """Recompute one query for every run; False if nothing to do.
 
     Reads the query's judgement version before its grades, stores the scores and marks that
     version scored; a judgement committed meanwhile leaves the query stale for its own
@@ -74,10 +70,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 True,
             ),
             (
-                # An empty overflow (nearly always) arrives as NULL: nothing to parse.
-                # The sums themselves are read once what moved is known (`folding`).
-                "SELECT s.run_id, s.cutoffs, s.queries, "
-                "CASE WHEN s.overflow = '{}' THEN NULL ELSE s.overflow END "
+                "SELECT s.run_id, s.cutoffs "
                 f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
                 f"ON r.id = s.run_id JOIN {query_table} q ON q.collection_id = r.collection_id "
                 "WHERE q.id = %s",
@@ -115,9 +108,14 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             run_id: (cutoffs, *map(bytes, columns)) for run_id, cutoffs, *columns in stored_rows
         }
         _store_query(
-            collection, query_id, new,
-            stored=stored, old_ideal=dict(ideal_rows), run_rows=run_rows, version=version,
-        )  # fmt: skip
+            collection,
+            query_id,
+            new,
+            stored=stored,
+            old_ideal=dict(ideal_rows),
+            run_layouts=dict(run_rows),
+            version=version,
+        )
     return True
 
 
@@ -143,86 +141,41 @@ def _store_query(
     *,
     stored: dict[int, tuple[Any, ...]],
     old_ideal: dict[int, float],
-    run_rows: list[tuple[Any, ...]],
+    run_layouts: dict[int, str],
     version: int,
 ) -> None:
-    """Write what changed for one query, fold the differences into the run means and mark
-    `version` scored.
+    """Write what changed for one query (`query_plan.plan_query`) and mark `version` scored.
 
-    `stored`, `old_ideal` and `run_rows` are the query's stored scores (run -> layout and
-    packed values), its stored IDCGs and the collection's RunScore rows without their sums,
-    read under the collection lock. One packed row per run is written where its values
-    changed, with only the measures that moved; the run means move by the exact difference
-    of this query's values (`folding`), all runs at once.
+    `stored`, `old_ideal` and `run_layouts` are the query's stored scores (run -> layout and
+    packed values), its stored IDCGs and the layout of every RunScore row of the
+    collection, read under the collection lock. The run means are not written: readers
+    compute them from the per-query values; a run whose values moved has its RunScore's
+    `updated` set (the time pages show as "last recomputed").
     """
-    layout = score_bytes.layout(collection.sorted_cutoffs)
-    idcgs = new.idcgs
-    row_of = new.row_of()
-    old_ids, old_matrix = _stored_matrix(stored, layout)
-    old_row = {run_id: i for i, run_id in enumerate(old_ids)}
-    inserts: list[tuple[object, ...]] = []
-    # Updated rows grouped by the columns that moved: a change of the IDCG alone moves nDCG
-    # and nDCG' of every run but no DCG and no judged@k, which are then not rewritten.
-    updates: dict[tuple[int, ...], list[tuple[object, ...]]] = defaultdict(list)
-    both = [(i, old_row[run_id]) for i, run_id in enumerate(new.run_ids) if run_id in old_row]
-    measures = len(score_bytes.QUERY_MEASURES)
-    moved_columns = np.ones((len(new.run_ids), measures), dtype=bool)  # another layout: all
-    if both:
-        into, source = map(list, zip(*both, strict=True))
-        # Bits, not values: the packed bytes are what is compared.
-        moved_columns[into] = (
-            new.matrix[into].view(np.uint64) != old_matrix[source].view(np.uint64)
-        ).any(axis=2)
-    # Each row's set of moved columns as a small integer, decoded once per set.
-    codes = (moved_columns @ (1 << np.arange(measures))).tolist()
-    sets = {c: tuple(j for j in range(measures) if c >> j & 1) for c in set(codes)}
-    for i, run_id in enumerate(new.run_ids):
-        if run_id not in stored:
-            inserts.append((run_id, query_id, layout, *score_bytes.pack_query(new.matrix[i])))
-            continue
-        moved = sets[codes[i]]
-        if moved:
-            row = new.matrix[i]
-            updates[moved].append(
-                (query_id, run_id, layout, *(score_bytes.float_bytes(row[j]) for j in moved))
-            )
-    gone = [run_id for run_id in stored if run_id not in row_of]
+    writes = query_plan.plan_query(
+        score_bytes.layout(collection.sorted_cutoffs),
+        query_id,
+        new,
+        stored=stored,
+        old_ideal=old_ideal,
+        run_layouts=run_layouts,
+    )
     # Inserts and deletes first (rare: a query's first or last judgement, a run's first
     # result for it); COPY cannot run inside the pipeline below.
-    bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, inserts)
-    bulk_delete(QueryScore, key=("query_id", "run_id"), keys=[(query_id, r) for r in gone])
+    bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, writes.inserts)
     bulk_delete(
-        IdealScore, key=("query_id", "k"), keys=[(query_id, k) for k in old_ideal if k not in idcgs]
+        QueryScore, key=("query_id", "run_id"), keys=[(query_id, r) for r in writes.deletes]
+    )
+    bulk_delete(
+        IdealScore, key=("query_id", "k"), keys=[(query_id, k) for k in writes.ideal_deletes]
     )
     bulk_insert(
-        IdealScore,
-        ("query_id", "k", "idcg"),
-        [(query_id, k, v) for k, v in idcgs.items() if k not in old_ideal],
+        IdealScore, ("query_id", "k", "idcg"), [(query_id, *row) for row in writes.ideal_inserts]
     )
-    # The run means: only the runs, measures and cutoffs that moved have their sums read.
-    runs = [folding.RunRow(row[0], row[1], row[2], _json(row[3])) for row in run_rows]
-    # A run whose stored per-query row has another layout than its means cannot fold: its
-    # means are rebuilt by its rescore.
-    broken = [
-        run.run_id
-        for run in runs
-        if run.cutoffs == layout and run.run_id in stored and run.run_id not in old_row
-    ]
-    skipped = set(broken)
-    fold = folding.plan(
-        [run for run in runs if run.run_id not in skipped],
-        layout,
-        (old_ids, mean_values(old_matrix)),
-        (new.run_ids, mean_values(new.matrix)),
-        zero_missing=collection.missing_queries == "zero",
-        count_delta=int(bool(idcgs)) - int(bool(old_ideal)),
-    )
-    sums = fetch_binary(*folding.sums_statement(fold)) if fold.summed.size else []
-    rows = folding.fold_rows(fold, sums)
     # The updates go out without waiting: the server applies them back to back.
     with pipeline():
         synchronous_commit_off()
-        for moved, changed in updates.items():
+        for moved, changed in writes.updates.items():
             bulk_update(
                 QueryScore,
                 key=("query_id", "run_id"),
@@ -233,53 +186,24 @@ def _store_query(
             IdealScore,
             key=("query_id", "k"),
             columns=("idcg",),
-            rows=[(query_id, k, v) for k, v in idcgs.items() if old_ideal.get(k, v) != v],
+            rows=[(query_id, *row) for row in writes.ideal_updates],
         )
-        now = timezone.now()
-        offset = fold.start * score_bytes.SUM_BYTES
-        for (summed, moved), changed in rows.items():
-            columns = tuple(score_bytes.SUM_COLUMNS[m] for m in moved)
+        if writes.touched:
+            execute(*_touch_statement(writes.touched, timezone.now()))
+        if writes.unscored:
             bulk_update(
-                RunScore,
-                key=("run_id",),
-                columns=("queries", *(("overflow",) if summed else ()), *columns),
-                rows=changed,
-                constants={"updated": now},
-                splice=dict.fromkeys(columns, offset),
+                Run, key=("id",), columns=("scored_at",), rows=[(r, None) for r in writes.unscored]
             )
-        if broken:
-            bulk_update(Run, key=("id",), columns=("scored_at",), rows=[(r, None) for r in broken])
         execute(
             f"UPDATE {Query._meta.db_table} SET scored_version = %s WHERE id = %s",
             [version, query_id],
         )
 
 
-def _stored_matrix(stored: dict[int, tuple[Any, ...]], layout: str) -> tuple[list[int], FloatArray]:
-    """The runs whose stored row is in `layout` and their (runs, 4, K) values (one
-    conversion per measure for all of them)."""
-    runs = [run_id for run_id, row in stored.items() if row[0] == layout]
-    ks = len(score_bytes.cutoffs_of(layout))
-    if not runs:
-        return runs, np.zeros((0, len(score_bytes.QUERY_MEASURES), ks))
-    matrix = np.stack(
-        [
-            score_bytes.floats(b"".join(stored[run_id][1 + j] for run_id in runs)).reshape(
-                len(runs), ks
-            )
-            for j in range(len(score_bytes.QUERY_MEASURES))
-        ],
-        axis=1,
-    )
-    return runs, matrix
-
-
-def _json(value: Any) -> dict[str, str]:
-    """A JSON column as read by raw SQL: loaded on PostgreSQL (jsonb), text on SQLite;
-    None for an empty one."""
-    if value is None:
-        return {}
-    if isinstance(value, str | bytes):
-        loaded: dict[str, str] = json.loads(value)
-        return loaded
-    return dict(value)
+def _touch_statement(run_ids: list[int], now: datetime) -> tuple[str, list[Any]]:
+    """The update of the RunScore rows of `run_ids` to `updated = now`."""
+    table = RunScore._meta.db_table
+    if connection.vendor == "postgresql":
+        return f"UPDATE {table} SET updated = %s WHERE run_id = ANY(%s)", [now, run_ids]
+    marks = ", ".join(["%s"] * len(run_ids))
+    return f"UPDATE {table} SET updated = %s WHERE run_id IN ({marks})", [now, *run_ids]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -19,73 +17,17 @@ from annotations.bulk import (
     bulk_update,
 )
 from annotations.formats import score_bytes
+from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
     RUN_SCORE_COLUMNS,
-    ExactMeans,
     QueryScores,
     lock_collection,
-    mean_values,
     score_query,
 )
 from annotations.scores.queries import scores_recompute_query
-
-
-@dataclass
-class _Means:
-    """The run means of a rescoring, folded in query by query: the exact sums of every
-    run at every cutoff, which is all a rescore holds beyond the query it is working on."""
-
-    collection: Collection
-    run_ids: list[int]
-    exact: ExactMeans = field(init=False)
-    index: dict[int, int] = field(init=False)
-    evaluated: int = 0
-
-    def __post_init__(self) -> None:
-        self.exact = ExactMeans(len(self.run_ids), len(self.collection.sorted_cutoffs))
-        self.index = {run_id: i for i, run_id in enumerate(self.run_ids)}
-
-    def add(self, scores: QueryScores) -> None:
-        self.evaluated += 1
-        if not scores.run_ids:
-            return
-        rows = np.array([self.index[run_id] for run_id in scores.run_ids], dtype=np.int64)
-        values = mean_values(scores.matrix)
-        self.exact.move(rows, np.zeros_like(values), values)
-        self.exact.counts[rows] += 1
-
-    def finish(self, *, some_runs: bool) -> list[tuple[Any, ...]]:
-        """The RunScore rows in RUN_SCORE_COLUMNS order, all but the time of the update."""
-        if self.collection.missing_queries == "zero":
-            evaluated = self.evaluated
-            if some_runs:
-                # Some runs only: count the queries evaluated in the *stored* state (those
-                # with an IDCG), the count the other runs' means and later incremental
-                # updates use. A query whose first judgement is still pending joins the
-                # count when it is scored.
-                evaluated = (
-                    IdealScore.objects.filter(query__collection=self.collection)
-                    .values("query_id")
-                    .distinct()
-                    .count()
-                )
-            self.exact.counts[:] = evaluated
-        rows = np.arange(len(self.run_ids), dtype=np.int64)
-        self.exact.spill(rows)
-        overflow = self.exact.overflow(rows)
-        layout = score_bytes.layout(self.collection.sorted_cutoffs)
-        return [
-            (
-                run_id,
-                layout,
-                int(self.exact.counts[i]),
-                *(score_bytes.pack_sums(self.exact.sums[i, m]) for m in range(3)),
-                json.dumps(overflow[i]),
-            )
-            for i, run_id in enumerate(self.run_ids)
-        ]
+from annotations.selectors import stored_scores
 
 
 def _scored_queries(
@@ -117,7 +59,7 @@ def _versions(collection: Collection) -> dict[int, int]:
 
 
 def scores_recompute_run(*, run_id: int) -> bool:
-    """Recompute every evaluated query of one run and its means (after an import)."""
+    """Recompute every evaluated query of one run (after an import)."""
     with transaction.atomic():
         collection_id = (
             Run.objects.filter(id=run_id).values_list("collection_id", flat=True).first()
@@ -127,11 +69,9 @@ def scores_recompute_run(*, run_id: int) -> bool:
         collection = lock_collection(collection_id)
         QueryScore.objects.filter(run_id=run_id).delete()
         RunScore.objects.filter(run_id=run_id).delete()
-        means = _Means(collection, [run_id])
         layout = score_bytes.layout(collection.sorted_cutoffs)
         rows: list[tuple[object, ...]] = []
         for query_id, scores in _scored_queries(collection, run_ids=[run_id]):
-            means.add(scores)
             rows.extend(
                 (run, query_id, *values)
                 for (_, run), values in _packed_rows(query_id, scores, layout).items()
@@ -141,9 +81,7 @@ def scores_recompute_run(*, run_id: int) -> bool:
                 rows = []
         bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
         now = timezone.now()
-        bulk_insert(
-            RunScore, RUN_SCORE_COLUMNS, ((*row, now) for row in means.finish(some_runs=True))
-        )
+        bulk_insert(RunScore, RUN_SCORE_COLUMNS, [(run_id, layout, now)])
         Run.objects.filter(id=run_id).update(scored_at=now)
     return True
 
@@ -168,15 +106,14 @@ def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[Any,
 def scores_rescore_collection(*, collection_id: int) -> None:
     """Recompute every stored score of a collection from scratch, one query at a time.
 
-    Memory holds one query's scores (every run and k) and the exact sums of the run means,
-    never the collection's. Only rows whose values differ are written (updated in place,
-    inserted or deleted): a rescore that confirms the stored scores writes nothing but the
-    run means.
+    Memory holds one query's scores (every run and k), never the collection's. Only rows
+    whose values differ are written (updated in place, inserted or deleted): a rescore that
+    confirms the stored scores writes nothing but each run's RunScore row.
     """
     with transaction.atomic():
         collection = lock_collection(collection_id)
         versions = _versions(collection)  # read before the judgements: marked scored below
-        means = _Means(collection, _run_ids(collection))
+        run_ids = _run_ids(collection)
         layout = score_bytes.layout(collection.sorted_cutoffs)
         seen: set[int] = set()
         ideal_rows = _Writes(IdealScore, key=("query_id", "k"), columns=("idcg",))
@@ -184,7 +121,6 @@ def scores_rescore_collection(*, collection_id: int) -> None:
             QueryScore, key=("query_id", "run_id"), columns=QUERY_SCORE_COLUMNS[2:]
         )
         for query_id, scores in _scored_queries(collection):
-            means.add(scores)
             ideal, stored = _stored_query(query_id)
             ideal_rows.sync(
                 stored={(query_id, k): (value,) for k, value in ideal.items()},
@@ -204,7 +140,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
             QueryScore.objects.filter(query_id__in=chunk).delete()
             IdealScore.objects.filter(query_id__in=chunk).delete()
         now = timezone.now()
-        # Every run mean is rewritten, changed or not: `updated` tells when it was computed.
+        # Every run's row is rewritten, changed or not: `updated` tells when it was computed.
         _sync_rows(
             RunScore,
             key=("run_id",),
@@ -215,7 +151,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
                     "run_id", flat=True
                 )
             },
-            fresh={(row[0],): row[1:] for row in means.finish(some_runs=False)},
+            fresh={(run_id,): (layout,) for run_id in run_ids},
             constants={"updated": now},
         )
         Run.objects.filter(collection=collection).update(scored_at=now)
@@ -304,7 +240,6 @@ def _differences(collection: Collection) -> list[str]:
     qids = dict(Query.objects.filter(collection=collection).values_list("id", "qid"))
     names = dict(Run.objects.filter(collection=collection).values_list("id", "name"))
     versions = _versions(collection)
-    means = _Means(collection, list(names))
     layout = score_bytes.layout(collection.sorted_cutoffs)
     ideal_differences: list[tuple[tuple[int, int], str]] = []
     score_differences: list[tuple[tuple[int, int, int], str]] = []
@@ -347,7 +282,6 @@ def _differences(collection: Collection) -> list[str]:
 
     seen: set[int] = set()
     for query_id, scores in _scored_queries(collection):
-        means.add(scores)
         seen.add(query_id)
         compare(query_id, scores)
     for query_id in qids:
@@ -355,22 +289,7 @@ def _differences(collection: Collection) -> list[str]:
             compare(query_id, None)
     lines = [line for _, line in sorted(ideal_differences)]
     lines += [line for _, line in sorted(score_differences)]
-    stored_runs = {
-        (row.run_id, k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
-        for row in RunScore.objects.filter(run__collection=collection)
-        for k, m in _run_means(row).items()
-    }
-    computed = {
-        (row[0], k): [m.queries, m.ndcg, m.ndcg_condensed, m.judged]
-        for row in means.finish(some_runs=False)
-        for k, m in score_bytes.run_means(row[1], row[2], row[3:6], json.loads(row[6])).items()
-    }
-    for run_key in sorted(set(stored_runs) | set(computed)):
-        if stored_runs.get(run_key) != computed.get(run_key):
-            lines.append(
-                f"run={names[run_key[0]]} k={run_key[1]} means (queries, ndcg, ndcg', judged): "
-                f"stored {stored_runs.get(run_key)}, recomputed {computed.get(run_key)}"
-            )
+    lines += _mean_differences(collection, names)
     for query_id, version in _versions(collection).items():
         if versions.get(query_id) != version:
             lines.append(f"query={qids[query_id]}: judgements changed during verification")
@@ -381,8 +300,41 @@ def _differences(collection: Collection) -> list[str]:
 _VALUES = ("ndcg", "dcg", "judged", "ndcg_condensed")
 
 
-def _run_means(row: RunScore) -> dict[int, Any]:
-    return row.per_cutoff()
+def _mean_differences(collection: Collection, names: Mapping[int, str]) -> list[str]:
+    """Each run mean as every reader gets it (`stored_scores.run_means_at`) against the
+    reference, `ndcg.ordered_mean` of the stored per-query values in trec_eval's order
+    (those values are checked against a recomputation above); a run without means in the
+    current layout is a difference too."""
+    lines = []
+    zero = collection.missing_queries == "zero"
+    for k in collection.sorted_cutoffs:
+        evaluated = [query_id for query_id, _, _ in stored_scores.evaluated_queries(collection, k)]
+        read = {mean.run_id: mean for mean in stored_scores.run_means_at(collection, k)}
+        stored = stored_scores.stored_values(collection, list(read), k)
+        for run_id, name in sorted(names.items(), key=lambda item: item[1]):
+            mean = read.get(run_id)
+            if mean is None:
+                lines.append(f"run={name} k={k}: no means (not scored in the current cutoffs)")
+                continue
+            values = stored.get(run_id, {})
+            absent = (0.0, 0.0, 0.0, 0.0) if zero else None
+            rows = [values.get(query_id, absent) for query_id in evaluated]
+            counted = [row for row in rows if row is not None]
+            reference = [
+                len(counted),
+                *(ordered_mean(row[m] for row in counted) for m in _MEAN_COLUMNS),
+            ]
+            got = [mean.queries, mean.ndcg, mean.ndcg_condensed, mean.judged]
+            if got != reference:
+                lines.append(
+                    f"run={name} k={k} means (queries, ndcg, ndcg', judged): as read {got}, "
+                    f"in trec_eval's order {reference}"
+                )
+    return lines
+
+
+# Positions in `_VALUES` of nDCG, nDCG' and judged@k, the order of a run's means.
+_MEAN_COLUMNS = (0, 3, 2)
 
 
 def scores_sweep_stale(*, collection: Collection | None = None) -> int:

@@ -151,10 +151,15 @@ def dashboard_compute(*, collection: Collection, k: int, stamp: str) -> Dashboar
         for row in JudgementHistory.objects.filter(query__collection=collection)
         .order_by("-changed_at", "-id")
         .values_list(
-            "changed_at", "query__qid", "document__docno", "assessor__username",
-            "old_grade", "new_grade", "source",
+            "changed_at",
+            "query__qid",
+            "document__docno",
+            "assessor__username",
+            "old_grade",
+            "new_grade",
+            "source",
         )[:RECENT]
-    ]  # fmt: skip
+    ]
     return Dashboard(
         stamp=stamp,
         k=k,

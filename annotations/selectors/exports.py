@@ -16,16 +16,38 @@ from annotations.selectors import evaluation, pending_count, run_rows
 
 CHUNK_LINES = 4096
 SCORE_COLUMNS = [
-    "run", "qid", "k", "ndcg", "dcg", "judged", "ndcg_condensed", "queries", "answered",
-]  # fmt: skip
+    "run",
+    "qid",
+    "k",
+    "ndcg",
+    "dcg",
+    "judged",
+    "ndcg_condensed",
+    "queries",
+    "answered",
+]
 HISTORY_COLUMNS = [
-    "qid", "docno", "assessor", "old_grade", "new_grade", "source", "changed_by", "changed_at",
+    "qid",
+    "docno",
+    "assessor",
+    "old_grade",
+    "new_grade",
+    "source",
+    "changed_by",
+    "changed_at",
     "note",
-]  # fmt: skip
+]
 _HISTORY_FIELDS = (
-    "query__qid", "document__docno", "assessor__username", "old_grade", "new_grade", "source",
-    "changed_by__username", "changed_at", "note",
-)  # fmt: skip
+    "query__qid",
+    "document__docno",
+    "assessor__username",
+    "old_grade",
+    "new_grade",
+    "source",
+    "changed_by__username",
+    "changed_at",
+    "note",
+)
 
 
 def _chunks(rows: Iterable[Any], write: Any) -> Iterator[str]:
@@ -112,15 +134,33 @@ def scores_trec(*, run: Run, ks: list[int], per_query: bool) -> Iterator[str]:
 def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Iterator[str]:
     """Per-query and mean scores at full precision (repr), one row each."""
     per_query = (
-        [row.run, row.qid, row.k, repr(row.ndcg), repr(row.dcg), repr(row.judged),
-         repr(row.ndcg_condensed), "", "true" if row.answered else "false"]
+        [
+            row.run,
+            row.qid,
+            row.k,
+            repr(row.ndcg),
+            repr(row.dcg),
+            repr(row.judged),
+            repr(row.ndcg_condensed),
+            "",
+            "true" if row.answered else "false",
+        ]
         for row in evaluation.stored_query_scores(collection=collection, runs=runs, ks=ks)
-    )  # fmt: skip
+    )
     means = (
-        [mean.run, "all", mean.k, repr(mean.ndcg), "", repr(mean.judged),
-         repr(mean.ndcg_condensed), mean.queries, ""]
+        [
+            mean.run,
+            "all",
+            mean.k,
+            repr(mean.ndcg),
+            "",
+            repr(mean.judged),
+            repr(mean.ndcg_condensed),
+            mean.queries,
+            "",
+        ]
         for mean in evaluation.stored_run_scores(runs=runs, ks=ks)
-    )  # fmt: skip
+    )
     return _csv_lines(SCORE_COLUMNS, (*per_query, *means))
 
 

@@ -151,13 +151,15 @@ def leaderboard_compute(
 ) -> Leaderboard:
     """Every scored run at k, best first, with CI, judged@k, bounds and significance tiers.
 
-    - Mean nDCG@k, judged@k, nDCG'@k and the query count are the stored run means.
+    - Mean nDCG@k, judged@k, nDCG'@k and the query count are the run means computed from
+      the stored per-query values (``stored_scores.run_means_and_ndcg``).
     - CI: percentile bootstrap of the mean over the run's per-query values (the same queries
       the mean is over), ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``.
     - Tiers: a paired randomization test between each run and the next one down, over the
       queries both count, Holm-adjusted across those adjacent pairs; a new tier starts
       where the adjusted p-value is below ``ALPHA`` (see ``significance.rank_tiers``).
-    - Runs without stored means at k (never scored yet) are listed in ``unscored``.
+    - Runs not scored in the current cutoffs (never scored yet, or pending their rescore)
+      are listed in ``unscored``.
 
     CIs and p-values come from ``batch_statistics`` (all runs in one matrix product), equal
     bit for bit to ``significance.bootstrap_ci`` and ``paired_randomization_test`` per run.

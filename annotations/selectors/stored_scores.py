@@ -180,7 +180,7 @@ def stored_ndcg(
 
 @dataclass(frozen=True)
 class RunMean:
-    """A run's stored means at one k (see `score_bytes.RunMeans`)."""
+    """A run's means at one k, computed from its stored per-query values (`run_means_at`)."""
 
     run: Run
     k: int
@@ -210,9 +210,11 @@ def run_means_and_ndcg(
 
     Each mean is trec_eval's: the run's stored per-query values summed one by one in qid
     order (``ndcg.ordered_mean``; an unanswered judged query adds 0.0 in zero mode and
-    is left out in skip mode), divided by the count the stored RunScore row holds. So the
-    ``all`` values equal trec_eval's bit for bit. Also, from the same read, run id -> query
-    id -> nDCG@k stored (what `stored_ndcg` gives), for the leaderboard's statistics.
+    is left out in skip mode), divided by the number of queries that count (every
+    evaluated query in zero mode, those the run answered in skip mode). So the ``all``
+    values equal trec_eval's bit for bit; nothing of them is stored. Also, from the same
+    read, run id -> query id -> nDCG@k stored (what `stored_ndcg` gives), for the
+    leaderboard's statistics.
     """
     found = _cutoff_position(collection, k)
     if found is None:
@@ -220,7 +222,7 @@ def run_means_and_ndcg(
     layout, _, _ = found
     rows = (
         RunScore.objects.filter(cutoffs=layout)
-        .only("run", "queries", "updated", "run__name", "run__owner", "run__collection")
+        .only("run", "updated", "run__name", "run__owner", "run__collection")
         .select_related("run", "run__owner")
     )
     if runs is not None:
@@ -235,12 +237,16 @@ def run_means_and_ndcg(
     # (runs, measures, queries) in qid order; 0.0 where a run has no value, which adds
     # nothing to a sequential sum (x + 0.0 == x for every x that is not -0.0)
     values = np.zeros((len(stored), 3, len(order)))
+    zero = collection.missing_queries == "zero"
+    counts = [len(order) if zero else 0] * len(stored)
     columns = stored_columns(
         collection, [row.run_id for row in stored], k, ["ndcg", "ndcg_condensed", "judged"]
     )
     for run_id, (query_ids, measures) in columns.items():
         places = [order.get(query_id, -1) for query_id in query_ids]
         kept = [n for n, place in enumerate(places) if place >= 0]
+        if not zero:
+            counts[position[run_id]] = len(kept)
         if kept:
             targets = [places[n] for n in kept]
             values[position[run_id], :, targets] = np.array(measures)[:, kept].T
@@ -249,7 +255,7 @@ def run_means_and_ndcg(
     sums = np.cumsum(values, axis=2)[:, :, -1] if order else np.zeros((len(stored), 3))
     means = []
     for r, row in enumerate(stored):
-        count = row.queries
+        count = counts[r]
         ndcg, condensed, judged = (
             (float(total) / count if count else 0.0) for total in sums[r].tolist()
         )

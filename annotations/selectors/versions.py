@@ -26,9 +26,14 @@ from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
 
 ADJUDICATION = "adjudication"
 HISTORY_FIELDS = (
-    "query_id", "query__qid", "document_id", "document__docno", "assessor_id", "source",
+    "query_id",
+    "query__qid",
+    "document_id",
+    "document__docno",
+    "assessor_id",
+    "source",
     "new_grade",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,21 @@ class CollectionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Collection
         fields = [
-            "slug", "name", "description", "gain", "cutoffs", "missing_queries",
-            "aggregation", "stale_judgements", "public_leaderboard", "assessors_see_leaderboard",
-            "grades", "roles", "created", "updated",
-        ]  # fmt: skip
+            "slug",
+            "name",
+            "description",
+            "gain",
+            "cutoffs",
+            "missing_queries",
+            "aggregation",
+            "stale_judgements",
+            "public_leaderboard",
+            "assessors_see_leaderboard",
+            "grades",
+            "roles",
+            "created",
+            "updated",
+        ]
         read_only_fields = fields
 
     def get_roles(self, collection: Collection) -> list[str]:

@@ -30,9 +30,16 @@ class JudgementSerializer(serializers.ModelSerializer):
     class Meta:
         model = Judgement
         fields = [
-            "qid", "docno", "assessor", "grade", "note", "stale", "created", "updated",
+            "qid",
+            "docno",
+            "assessor",
+            "grade",
+            "note",
+            "stale",
+            "created",
+            "updated",
             "pending",
-        ]  # fmt: skip
+        ]
 
 
 class JudgementInputSerializer(StrictInputMixin, serializers.Serializer):

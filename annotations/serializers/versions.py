@@ -18,9 +18,15 @@ class QrelsVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-
     class Meta:
         model = QrelsVersion
         fields = [
-            "name", "note", "created", "created_by", "history_id", "aggregation", "gain",
+            "name",
+            "note",
+            "created",
+            "created_by",
+            "history_id",
+            "aggregation",
+            "gain",
             "missing_queries",
-        ]  # fmt: skip
+        ]
         read_only_fields = fields
 
 

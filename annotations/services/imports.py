@@ -58,10 +58,13 @@ def queries_ensure(*, collection: Collection, qids: Iterable[str]) -> dict[str, 
         key="qid",
         values=qids,
         defaults={
-            "title": "", "description": "", "narrative": "",
-            "judgements_version": 0, "scored_version": 0,
+            "title": "",
+            "description": "",
+            "narrative": "",
+            "judgements_version": 0,
+            "scored_version": 0,
         },
-    )  # fmt: skip
+    )
 
 
 def documents_ensure(*, collection: Collection, docnos: Iterable[str]) -> dict[str, int]:

@@ -120,11 +120,18 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
         ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
         .exclude(upload_path="")
         .update(
-            state=ImportJob.QUEUED, error="", summary="", bytes_done=0, lines_done=0,
-            started=None, finished=None, heartbeat=None, retried=timezone.now(),
+            state=ImportJob.QUEUED,
+            error="",
+            summary="",
+            bytes_done=0,
+            lines_done=0,
+            started=None,
+            finished=None,
+            heartbeat=None,
+            retried=timezone.now(),
             retries=F("retries") + 1,
         )
-    )  # fmt: skip
+    )
     if not queued:
         raise ValidationError(f"{job.file_name}: it was retried or dismissed meanwhile.")
     _progress_forget(job)

@@ -245,9 +245,13 @@ def _import(job: ImportJob, source: BinaryIO) -> str:
         )
         return f"judgements as {assessor.username}: {summary}"
     imported = run_files_import(
-        collection=collection, sources=[source], names=[name], split_tags=job.split_tags,
-        owner=job.created_by, replace=job.replace,
-    )  # fmt: skip
+        collection=collection,
+        sources=[source],
+        names=[name],
+        split_tags=job.split_tags,
+        owner=job.created_by,
+        replace=job.replace,
+    )
     if not job.split_tags:
         return f"run: {imported[0].run.name}, {imported[0].results} results"
     runs = ", ".join(f"{one.run.name} ({one.results} results)" for one in imported)

@@ -64,9 +64,14 @@ def judgement_record(
     unique constraint) before it is compared, so every change is recorded exactly once.
     """
     judgement, _ = judgement_upsert(
-        query=query, document=document, assessor=assessor, grade=grade, note=note,
-        source=source, changed_by=changed_by,
-    )  # fmt: skip
+        query=query,
+        document=document,
+        assessor=assessor,
+        grade=grade,
+        note=note,
+        source=source,
+        changed_by=changed_by,
+    )
     return judgement
 
 

@@ -152,9 +152,13 @@ class RunFiles:
                 {"name": f"{name} and {earlier} both hold run {run_name!r}; import one of them"}
             )
         return run_prepared(
-            self.collection, run_name, self.owner, self.description, self.replace,
+            self.collection,
+            run_name,
+            self.owner,
+            self.description,
+            self.replace,
             self.may_replace,
-        )  # fmt: skip
+        )
 
     def _ids(
         self, docnos: pa.StringArray, positions: npt.NDArray[np.int64] | None, known: int

@@ -60,9 +60,12 @@ def run_files_import(
         return []
     display = list(names) if names is not None else [None] * len(sources)
     files = RunFiles(
-        collection=collection, owner=owner, description=description, replace=replace,
+        collection=collection,
+        owner=owner,
+        description=description,
+        replace=replace,
         may_replace=may_replace,
-    )  # fmt: skip
+    )
     imported: list[RunImported] = []
     with transaction.atomic(), ThreadPoolExecutor(max_workers=1) as reader:
         upcoming = [reader.submit(files.read, sources[0])]
@@ -93,9 +96,15 @@ def run_import(
     errors, `run_name` the run; default: its tag).
     """
     (imported,) = run_files_import(
-        collection=collection, sources=[source], names=[name], run_name=run_name,
-        owner=owner, description=description, replace=replace, may_replace=may_replace,
-    )  # fmt: skip
+        collection=collection,
+        sources=[source],
+        names=[name],
+        run_name=run_name,
+        owner=owner,
+        description=description,
+        replace=replace,
+        may_replace=may_replace,
+    )
     return imported.run, imported.results
 
 
@@ -110,9 +119,12 @@ def runs_import(
     """Import several run files in one transaction (all or nothing), each named by its tag
     (`run_files_import`, a whole track's runs); returns each run and its number of results."""
     imported = run_files_import(
-        collection=collection, sources=sources, owner=owner, description=description,
+        collection=collection,
+        sources=sources,
+        owner=owner,
+        description=description,
         replace=replace,
-    )  # fmt: skip
+    )
     return [(item.run, item.results) for item in imported]
 
 

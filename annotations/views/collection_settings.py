@@ -17,9 +17,15 @@ from annotations.permissions import may_create_collections
 from annotations.views._collection import collection_for
 
 SETTINGS = (
-    "name", "description", "gain", "cutoffs", "missing_queries", "aggregation",
-    "stale_judgements", "assessors_see_leaderboard",
-)  # fmt: skip
+    "name",
+    "description",
+    "gain",
+    "cutoffs",
+    "missing_queries",
+    "aggregation",
+    "stale_judgements",
+    "assessors_see_leaderboard",
+)
 
 
 def _report(error: ValidationError, form: CollectionForm) -> list[str]:

@@ -124,10 +124,13 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     side_a = rankings.get(runs[name_a].id, []) if name_a in runs else []
     side_b = rankings.get(runs[name_b].id, []) if name_b in runs else []
     rows = [
-        (position, side_a[position] if position < len(side_a) else None,
-         side_b[position] if position < len(side_b) else None)
+        (
+            position,
+            side_a[position] if position < len(side_a) else None,
+            side_b[position] if position < len(side_b) else None,
+        )
         for position in range(max(len(side_a), len(side_b)))
-    ]  # fmt: skip
+    ]
     stamp = scores_state.scores_state(collection=collection).stamp
     context = {
         "collection": collection,

@@ -33,9 +33,11 @@ class Command(BaseCommand):
             "--grades", default="0-3", help="grade scale: 0-3, -2..3 or -2,-1,0,1,2,3"
         )
         parser.add_argument(
-            "--missing", choices=["zero", "skip"], default="zero",
+            "--missing",
+            choices=["zero", "skip"],
+            default="zero",
             help="a judged query a run did not answer counts 0 (zero, trec_eval -c) or is skipped",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--aggregation",
             choices=["median", "majority", "mean"],
