@@ -97,4 +97,26 @@ urlpatterns = [
         apis.WebhookTestApi.as_view(),
         name="webhook-test",
     ),
+    # Machine judges
+    path("collections/<slug:slug>/judges/", apis.MachineJudgeListApi.as_view(), name="judges"),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/",
+        apis.MachineJudgeDetailApi.as_view(),
+        name="judge",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/try/",
+        apis.MachineJudgeTryApi.as_view(),
+        name="judge-try",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/",
+        apis.JudgeRunListApi.as_view(),
+        name="judge-runs",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/cancel/",
+        apis.JudgeRunCancelApi.as_view(),
+        name="judge-run-cancel",
+    ),
 ]

@@ -75,6 +75,16 @@ STATE_400 = {
     "POST /api/v1/collections/{slug}/imports/topics/": "the file is no topic file",
     "POST /api/v1/collections/{slug}/imports/documents/": "the file is no document file",
     "POST /api/v1/collections/{slug}/imports/qrels/": "the file is no qrels file; no such assessor",
+    "POST /api/v1/collections/{slug}/webhooks/": "the URL's host does not resolve or is a "
+    "private address; the collection has its 20 webhooks",
+    "POST /api/v1/collections/{slug}/judges/": "the name is taken; the prompt names a field "
+    "the platform does not fill",
+    "PATCH /api/v1/collections/{slug}/judges/{name}/": "the prompt names a field the platform "
+    "does not fill",
+    "POST /api/v1/collections/{slug}/judges/{name}/try/": "no pool yet; the key's variable is "
+    "unset; the endpoint refuses",
+    "POST /api/v1/collections/{slug}/judges/{name}/runs/": "no such pool; the key's variable "
+    "is unset; a run is active",
 }
 
 

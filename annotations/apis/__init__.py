@@ -5,6 +5,13 @@ from annotations.apis.catalogue import DocumentListCreateApi, QueryListCreateApi
 from annotations.apis.collections import CollectionDetailApi, CollectionListCreateApi
 from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsImportApi
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
+from annotations.apis.judges import (
+    JudgeRunCancelApi,
+    JudgeRunListApi,
+    MachineJudgeDetailApi,
+    MachineJudgeListApi,
+    MachineJudgeTryApi,
+)
 from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi
 from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
 from annotations.apis.sensitivity import SensitivityApi
@@ -30,10 +37,15 @@ __all__ = [
     "CompareApi",
     "DocumentListCreateApi",
     "DocumentsImportApi",
+    "JudgeRunCancelApi",
+    "JudgeRunListApi",
     "JudgementDetailApi",
     "JudgementListCreateApi",
     "LeaderboardApi",
     "LeaderboardAsOfApi",
+    "MachineJudgeDetailApi",
+    "MachineJudgeListApi",
+    "MachineJudgeTryApi",
     "QrelsApi",
     "QrelsAsOfApi",
     "QrelsImportApi",

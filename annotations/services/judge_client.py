@@ -75,14 +75,15 @@ def ask(
     *,
     pace: Pace | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    attempts: int = ATTEMPTS,
 ) -> Answer:
     """The endpoint's answer to one prompt; EndpointFailed when it refuses the request
-    (4xx other than 429) or still fails after ATTEMPTS tries."""
+    (4xx other than 429) or still fails after `attempts` tries."""
     client = openai.OpenAI(
         base_url=judge.base_url, api_key=api_key(judge), max_retries=0, timeout=TIMEOUT_SECONDS
     )
     last = ""
-    for attempt in range(ATTEMPTS):
+    for attempt in range(attempts):
         if pace is not None:
             pace.wait(sleep)
         started = time.monotonic()
@@ -111,7 +112,7 @@ def ask(
                 completion_tokens=usage.completion_tokens if usage else 0,
                 seconds=time.monotonic() - started,
             )
-        if attempt + 1 < ATTEMPTS:
+        if attempt + 1 < attempts:
             backoff = min(MAX_WAIT_SECONDS, 2.0**attempt) * (0.5 + random.random() / 2)
             sleep(max(wait or 0.0, backoff))
-    raise EndpointFailed(f"the endpoint kept failing ({last}) after {ATTEMPTS} attempts")
+    raise EndpointFailed(f"the endpoint kept failing ({last}) after {attempts} attempts")

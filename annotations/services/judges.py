@@ -44,6 +44,7 @@ from annotations.services.members import system_account
 logger = logging.getLogger(__name__)
 
 TRY_PAIRS = 5
+TRY_ATTEMPTS = 2  # a try answers while the organiser waits
 PROGRESS_EVERY = 5
 
 
@@ -146,7 +147,7 @@ def judge_try(*, judge: MachineJudge, pool: Pool | None = None) -> list[Tried]:
     for pair in _pairs(pool, JudgeRun.ALL)[:TRY_PAIRS]:
         prompt = prompt_for(judge, pair, levels)
         try:
-            answer = ask(judge, prompt).text
+            answer = ask(judge, prompt, attempts=TRY_ATTEMPTS).text
         except EndpointFailed as error:
             raise ValidationError({"base_url": str(error)}) from None
         reading = judge_prompts.read_answer(answer, values)

@@ -1,0 +1,68 @@
+"""Machine judges, their runs and a try's results."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotations.models import JudgeRun, MachineJudge
+from annotations.serializers.inputs import StrictInputMixin
+
+SETTINGS = [
+    "base_url", "model", "api_key_env", "prompt_template", "temperature", "max_tokens",
+    "concurrency", "requests_per_minute", "prompt_price", "completion_price",
+]  # fmt: skip
+
+
+class MachineJudgeSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    account = serializers.CharField(source="account.username", read_only=True)
+
+    class Meta:
+        model = MachineJudge
+        fields = ["name", "account", "prompt_version", "created", *SETTINGS]
+        read_only_fields = fields
+
+
+class MachineJudgeWriteSerializer(StrictInputMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
+    prompt_template = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False,
+        help_text="Fields {scale} {title} {description} {narrative} {document} {low} {high}; "
+        "blank: the UMBRELA prompt",
+    )  # fmt: skip
+
+    class Meta:
+        model = MachineJudge
+        fields = ["name", *SETTINGS]
+
+
+class MachineJudgeUpdateSerializer(MachineJudgeWriteSerializer):
+    class Meta(MachineJudgeWriteSerializer.Meta):
+        fields = SETTINGS
+        extra_kwargs = {field: {"required": False} for field in SETTINGS}
+
+
+class JudgeRunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    pool = serializers.IntegerField(source="pool_id", read_only=True)
+    cost = serializers.FloatField(read_only=True, help_text="From the judge's token prices")
+
+    class Meta:
+        model = JudgeRun
+        fields = [
+            "id", "pool", "scope", "state", "pairs_total", "pairs_done", "pairs_cached",
+            "pairs_failed", "prompt_tokens", "completion_tokens", "cost", "error", "created",
+            "started", "finished",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class JudgeRunCreateSerializer(StrictInputMixin, serializers.Serializer):
+    pool = serializers.IntegerField(help_text="The pool's id")
+    scope = serializers.ChoiceField(choices=JudgeRun.SCOPE_CHOICES, default=JudgeRun.UNJUDGED)
+
+
+class TriedSerializer(serializers.Serializer):
+    qid = serializers.CharField()
+    docno = serializers.CharField()
+    prompt = serializers.CharField()
+    answer = serializers.CharField()
+    grade = serializers.IntegerField(allow_null=True, help_text="null: no grade on the scale")
+    failure = serializers.CharField()
