@@ -223,6 +223,35 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(None, "post", "/api/v1/token/", 400, data={}, format="json")
     call(stranger, "delete", "/api/v1/token/", 204)
     call(None, "delete", "/api/v1/token/", 401)
+    # Webhooks
+    settings.NDCG_WEBHOOK_ALLOW_PRIVATE = False
+    hooks = f"{DEMO}/webhooks/"
+    made = call(
+        organiser, "post", hooks, 201, data={"url": "http://93.184.216.34/h"}, format="json"
+    )
+    hook = f"{hooks}{made.json()['id']}/"
+    call(organiser, "post", hooks, 400, data={"url": "http://127.0.0.1/h"}, format="json")
+    call(assessor, "get", hooks, 403)
+    call(organiser, "get", hooks, 200)
+    call(organiser, "get", hook, 200)
+    call(organiser, "post", f"{hook}test/", 202)
+    call(organiser, "get", f"{hook}deliveries/", 200)
+    call(organiser, "delete", hook, 204)
+    call(organiser, "get", hook, 404)
+    # Machine judges (no pool yet: trying and running are refused)
+    judges = f"{DEMO}/judges/"
+    judge = {"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+             "api_key_env": "NDCG_SESSION_NO_SUCH_KEY"}  # fmt: skip
+    call(organiser, "post", judges, 201, data=judge, format="json")
+    call(organiser, "post", judges, 400, data=judge, format="json")
+    call(assessor, "get", judges, 403)
+    call(organiser, "get", judges, 200)
+    call(organiser, "get", f"{judges}j1/", 200)
+    call(organiser, "patch", f"{judges}j1/", 200, data={"temperature": 0.5}, format="json")
+    call(organiser, "post", f"{judges}j1/try/", 400)
+    call(organiser, "get", f"{judges}j1/runs/", 200)
+    call(organiser, "post", f"{judges}j1/runs/", 400, data={"pool": 1}, format="json")
+    call(organiser, "post", f"{judges}j1/runs/1/cancel/", 404)
     settings.NDCG_MAX_UPLOAD_MB = 1
     big = {"file": SimpleUploadedFile("big.run", trec * 80_000)}
     call(owner, "post", f"{DEMO}/runs/", 413, data=big, format="multipart")

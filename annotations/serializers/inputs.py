@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.validators import URLValidator
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.utils import html
@@ -71,3 +72,10 @@ class StrictInputMixin(serializers.Serializer):  # type: ignore[type-arg]
         if problems:
             raise serializers.ValidationError(problems)
         return value
+
+
+def http_url(value: str) -> str:
+    """An http(s) URL, checked as a URLField checks it (the schema says a plain string:
+    its `uri` format would admit schemes the platform refuses)."""
+    URLValidator(schemes=["http", "https"])(value)
+    return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotations.models import JudgeRun, MachineJudge
-from annotations.serializers.inputs import StrictInputMixin
+from annotations.serializers.inputs import StrictInputMixin, http_url
 
 SETTINGS = [
     "base_url", "model", "api_key_env", "prompt_template", "temperature", "max_tokens",
@@ -23,6 +23,10 @@ class MachineJudgeSerializer(serializers.ModelSerializer):  # type: ignore[type-
 
 
 class MachineJudgeWriteSerializer(StrictInputMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
+    base_url = serializers.CharField(
+        max_length=500,
+        help_text="The OpenAI-compatible API, e.g. https://api.openai.com/v1",
+    )
     prompt_template = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False,
         help_text="Fields {scale} {title} {description} {narrative} {document} {low} {high}; "
@@ -33,8 +37,17 @@ class MachineJudgeWriteSerializer(StrictInputMixin, serializers.ModelSerializer)
         model = MachineJudge
         fields = ["name", *SETTINGS]
 
+    def validate_base_url(self, value: str) -> str:
+        return http_url(value)
+
 
 class MachineJudgeUpdateSerializer(MachineJudgeWriteSerializer):
+    base_url = serializers.CharField(
+        max_length=500,
+        required=False,
+        help_text="The OpenAI-compatible API, e.g. https://api.openai.com/v1",
+    )
+
     class Meta(MachineJudgeWriteSerializer.Meta):
         fields = SETTINGS
         extra_kwargs = {field: {"required": False} for field in SETTINGS}

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from annotations.models import WebhookDelivery, WebhookSubscription
 from annotations.models.webhooks import EVENT_TYPES
-from annotations.serializers.inputs import StrictInputMixin
+from annotations.serializers.inputs import StrictInputMixin, http_url
 
 EVENT_HELP = "; ".join(f"`{name}`: {meaning}" for name, meaning in EVENT_TYPES.items())
 
@@ -33,7 +33,10 @@ class WebhookSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 
 class WebhookCreateSerializer(StrictInputMixin, serializers.Serializer):
-    url = serializers.URLField(max_length=2000, help_text="Where deliveries are POSTed")
+    url = serializers.CharField(
+        max_length=2000,
+        help_text="Where deliveries are POSTed: an http:// or https:// URL",
+    )
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=list(EVENT_TYPES)),
         required=False,
@@ -41,6 +44,9 @@ class WebhookCreateSerializer(StrictInputMixin, serializers.Serializer):
         max_length=len(EVENT_TYPES),
         help_text=f"The event types to deliver (left out or empty: all). {EVENT_HELP}",
     )
+
+    def validate_url(self, value: str) -> str:
+        return http_url(value)
 
 
 class WebhookDeliverySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
