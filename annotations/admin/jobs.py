@@ -22,7 +22,8 @@ class ImportJobAdmin(ReadOnlyAdmin):
     date_hierarchy = "created"
     fields = [
         "collection", "kind", "file_name", "size", "state", "summary", "error",
-        "bytes_done", "lines_done", "replace", "split_tags", "assessor", "created_by",
+        "stage", "bytes_done", "lines_done", "lines_total", "queries_done", "queries_total",
+        "replace", "split_tags", "run_name", "description", "assessor", "created_by",
         "created", "started", "finished", "heartbeat", "retries", "retried",
     ]  # fmt: skip
 
