@@ -299,15 +299,15 @@ class RunsZipApi(CollectionApiView):
         "a file name cannot hold written `~XX`, its hex code), each as export_run writes it. "
         "Streamed: the archive is compressed as the runs are read.",
         responses={
-            (200, "application/zip"): OpenApiResponse(
-                OpenApiTypes.BINARY, description="The zip archive"
+            (200, "application/octet-stream"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="The zip archive (`<slug>-runs.zip`)"
             ),
             **documented_errors(401, 403, 404),
         },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
         response = StreamingHttpResponse(
-            runs_zip(collection=self.collection), content_type="application/zip"
+            runs_zip(collection=self.collection), content_type="application/octet-stream"
         )
         filename = f"{self.collection.slug}-runs.zip"
         response["Content-Disposition"] = content_disposition_header(True, filename) or ""
