@@ -163,3 +163,30 @@ def test_the_lines_of_a_file_are_counted_with_or_without_a_last_newline(tmp_path
     for content, lines in ((b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"a\n" * 3_000_000, 3_000_000)):
         path.write_bytes(content)
         assert lines_count(str(path)) == lines
+
+
+def test_queued_jobs_a_stopped_process_left_are_taken_over_by_the_threads_of_the_sweeper(
+    collection: Collection, organiser: Client, import_threads: int, settings: Any
+) -> None:
+    settings.NDCG_COORDINATION_SHARED = True
+    dead = settings.NDCG_IMPORT_DEAD_SECONDS
+    left = []
+    for index in range(3):  # handed to a process that stopped before starting them
+        job = import_job_create(
+            collection=collection, kind="run", created_by=None,
+            upload=SimpleUploadedFile(f"left{index}.txt", b"q1 Q0 doc1 1 2.0 left%d\n" % index),
+        )  # fmt: skip
+        stale = timezone.now() - timedelta(seconds=dead + 5)
+        ImportJob.objects.filter(id=job.id).update(heartbeat=stale, created=stale)
+        left.append(job.id)
+    live = import_job_create(
+        collection=collection, kind="qrels", created_by=None,
+        upload=SimpleUploadedFile("live.qrels", b"q1 0 doc1 1\n"),
+    )  # fmt: skip
+    ImportJob.objects.filter(id=live.id).update(heartbeat=timezone.now())  # a live holder's
+    assert import_jobs_sweep(collection=collection) == 0  # nothing failed: taken over
+    assert import_jobs_wait(timeout=120)
+    states = dict(ImportJob.objects.filter(id__in=left).values_list("file_name", "state"))
+    assert states == {"left0.txt": "done", "left1.txt": "done", "left2.txt": "done"}
+    assert ImportJob.objects.get(id=live.id).state == "queued"  # its process still lives
+    assert Run.objects.filter(collection=collection).count() == 3

@@ -4,8 +4,9 @@ so an upload never waits for its import; with NDCG_IMPORT_THREADS=0, in the requ
 
 A job waiting for a thread is queued, and its heartbeat says a live process holds it: the
 threads' keeper touches the heartbeats of the jobs they hold, so a job left behind by a
-restart (queued or running) goes stale and the sweep fails it (`job_recovery`), with its
-upload kept for Retry. Each import commits with its "done" or not at all, so a job cut off
+restart goes stale: a running one is failed by the sweep (`job_recovery`), with its upload
+kept for Retry; a queued one, never started, is taken over by the threads of the process
+that sweeps. Each import commits with its "done" or not at all, so a job cut off
 leaves nothing half-imported.
 """
 
@@ -14,9 +15,11 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotations import publishing
@@ -65,6 +68,23 @@ def import_job_publish(job_id: int) -> None:
         ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
             state=ImportJob.FAILED, error=NOT_QUEUED, finished=timezone.now()
         )
+
+
+def import_jobs_adopt(ids: list[int], *, dead: datetime) -> list[int]:
+    """Take over queued jobs whose process stopped before they started (heartbeat older
+    than `dead`, or none): each is claimed by moving its heartbeat on, so of several
+    processes sweeping at once one takes it; this process's threads run them. The ids
+    taken."""
+    now = timezone.now()
+    taken = []
+    for job_id in ids:
+        stale = Q(heartbeat__lt=dead) | Q(heartbeat__isnull=True)
+        if ImportJob.objects.filter(stale, id=job_id, state=ImportJob.QUEUED).update(heartbeat=now):
+            taken.append(job_id)
+    if taken:
+        logger.warning("import jobs %s were left queued by a stopped process: taken over", taken)
+        _hand_over(taken)
+    return taken
 
 
 def _hand_over(ids: list[int]) -> None:
