@@ -294,7 +294,8 @@ def test_retry_with_a_broker_queues_the_job_again(
     job = _stopped(collection)
     in_cache = connection.vendor != "postgresql"  # SQLite: progress in the coordination cache
     if in_cache:
-        caches["coordination"].set(jobs.progress_key(job), (99, 9, time.time()))  # the dead run's
+        dead_run = (99, 9, "parsing", 0, 0, 10, time.time())  # what the dead run left
+        caches["coordination"].set(job_progress.progress_key(job), dead_run)
     response = _post(olga, "retry", job)
     assert _messages(response) == ["q.qrels: queued for import."]
     assert published == [job.id]
@@ -303,7 +304,7 @@ def test_retry_with_a_broker_queues_the_job_again(
         "queued", "", 0, None, None,
     )  # fmt: skip
     if in_cache:
-        assert caches["coordination"].get(jobs.progress_key(job)) is None
+        assert caches["coordination"].get(job_progress.progress_key(job)) is None
     assert Path(job.upload_path).is_file()
     # queued anew: the stale limit counts from the retry, not from the upload
     ImportJob.objects.filter(id=job.id).update(created=timezone.now() - timedelta(hours=1))
