@@ -57,6 +57,22 @@ urlpatterns = [
         apis.QrelsImportApi.as_view(),
         name="import-qrels",
     ),
+    # Import jobs: create by upload (202), state and progress, list.
+    path(
+        "collections/<slug:slug>/import-jobs/",
+        apis.ImportJobListCreateApi.as_view(),
+        name="import-jobs",
+    ),
+    path(
+        "collections/<slug:slug>/import-jobs/<int:job_id>/",
+        apis.ImportJobDetailApi.as_view(),
+        name="import-job",
+    ),
+    path(
+        "collections/<slug:slug>/runs-zip/",
+        apis.RunsZipApi.as_view(),
+        name="runs-zip",
+    ),
     path("collections/<slug:slug>/sensitivity/", apis.SensitivityApi.as_view(), name="sensitivity"),
     path("collections/<slug:slug>/versions/", apis.QrelsVersionListApi.as_view(), name="versions"),
     path(

@@ -117,6 +117,11 @@ urlpatterns = [
         "collections/<slug:slug>/exports/run/", exports.run_download, name="collection-export-run"
     ),
     path(
+        "collections/<slug:slug>/exports/runs.zip",
+        exports.runs_zip_download,
+        name="collection-export-runs-zip",
+    ),
+    path(
         "collections/<slug:slug>/exports/scores/",
         exports.scores_download,
         name="collection-export-scores",

@@ -258,6 +258,13 @@ NDCG_UPLOAD_DIR = Path(os.environ.get("NDCG_UPLOAD_DIR") or BASE_DIR / "var" / "
 NDCG_IMPORT_HEARTBEAT_SECONDS = env_int("NDCG_IMPORT_HEARTBEAT_SECONDS", 10, minimum=1)
 NDCG_IMPORT_DEAD_SECONDS = env_int("NDCG_IMPORT_DEAD_SECONDS", 45, minimum=2)
 NDCG_IMPORT_STALE_SECONDS = env_int("NDCG_IMPORT_STALE_SECONDS", 300, minimum=1)
+# Without a broker, import jobs run on this many threads of the web process (started on
+# first use), so an upload never waits for its import; 0 runs them in the request. SQLite
+# takes one writer at a time: there one thread.
+NDCG_IMPORT_THREADS = env_int("NDCG_IMPORT_THREADS", 2, minimum=0)
+# The API's synchronous file imports (topics, documents, qrels, run files) answer 202 with
+# an import job's URL for a file over this many MB instead of importing it in the request.
+NDCG_API_IMPORT_JOB_MB = env_int("NDCG_API_IMPORT_JOB_MB", 10, minimum=1)
 if NDCG_IMPORT_DEAD_SECONDS <= NDCG_IMPORT_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured(
         f"NDCG_IMPORT_DEAD_SECONDS={NDCG_IMPORT_DEAD_SECONDS} must be more than "

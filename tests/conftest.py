@@ -39,6 +39,26 @@ def _leaderboards_follow_every_change(settings: Any) -> None:
     settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0
 
 
+@pytest.fixture(autouse=True)
+def _import_jobs_in_the_request(settings: Any) -> None:
+    """Without a broker, tests run import jobs in the request (a test's transaction is not
+    visible to another thread); the tests of the web process's import threads ask for them
+    with `import_threads`."""
+    settings.NDCG_IMPORT_THREADS = 0
+
+
+@pytest.fixture
+def import_threads(settings: Any, transactional_db: None) -> Iterator[int]:
+    """Import jobs on the web process's own threads (two), as `make demo` runs them; the
+    test ends once they hold no job."""
+    from annotations.services.job_queue import import_jobs_wait
+
+    settings.NDCG_IMPORT_THREADS = 2
+    settings.CELERY_BROKER_URL = ""
+    yield 2
+    assert import_jobs_wait(timeout=120), "the import threads still hold jobs"
+
+
 @pytest.fixture
 def write_file(tmp_path: Path) -> Callable[..., Path]:
     """Write text (or bytes) to a file under tmp_path and return its path."""

@@ -70,6 +70,9 @@ PRIVATE: dict[str, tuple[int, ...]] = {
     f"{API}/sensitivity/": (401, 404, 403, 403, 403, 200, 200),
     f"{API}/versions/": (401, 404, 403, 403, 403, 200, 200),
     f"{API}/as-of/qrels/?at=2100-01-01T00:00:00Z": (401, 404, 403, 403, 403, 200, 200),
+    f"{API}/import-jobs/": (401, 404, 403, 403, 200, 200, 200),
+    f"{API}/runs-zip/": (401, 404, 403, 403, 403, 200, 200),
+    f"{C}/exports/runs.zip": (302, 404, 403, 403, 403, 200, 200),
 }
 
 # With a public leaderboard anyone reads the leaderboard, run pages, run scores and

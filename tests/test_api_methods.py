@@ -13,7 +13,7 @@ from annotations.models import Membership
 from tests.factories import UserFactory
 
 METHODS = ("get", "post", "put", "patch", "delete")
-VALUES = {"slug": "m", "name": "r", "qid": "q1", "docno": "d1"}
+VALUES = {"slug": "m", "name": "r", "qid": "q1", "docno": "d1", "job_id": "1"}
 
 
 def _error(response: Any, status: int) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 and with a worker the job list follows the jobs by itself."""
 
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from annotations.models import Collection, ImportJob, Membership, Run
 from tests.factories import UserFactory
@@ -116,3 +118,87 @@ def test_with_a_worker_the_job_list_follows_the_jobs_by_itself(  # type: ignore[
         expect(row.locator(".job-result")).to_have_text(f"run: {tag}, 2 results")
     expect(page.locator(".messages")).to_have_text(summary)
     assert Run.objects.filter(name__in=["gamma", "delta"]).count() == 2
+
+
+def test_the_job_table_holds_a_campaign_at_a_phone_s_width(  # type: ignore[no-untyped-def]
+    collection: Collection, browser, live_server, settings: Any, tmp_path: Path, import_threads
+) -> None:
+    """46 jobs with 150-character file names: the table sits right under the forms, pages
+    by 20, folds the finished jobs, fits 390 px and passes axe; a 30-file upload made on the
+    page (imported by the web process's threads) has one summary line, kept current by the
+    page's polling."""
+    from playwright.sync_api import expect
+
+    from tests.conftest import browser_page
+    from tests.test_browser_accessibility import PHONE, _problems
+
+    settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
+    settings.CELERY_BROKER_URL = ""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    organiser = UserFactory(username="cora")
+    Membership.objects.create(collection=collection, user=organiser, role="organiser")
+    # A member with a 150-character username: an option of the qrels form's assessor list.
+    Membership.objects.create(
+        collection=collection, user=UserFactory(username="m" * 150), role="assessor"
+    )
+    long_name = "a-very-long-run-file-name-of-a-real-campaign-" * 4
+    for index in range(16):  # earlier jobs: done, failed (with Retry) and running
+        job = ImportJob.objects.create(
+            collection=collection, kind="run", file_name=f"{long_name[:146]}{index:04d}",
+            size=123_456, created_by=organiser, lines_total=1_000_000,
+        )  # fmt: skip
+        state = ("done", "failed", "running", "dismissed")[index % 4]
+        ImportJob.objects.filter(id=job.id).update(
+            state=state, lines_done=12_000, stage="parsing" if state == "running" else "",
+            error="x.txt:12: rank: not an integer (nothing was imported)" * 2
+            if state == "failed" else "",
+            summary="run: tag, 1000 results" if state == "done" else "",
+            upload_path=str(tmp_path / "kept") if state == "failed" else "",
+            heartbeat=timezone.now() + timedelta(hours=1),
+        )  # fmt: skip
+    files = [
+        {"name": f"{'r' * 140}-{i:03d}.txt", "mimeType": "text/plain", "buffer": text.encode()}
+        for i, (_, text) in enumerate(_run_file(f"sys{i:02d}") for i in range(30))
+    ]
+    with browser_page(browser, live_server, viewport=PHONE) as page:
+        page.goto("/accounts/login/")
+        page.fill("#id_username", organiser.username)
+        page.fill("#id_password", "pass-word-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        page.goto(f"/collections/{collection.slug}/import/")
+        page.set_input_files("#id_run-file", files)
+        with page.expect_navigation(timeout=60_000):
+            page.click("#import-runs button[type=submit]")
+        assert ImportJob.objects.filter(collection=collection).count() == 46
+        # The upload's request returned at once; the page follows the threads' work.
+        expect(page.locator(".messages")).to_contain_text("of 30 files imported")
+        batch = page.locator("#import-batch")
+        expect(batch).to_contain_text("Your last upload of 30 files: ")
+        expect(batch).to_have_text("Your last upload of 30 files: 30 of 30 done", timeout=90_000)
+        page.reload()
+        # Right under the forms: the table starts within the first screens, not 2,300 px down.
+        top = page.locator("#import-jobs-section").evaluate("node => node.offsetTop")
+        form_bottom = page.locator(".import-forms").evaluate(
+            "node => node.offsetTop + node.offsetHeight"
+        )
+        assert 0 <= top - form_bottom < 200, (top, form_bottom)
+        rows = page.locator("#import-jobs tbody tr")
+        expect(rows).to_have_count(20)
+        finished = page.locator(".jobs-finished")
+        expect(finished).to_have_js_property("open", True)  # nothing waits on this page
+        page.locator(".jobs-finished > summary").click()
+        expect(finished).to_have_js_property("open", False)
+        expect(page.locator(".pager")).to_contain_text("Page 1 of 3 (46 jobs)")
+        problems = _problems(page, f"/collections/{collection.slug}/import/")
+        for number in (2, 3):
+            problems += _problems(page, f"/collections/{collection.slug}/import/?page={number}")
+        assert not problems, "\n".join(problems)
+        expect(page.locator("#import-jobs tbody tr")).to_have_count(6)  # page 3: 46 - 40
+        page.goto(f"/collections/{collection.slug}/import/?page=2")
+        waiting = page.locator("#import-jobs-waiting tbody tr")
+        expect(waiting.first).to_be_visible()  # the running and failed jobs, open
+        running = page.locator("#import-jobs tr[data-state=running]").first
+        expect(running.locator(".job-stage")).to_have_text("parsing 12,000 of 1,000,000 lines")
+        failed = page.locator("#import-jobs tr[data-state=failed]").first
+        expect(failed.get_by_role("button", name="Retry")).to_be_visible()

@@ -26,7 +26,8 @@ from django.utils import timezone
 
 from annotations import tasks
 from annotations.models import Collection, ImportJob, Judgement, Run
-from annotations.services import jobs
+from annotations.selectors.jobs import Progress
+from annotations.services import job_progress, job_queue, jobs
 from annotations.services.job_recovery import (
     UPLOAD_GONE,
     WORKER_STOPPED,
@@ -134,7 +135,8 @@ def test_a_job_that_keeps_beating_is_never_failed(collection: Collection) -> Non
     job = _running(collection, silent_for=DEAD + 30)
     assert job.started is not None
     # What the job's heartbeat thread writes (on its row, or on SQLite the coordination cache)
-    jobs.import_job_progress_write(job=job, bytes_done=3, lines_done=1, attempt=job.started)
+    beat = Progress(bytes_done=3, lines_done=1, heartbeat=timezone.now(), stage="parsing")
+    job_progress.import_job_progress_write(job=job, now=beat, attempt=job.started)
     assert import_jobs_sweep() == 0
     job.refresh_from_db()
     assert job.state == "running"
@@ -162,7 +164,7 @@ def test_the_heartbeat_beats_on_its_interval_while_the_progress_stands_still(
     # A long step that reads nothing (storing, scoring) still beats, every
     # NDCG_IMPORT_HEARTBEAT_SECONDS, and not at every tick of the progress timer.
     settings.NDCG_IMPORT_HEARTBEAT_SECONDS = 0.3
-    monkeypatch.setattr(jobs, "PROGRESS_SECONDS", 0.02)
+    monkeypatch.setattr(job_progress, "PROGRESS_SECONDS", 0.02)
     beats: list[float] = []
     enough = threading.Event()
 
@@ -171,11 +173,11 @@ def test_the_heartbeat_beats_on_its_interval_while_the_progress_stands_still(
         if len(beats) >= 4:
             enough.set()
 
-    monkeypatch.setattr(jobs, "import_job_progress_write", record)
+    monkeypatch.setattr(job_progress, "import_job_progress_write", record)
     job = _running(collection, silent_for=0)
     assert job.started is not None
     reader = CountingReader(open(job.upload_path, "rb"))  # noqa: SIM115
-    writer = jobs._ProgressWriter(job, reader, job.started)
+    writer = job_progress.ProgressWriter(job, job_progress.JobProgress(job, reader, 1), job.started)
     writer.start()
     try:
         assert enough.wait(10), f"only {len(beats)} heartbeats in 10 s"
@@ -273,7 +275,7 @@ def test_a_job_failed_by_an_error_keeps_its_upload_until_a_retry_succeeds(
         upload=SimpleUploadedFile("q.qrels", _qrels(5)),
         created_by=None,
     )
-    jobs.import_jobs_start(jobs=[job])
+    job_queue.import_jobs_start(jobs=[job])
     job.refresh_from_db()
     assert job.state == "failed" and "the import failed (RuntimeError)" in job.error
     assert job.retryable and Path(job.upload_path).is_file()
@@ -298,7 +300,8 @@ def test_retry_with_a_broker_queues_the_job_again(
     job = _stopped(collection)
     in_cache = connection.vendor != "postgresql"  # SQLite: progress in the coordination cache
     if in_cache:
-        caches["coordination"].set(jobs.progress_key(job), (99, 9, time.time()))  # the dead run's
+        dead_run = (99, 9, "parsing", 0, 0, 10, time.time())  # what the dead run left
+        caches["coordination"].set(job_progress.progress_key(job), dead_run)
     response = _post(olga, "retry", job)
     assert _messages(response) == ["q.qrels: queued for import."]
     assert published == [job.id]
@@ -311,7 +314,7 @@ def test_retry_with_a_broker_queues_the_job_again(
         None,
     )
     if in_cache:
-        assert caches["coordination"].get(jobs.progress_key(job)) is None
+        assert caches["coordination"].get(job_progress.progress_key(job)) is None
     assert Path(job.upload_path).is_file()
     # queued anew: the stale limit counts from the retry, not from the upload
     ImportJob.objects.filter(id=job.id).update(created=timezone.now() - timedelta(hours=1))

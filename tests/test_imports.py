@@ -257,7 +257,7 @@ def test_the_jobs_endpoint_gives_state_and_progress(trial: Collection, olga: Cli
     data = olga.get(reverse("collection-import-jobs", args=["trial"])).json()
     assert data["active"] == 0
     by_name = {job["file_name"]: job for job in data["jobs"]}
-    assert by_name["a.txt"]["state"] == "done" and by_name["a.txt"]["percent"] == 100
+    assert by_name["a.txt"]["state"] == "done" and by_name["a.txt"]["progress"] == "done"
     assert by_name["a.txt"]["bytes_done"] == by_name["a.txt"]["size"] == 17
     assert by_name["b.txt"]["state"] == "failed"
     assert by_name["b.txt"]["error"].startswith("b.txt:2: ")

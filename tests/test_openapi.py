@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,6 +72,7 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     django_capture_on_commit_callbacks: Capture,
     write_file: Callable[..., Any],
     settings: Any,
+    tmp_path: Path,
 ) -> None:
     schema = client.get("/api/schema/?format=json").json()
     session = Session(OpenAPI.from_dict(schema))
@@ -136,6 +138,16 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         call(assessor, "get", f"{DEMO}/runs/?owner=sys", 404)  # assessors are blinded
         call(owner, "delete", f"{DEMO}/runs/new/", 204)
         call(owner, "delete", f"{DEMO}/runs/org/", 403)
+        settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
+        job_upload = {"kind": "run", "file": SimpleUploadedFile("job.run", trec), "name": "job"}
+        job = call(owner, "post", f"{DEMO}/import-jobs/", 202, data=job_upload, format="multipart")
+        call(owner, "get", job["Location"], 200)
+        call(organiser, "get", f"{DEMO}/import-jobs/?state=done&limit=1", 200)
+        bare = {"kind": "topics", "file": SimpleUploadedFile("t.tsv", b"q9\tnine\n")}
+        call(owner, "post", f"{DEMO}/import-jobs/", 403, data=bare, format="multipart")
+        call(assessor, "get", f"{DEMO}/import-jobs/", 403)
+        call(organiser, "get", f"{DEMO}/runs-zip/", 200)
+        call(owner, "get", f"{DEMO}/runs-zip/", 403)
 
         judgement = {"qid": "q1", "docno": "d1", "grade": 2}
         call(assessor, "post", f"{DEMO}/judgements/", 201, data=judgement, format="json")

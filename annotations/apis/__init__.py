@@ -3,6 +3,7 @@ services and selectors."""
 
 from annotations.apis.catalogue import DocumentListCreateApi, QueryListCreateApi
 from annotations.apis.collections import CollectionDetailApi, CollectionListCreateApi
+from annotations.apis.import_jobs import ImportJobDetailApi, ImportJobListCreateApi
 from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsImportApi
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
 from annotations.apis.judges import (
@@ -12,7 +13,7 @@ from annotations.apis.judges import (
     MachineJudgeListApi,
     MachineJudgeTryApi,
 )
-from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi
+from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi, RunsZipApi
 from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
 from annotations.apis.sensitivity import SensitivityApi
 from annotations.apis.tokens import TokenApi
@@ -37,6 +38,8 @@ __all__ = [
     "CompareApi",
     "DocumentListCreateApi",
     "DocumentsImportApi",
+    "ImportJobDetailApi",
+    "ImportJobListCreateApi",
     "JudgeRunCancelApi",
     "JudgeRunListApi",
     "JudgementDetailApi",
@@ -58,6 +61,7 @@ __all__ = [
     "RunListCreateApi",
     "RunResultsApi",
     "RunScoresApi",
+    "RunsZipApi",
     "SensitivityApi",
     "TokenApi",
     "TopicsImportApi",

@@ -21,6 +21,8 @@ from annotations.apis._base import (
     documented_errors,
     refuse_large_body,
 )
+from annotations.apis.import_jobs import ACCEPTED, LARGE_AS_JOB, LOCATION, job_start, runs_in_a_job
+from annotations.models import ImportJob
 from annotations.serializers import (
     DocumentsUploadSerializer,
     ImportSummarySerializer,
@@ -44,11 +46,19 @@ class FileImportApi(CollectionApiView):
     def import_file(self, source: BinaryIO, name: str, form: dict[str, Any]) -> Any:
         raise NotImplementedError
 
+    kind = ImportJob.TOPICS
+
+    def job_options(self, form: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
     def post(self, request: Request, slug: str) -> Response:
         refuse_large_body(request)
         form = self.form_class(data=request.data)
         form.is_valid(raise_exception=True)
         upload = checked_upload(form.validated_data["file"])
+        if runs_in_a_job(upload):
+            options = self.job_options(form.validated_data)
+            return job_start(request, self.collection, self.kind, upload, **options)
         summary = self.import_file(
             cast(BinaryIO, upload), upload.name or "upload", form.validated_data
         )
@@ -60,9 +70,14 @@ def _import_schema(
 ) -> Callable[..., Any]:
     return extend_schema(
         summary=summary,
-        description=description + ALL_OR_NOTHING,
+        description=description + ALL_OR_NOTHING + LARGE_AS_JOB,
         request={"multipart/form-data": form},
-        responses={200: ImportSummarySerializer, **documented_errors(400, 401, 403, 404, 413)},
+        parameters=[LOCATION],
+        responses={
+            200: ImportSummarySerializer,
+            202: ACCEPTED,
+            **documented_errors(400, 401, 403, 404, 413),
+        },
     )
 
 
@@ -85,6 +100,7 @@ class TopicsImportApi(FileImportApi):
 
 class DocumentsImportApi(FileImportApi):
     form_class = DocumentsUploadSerializer
+    kind = ImportJob.DOCUMENTS
 
     def import_file(self, source: BinaryIO, name: str, form: dict[str, Any]) -> Any:
         return services.documents_import(collection=self.collection, source=source, name=name)
@@ -101,6 +117,12 @@ class DocumentsImportApi(FileImportApi):
 
 class QrelsImportApi(FileImportApi):
     form_class = QrelsUploadSerializer
+    kind = ImportJob.QRELS
+
+    def job_options(self, form: dict[str, Any]) -> dict[str, Any]:
+        username = form.get("assessor")
+        caller = calling_user(self.request)
+        return {"assessor": caller if username is None else services.import_assessor(username)}
 
     def import_file(self, source: BinaryIO, name: str, form: dict[str, Any]) -> Any:
         caller = calling_user(self.request)

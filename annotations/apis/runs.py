@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import django_filters
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from django.http import StreamingHttpResponse
+from django.utils.http import content_disposition_header
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -17,6 +20,7 @@ from rest_framework.response import Response
 from annotations import services
 from annotations.apis._base import (
     RUN_WRITERS,
+    STAFF_ROLES,
     CollectionApiView,
     StrictFilterSet,
     calling_user,
@@ -26,19 +30,23 @@ from annotations.apis._base import (
     is_schema_view,
     refuse_large_body,
 )
+from annotations.apis.import_jobs import ACCEPTED, LARGE_AS_JOB, LOCATION, job_start, runs_in_a_job
 from annotations.formats.trec import TrecFormatError
-from annotations.models import Run
+from annotations.models import ImportJob, Run
 from annotations.parsers import SafeJSONParser
 from annotations.permissions import (
     ANY_ROLE,
     may_replace_run,
 )
+from annotations.selectors.run_archive import runs_zip
 from annotations.serializers import (
     RunJsonSerializer,
     RunSerializer,
     RunUploadSerializer,
     RunWriteSerializer,
 )
+
+_PUT_NAMES_ONE = "A PUT names one run: POST the file to runs/ to split its tags."
 
 
 class RunFilter(StrictFilterSet):
@@ -80,27 +88,47 @@ class RunWriting(CollectionApiView):
             roles=self.roles_held, user=self.request.user, run_owner_id=run.owner_id
         )
 
-    def store(
-        self, request: Request, *, run_name: str | None, replace: bool
-    ) -> list[services.RunImported]:
-        """Store the request's run file (or its runs, one per tag, with `split_tags`)."""
+    def upload_form(self, request: Request) -> dict[str, Any]:
+        """The request's run file and options, checked (a 413 for a file over the limit)."""
         refuse_large_body(request)
         upload_form = RunUploadSerializer(data=request.data)
         upload_form.is_valid(raise_exception=True)
-        upload = checked_upload(upload_form.validated_data["file"])
-        split_tags = upload_form.validated_data["split_tags"]
+        checked_upload(upload_form.validated_data["file"])
+        return dict(upload_form.validated_data)
+
+    def as_job(
+        self, request: Request, form: dict[str, Any], *, run_name: str | None, replace: bool
+    ) -> Response | None:
+        """A file over NDCG_API_IMPORT_JOB_MB is taken as an import job (202), not imported
+        in the request; None for a smaller one."""
+        upload = form["file"]
+        if not runs_in_a_job(upload):
+            return None
+        if form["split_tags"] and run_name is not None:
+            raise ValidationError({"split_tags": [_PUT_NAMES_ONE]})
+        return job_start(
+            request, self.collection, ImportJob.RUN, upload,
+            run_name=run_name or form.get("name") or "", description=form["description"],
+            replace=replace, split_tags=form["split_tags"],
+        )  # fmt: skip
+
+    def store(
+        self, request: Request, form: dict[str, Any], *, run_name: str | None, replace: bool
+    ) -> list[services.RunImported]:
+        """Store the request's run file (or its runs, one per tag, with `split_tags`)."""
+        upload = form["file"]
+        split_tags = form["split_tags"]
         if split_tags and run_name is not None:
-            problem = "A PUT names one run: POST the file to runs/ to split its tags."
-            raise ValidationError({"split_tags": [problem]})
+            raise ValidationError({"split_tags": [_PUT_NAMES_ONE]})
         try:
             return services.run_files_import(
                 collection=self.collection,
                 sources=[cast(BinaryIO, upload)],
                 names=[upload.name],
-                run_name=run_name or upload_form.validated_data.get("name"),
+                run_name=run_name or form.get("name"),
                 split_tags=split_tags,
                 owner=calling_user(request),
-                description=upload_form.validated_data["description"],
+                description=form["description"],
                 replace=replace,
                 may_replace=self.may_change,
             )
@@ -154,12 +182,21 @@ class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]
         "`split_tags=true` a file of several tags becomes one run per tag, all listed in "
         "`runs`. All or nothing: a bad line is a 400 naming file, line and field. JSON results "
         "go to PUT runs/{name}/results/. The caller becomes the run's owner. Scores are "
-        "computed after the write commits.",
+        "computed after the write commits." + LARGE_AS_JOB,
         request={"multipart/form-data": RunUploadSerializer},
-        responses={201: RunWriteSerializer, **documented_errors(400, 401, 403, 404, 413)},
+        responses={
+            201: RunWriteSerializer,
+            202: ACCEPTED,
+            **documented_errors(400, 401, 403, 404, 413),
+        },
+        parameters=[LOCATION],
     )
     def post(self, request: Request, slug: str) -> Response:
-        written = _written(self.store(request, run_name=None, replace=False))
+        form = self.upload_form(request)
+        job = self.as_job(request, form, run_name=None, replace=False)
+        if job is not None:
+            return job
+        written = _written(self.store(request, form, run_name=None, replace=False))
         run = cast(Run, written["run"])
         return created(RunWriteSerializer(written).data, request, "run", slug=slug, name=run.name)
 
@@ -186,11 +223,14 @@ class RunDetailApi(RunWriting):
 
     @extend_schema(
         summary="Replace a run from a TREC file, or create it (organisers, or its owner)",
-        description="The same body as POST runs/; the URL names the run (`name` is ignored).",
+        description="The same body as POST runs/; the URL names the run (`name` is ignored)."
+        + LARGE_AS_JOB,
         request={"multipart/form-data": RunUploadSerializer},
+        parameters=[LOCATION],
         responses={
             200: RunWriteSerializer,
             201: RunWriteSerializer,
+            202: ACCEPTED,
             **documented_errors(400, 401, 403, 404, 413),
         },
     )
@@ -198,7 +238,11 @@ class RunDetailApi(RunWriting):
         existing = self._run(name)
         if existing is not None:
             self._check_owner(existing)
-        written = _written(self.store(request, run_name=name, replace=True))
+        form = self.upload_form(request)
+        job = self.as_job(request, form, run_name=name, replace=True)
+        if job is not None:
+            return job
+        written = _written(self.store(request, form, run_name=name, replace=True))
         data = RunWriteSerializer(written).data
         if existing:
             return Response(data, status=status.HTTP_200_OK)
@@ -242,3 +286,29 @@ class RunResultsApi(RunWriting):
         if existing:
             return Response(data, status=status.HTTP_200_OK)
         return created(data, request, "run", slug=slug, name=name)
+
+
+class RunsZipApi(CollectionApiView):
+    """Every run of the collection in one zip (organisers), streamed as it is written."""
+
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="All runs as one zip of TREC run files (organisers)",
+        description="One member per run, `<name>.run` (a `/`, `\\`, `~`, `:` or other character "
+        "a file name cannot hold written `~XX`, its hex code), each as export_run writes it. "
+        "Streamed: the archive is compressed as the runs are read.",
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="The zip archive (`<slug>-runs.zip`)"
+            ),
+            **documented_errors(401, 403, 404),
+        },
+    )
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        response = StreamingHttpResponse(
+            runs_zip(collection=self.collection), content_type="application/octet-stream"
+        )
+        filename = f"{self.collection.slug}-runs.zip"
+        response["Content-Disposition"] = content_disposition_header(True, filename) or ""
+        return response

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 from typing import Any, cast
 
 from django import forms
@@ -12,35 +11,13 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
 from annotations.models import Collection, ImportJob, Membership
+from annotations.services.jobs import upload_text_problem
 from annotations.services.judgements import IMPORT_ASSESSOR
-
-# How much of a file is looked at before it is queued: enough to tell text from anything else.
-_SNIFF_BYTES = 64 * 1024
-
-
-def _text_problem(upload: UploadedFile) -> str | None:
-    """Why the file cannot be a text file of any kind the page imports, from its first
-    bytes (None: it may be); the parsers check every line when the job runs."""
-    if not upload.size:
-        return "file is empty"
-    upload.seek(0)
-    head = upload.read(_SNIFF_BYTES)
-    upload.seek(0)
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        return f"not a text file (a NUL byte at offset {nul})"
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        decoder.decode(head, final=len(head) < _SNIFF_BYTES)
-    except UnicodeDecodeError as error:
-        byte = head[error.start]
-        return f"not a text file: not valid UTF-8 (byte 0x{byte:02x} at offset {error.start})"
-    return None
 
 
 def _size_checked(upload: UploadedFile) -> UploadedFile:
     """The upload, refused before it is queued when it is too large, empty or not text."""
-    problem = _text_problem(upload)
+    problem = upload_text_problem(upload)
     if problem is not None:
         raise ValidationError(f"{upload.name}: {problem}; nothing was imported")
     limit = settings.NDCG_MAX_UPLOAD_MB

@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0019_run_means_from_query_scores'),
+        ('annotations', '0021_import_job_progress'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

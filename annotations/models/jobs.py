@@ -9,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 
+from annotations.models.collections import ID_MAX_LENGTH
+
 
 class ImportJob(models.Model):
     """One uploaded file and its import: queued, running, then done (with a summary) or
@@ -37,6 +39,11 @@ class ImportJob(models.Model):
         (DISMISSED, "dismissed"),
     ]
     ACTIVE = (QUEUED, RUNNING)
+    # What a job is doing, in the units of the work: lines of its file parsed (of
+    # lines_total), then rows stored, then, once its import committed, queries scored (of
+    # queries_total) where the scores are computed in the job's own process.
+    PARSING, STORING, SCORING = "parsing", "storing", "scoring"
+    STAGE_CHOICES = [("", "none"), (PARSING, "parsing"), (STORING, "storing"), (SCORING, "scoring")]
 
     collection = models.ForeignKey(
         "annotations.Collection", on_delete=models.CASCADE, related_name="import_jobs"
@@ -52,12 +59,20 @@ class ImportJob(models.Model):
     state = models.CharField(max_length=10, choices=STATE_CHOICES, default=QUEUED)
     bytes_done = models.BigIntegerField(default=0)
     lines_done = models.BigIntegerField(default=0)
+    lines_total = models.BigIntegerField(default=0, help_text="Lines of the file")
+    stage = models.CharField(max_length=10, choices=STAGE_CHOICES, blank=True)
+    queries_done = models.BigIntegerField(default=0, help_text="Scoring: queries scored")
+    queries_total = models.BigIntegerField(default=0, help_text="Scoring: queries to score")
     summary = models.TextField(blank=True)
     error = models.TextField(blank=True)
     replace = models.BooleanField(default=False, help_text="Runs: replace a run of that name")
     split_tags = models.BooleanField(
         default=False, help_text="Runs: one run per tag of the file, in the file's order"
     )
+    run_name = models.CharField(
+        max_length=ID_MAX_LENGTH, blank=True, help_text="Runs: the run's name (empty: its tag)"
+    )
+    description = models.TextField(blank=True, help_text="Runs: the run's description")
     assessor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -97,7 +112,14 @@ class ImportJob(models.Model):
                 name="import_job_kind_valid",
             ),
             models.CheckConstraint(
-                condition=models.Q(size__gte=0, bytes_done__gte=0, lines_done__gte=0),
+                condition=models.Q(
+                    size__gte=0,
+                    bytes_done__gte=0,
+                    lines_done__gte=0,
+                    lines_total__gte=0,
+                    queries_done__gte=0,
+                    queries_total__gte=0,
+                ),
                 name="import_job_counts_valid",
             ),
         ]
@@ -115,12 +137,25 @@ class ImportJob(models.Model):
         return self.state == self.FAILED and bool(self.upload_path)
 
     @property
-    def percent(self) -> int:
+    def progress(self) -> tuple[int | None, int, str]:
+        """The job's bar in the units of its current stage: (value, max, what it says);
+        value None while it stores (a bar without a measure: rows have no total)."""
+        if self.state == self.QUEUED:
+            return 0, 1, "queued"
+        if self.stage == self.SCORING:
+            total = max(self.queries_total, self.queries_done, 1)
+            done = min(self.queries_done, total)
+            lead = "imported; " if self.state == self.DONE else ""
+            return done, total, f"{lead}scoring {done:,} of {total:,} queries"
         if self.state == self.DONE:
-            return 100
-        if not self.size:
-            return 0
-        return min(100, self.bytes_done * 100 // self.size)
+            return 1, 1, "done"
+        if self.state == self.RUNNING and self.stage == self.STORING:
+            return None, 1, f"storing ({self.lines_done:,} lines parsed)"
+        total = max(self.lines_total, self.lines_done, 1)
+        done = min(self.lines_done, total)
+        if self.state == self.RUNNING:
+            return done, total, f"parsing {done:,} of {total:,} lines"
+        return done, total, f"stopped after {done:,} of {total:,} lines"
 
 
 def _upload_delete_with_job(sender: type[ImportJob], instance: ImportJob, **kwargs: Any) -> None:

@@ -12,8 +12,9 @@ from django.core.cache import caches
 from django.db import transaction
 
 from annotations import events, publishing
-from annotations.models import Query, Run
+from annotations.models import Judgement, Query, Run
 from annotations.models.webhooks import SCORES_UPDATED
+from annotations.scores import progress
 from annotations.scores.queries import scores_recompute_query
 from annotations.scores.rescoring import scores_recompute_run, scores_rescore_collection
 
@@ -116,10 +117,14 @@ def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int])
         "run": lambda object_id: scores_recompute_run(run_id=object_id),
         "query": _recompute_query_and_tell,
     }
+    if progress.listening():
+        progress.expect(_queries_to_score(jobs))
     for kind, object_id in jobs:
         for attempt in (1, 2):
             try:
                 recompute[kind](object_id)
+                if kind == "query":
+                    progress.scored()
                 break
             except Exception:
                 if attempt == 2:
@@ -155,3 +160,19 @@ def scores_updated_emit(*, query_id: int, collection_id: int) -> None:
         data=data,
         coalesce_key=f"scores:{query_id}",
     )
+
+
+def _queries_to_score(jobs: list[tuple[str, int]]) -> int:
+    """How many query scorings these recomputations make (for a listener's "of N"): a run
+    or a collection is scored over every judged query of its collection."""
+    runs = [object_id for kind, object_id in jobs if kind == "run"]
+    whole = [object_id for kind, object_id in jobs if kind == "collection"]
+    total = sum(kind == "query" for kind, _ in jobs)
+    per_collection: dict[int, int] = {}
+    owners = list(Run.objects.filter(id__in=runs).values_list("collection_id", flat=True))
+    for collection_id in [*owners, *whole]:
+        if collection_id not in per_collection:
+            judged = Judgement.objects.filter(query__collection_id=collection_id)
+            per_collection[collection_id] = judged.values("query_id").distinct().count()
+        total += per_collection[collection_id]
+    return total

@@ -30,6 +30,8 @@ from annotations.serializers.fields import (
 )
 from annotations.serializers.imports import (
     DocumentsUploadSerializer,
+    ImportJobSerializer,
+    ImportJobUploadSerializer,
     QrelsUploadSerializer,
     TopicsUploadSerializer,
 )
@@ -76,6 +78,8 @@ __all__ = [
     "ErrorSerializer",
     "GradeLevelSerializer",
     "IdField",
+    "ImportJobSerializer",
+    "ImportJobUploadSerializer",
     "ImportSummarySerializer",
     "IntervalSerializer",
     "JudgementInputSerializer",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from annotations.serializers.fields import UploadField
+from annotations.serializers.fields import IdField, UploadField
 from annotations.serializers.inputs import StrictInputMixin
 
 UPLOAD_HELP = "The file; at most NDCG_MAX_UPLOAD_MB."
@@ -35,4 +35,72 @@ class QrelsUploadSerializer(StrictInputMixin, serializers.Serializer):
         trim_whitespace=False,
         help_text="Username the judgements are recorded under (as import_qrels --assessor); "
         "the caller's own account when absent.",
+    )
+
+
+class ImportJobSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """An import job: its state and its progress in the units of its stage."""
+
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=["topics", "documents", "qrels", "run"])
+    file_name = serializers.CharField()
+    state = serializers.ChoiceField(
+        choices=["queued", "running", "done", "failed", "dismissed"],
+        help_text="queued, running, then done (with `summary`) or failed (with `error`); "
+        "dismissed: a failed job whose kept upload was let go.",
+    )
+    stage = serializers.ChoiceField(
+        choices=["", "parsing", "storing", "scoring"],
+        help_text="What it is doing: parsing lines, storing rows, then (done, without a "
+        "broker) scoring queries; empty when it is doing nothing.",
+    )
+    progress = serializers.CharField(
+        help_text='What the bar says: "parsing 12,000 of 1,000,000 lines", "storing (...)", '
+        '"scoring 40 of 249 queries", "done", ...'
+    )
+    value = serializers.IntegerField(
+        allow_null=True, help_text="The bar's value in the stage's units; null while storing."
+    )
+    max = serializers.IntegerField(help_text="The bar's maximum in the same units.")
+    size = serializers.IntegerField(help_text="Bytes of the file")
+    bytes_done = serializers.IntegerField()
+    lines_done = serializers.IntegerField()
+    lines_total = serializers.IntegerField(help_text="Lines of the file (0 until it starts)")
+    queries_done = serializers.IntegerField()
+    queries_total = serializers.IntegerField()
+    summary = serializers.CharField(allow_blank=True)
+    error = serializers.CharField(
+        allow_blank=True, help_text="Why it failed: `file:line: field: problem (...)`."
+    )
+    retryable = serializers.BooleanField(help_text="Failed with its upload kept (Retry).")
+    created = serializers.DateTimeField(allow_null=True)
+    finished = serializers.DateTimeField(allow_null=True)
+    url = serializers.URLField(help_text="This job (poll it for its progress)")
+
+
+class ImportJobUploadSerializer(StrictInputMixin, serializers.Serializer):  # type: ignore[type-arg]
+    """A file to import as a job, with the options of its kind (as the import page's forms)."""
+
+    kind = serializers.ChoiceField(
+        choices=["topics", "documents", "qrels", "run"],
+        help_text="topics, documents, qrels (organisers) or run (organisers and owners).",
+    )
+    file = UploadField(help_text=UPLOAD_HELP)
+    assessor = serializers.CharField(
+        required=False,
+        min_length=1,
+        max_length=150,
+        trim_whitespace=False,
+        help_text="Qrels: the username the judgements are recorded under; the caller's own "
+        "account when absent.",
+    )
+    name = IdField(required=False, help_text="Run: its name (default: the file's tag).")
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="Run: its description."
+    )
+    replace = serializers.BooleanField(
+        required=False, default=False, help_text="Run: replace a run of that name."
+    )
+    split_tags = serializers.BooleanField(
+        required=False, default=False, help_text="Run: one run per tag of the file."
     )

@@ -21,7 +21,13 @@ from django.utils import timezone
 
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
-from annotations.services.jobs import RETRY, import_job_publish, import_jobs_start, upload_delete
+from annotations.services.job_queue import (
+    import_job_publish,
+    import_jobs_adopt,
+    import_jobs_start,
+    import_threads,
+)
+from annotations.services.jobs import RETRY, upload_delete
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -49,10 +55,13 @@ def _dead_seconds() -> int:
 
 def import_jobs_sweep(*, collection: Collection | None = None) -> int:
     """Fail the running jobs whose heartbeat is older than NDCG_IMPORT_DEAD_SECONDS (the
-    worker stopped) and, without a broker, the jobs queued for NDCG_IMPORT_STALE_SECONDS
-    (the server stopped); their uploads are kept for Retry. Nothing of theirs was imported:
-    a job's import commits only together with its "done", and an import that outlives its
-    job's failure rolls back (`import_job_run`).
+    worker stopped) and, without a broker, the queued jobs the server stopped before they
+    started: held by its import threads with a heartbeat as old, or never handed to them
+    and queued for NDCG_IMPORT_STALE_SECONDS. Those never started are taken over by this
+    process's import threads when it has some (NDCG_IMPORT_THREADS), else failed; the
+    uploads of failed jobs are kept for Retry. Nothing of
+    theirs was imported: a job's import commits only together with its "done", and an
+    import that outlives its job's failure rolls back (`import_job_run`).
 
     With a broker, a job still queued that long is queued again (at most once per that
     time): a broker that lost its task (a Redis restarted without persistence) would leave
@@ -78,7 +87,18 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
     if settings.CELERY_BROKER_URL:
         _republish(list(waiting.values_list("id", flat=True)))
         return swept
-    for job_id in waiting.values_list("id", flat=True):
+    # Without a broker a queued job whose heartbeat is set waits for an import thread of a
+    # live process (its keeper touches it): only a stale heartbeat means that process died.
+    held = ImportJob.objects.filter(state=ImportJob.QUEUED, heartbeat__lt=dead)
+    if collection is not None:
+        held = held.filter(collection=collection)
+    left = set(waiting.filter(heartbeat__isnull=True).values_list("id", flat=True))
+    left |= set(held.values_list("id", flat=True))
+    if import_threads():
+        # Never started, so nothing of theirs ran: this process's threads take them over.
+        import_jobs_adopt(sorted(left), dead=dead)
+        return swept
+    for job_id in sorted(left):
         swept += ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
             state=ImportJob.FAILED, error=NOT_STARTED, finished=now
         )
@@ -125,6 +145,10 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
             summary="",
             bytes_done=0,
             lines_done=0,
+            lines_total=0,
+            stage="",
+            queries_done=0,
+            queries_total=0,
             started=None,
             finished=None,
             heartbeat=None,

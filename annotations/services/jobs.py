@@ -1,33 +1,39 @@
-"""Import jobs: store an upload, run its import with visible progress and a heartbeat.
+"""Import jobs: store an upload, run its import with its progress in the units of the work
+(lines parsed, rows stored, queries scored) and a heartbeat.
 
-Failing the jobs whose process stopped, Retry and Dismiss are in `job_recovery` (their
-names are importable from here too)."""
+Starting jobs (a worker's queue, or the web process's own import threads) is in
+`job_queue`; failing the jobs whose process stopped, Retry and Dismiss in `job_recovery`."""
 
 from __future__ import annotations
 
+import codecs
 import logging
-import os
-import threading
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 from django.conf import settings
-from django.core.cache import caches
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations import events, publishing
+from annotations import events
+from annotations.access import ORGANISER, OWNER, roles_of
 from annotations.formats.trec import TrecFormatError
 from annotations.models import Collection, ImportJob
 from annotations.models.webhooks import IMPORT_FAILED, IMPORT_FINISHED
-from annotations.selectors.jobs import progress_in_rows, progress_key
+from annotations.scores import progress
 from annotations.services.imports import documents_import, topics_import
+from annotations.services.job_progress import (
+    CountingReader,
+    JobProgress,
+    ProgressWriter,
+    lines_count,
+)
 from annotations.services.judgements import import_assessor, judgements_import
+from annotations.services.run_storage import RunCheck
 from annotations.services.runs import run_files_import
 
 if TYPE_CHECKING:
@@ -47,101 +53,30 @@ def upload_delete(path: str) -> None:
 NOT_QUEUED = (
     f"The job could not be queued (the broker is unreachable); nothing was imported. {RETRY}"
 )
-PROGRESS_SECONDS = 0.5  # how often a running job writes its progress while it moves
-
-
-# --- progress ---------------------------------------------------------------------------
-
-
-class CountingReader:
-    """A binary file that counts what the import has read of it: bytes (the furthest
-    position reached) and lines (newlines up to there); seeking back does not count twice."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self.bytes_done = 0
-        self.lines_done = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        start = self._raw.tell()
-        data = self._raw.read(size)
-        end = start + len(data)
-        if end > self.bytes_done:
-            self.lines_done += data.count(b"\n", max(0, self.bytes_done - start))
-            self.bytes_done = end
-        return data
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
-        return self._raw.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._raw.tell()
-
-    def readable(self) -> bool:
-        return True
-
-
-def import_job_progress_write(
-    *, job: ImportJob, bytes_done: int, lines_done: int, attempt: datetime
-) -> None:
-    """Record a running job's progress and heartbeat outside the import's transaction
-    (call it from a thread of its own: its connection is not the import's); `attempt` is
-    when this run claimed the job, so a run outlived by its job's failure writes nothing."""
-    now = timezone.now()
-    if progress_in_rows():
-        table = connection.ops.quote_name(ImportJob._meta.db_table)
-        with connection.cursor() as cursor:
-            # SKIP LOCKED: never wait for the row (the import locks it as it finishes).
-            cursor.execute(
-                f"UPDATE {table} SET bytes_done = %s, lines_done = %s, heartbeat = %s "
-                f"WHERE id = (SELECT id FROM {table} WHERE id = %s AND state = %s "
-                "AND started = %s FOR UPDATE SKIP LOCKED)",
-                [bytes_done, lines_done, now, job.id, ImportJob.RUNNING, attempt],
-            )
-        return
-    timeout = max(3600, settings.NDCG_IMPORT_STALE_SECONDS * 4)
-    caches["coordination"].set(
-        progress_key(job), (bytes_done, lines_done, now.timestamp()), timeout=timeout
-    )
-
-
-class _ProgressWriter(threading.Thread):
-    """While the import runs, writes the job's progress and heartbeat every PROGRESS_SECONDS
-    while the progress moves, and the heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
-    whatever the import does (a long step that reads nothing: storing, scoring)."""
-
-    def __init__(self, job: ImportJob, reader: CountingReader, attempt: datetime) -> None:
-        super().__init__(name=f"import-job-{job.id}-progress", daemon=True)
-        self.job, self.reader, self.attempt = job, reader, attempt
-        self.finished = threading.Event()
-
-    def run(self) -> None:
-        heartbeat = float(settings.NDCG_IMPORT_HEARTBEAT_SECONDS)
-        written, last = (0, 0), time.monotonic()
-        try:
-            while not self.finished.wait(min(PROGRESS_SECONDS, heartbeat)):
-                done = (self.reader.bytes_done, self.reader.lines_done)
-                if done == written and time.monotonic() - last < heartbeat:
-                    continue
-                try:
-                    import_job_progress_write(
-                        job=self.job, bytes_done=done[0], lines_done=done[1], attempt=self.attempt
-                    )
-                    written, last = done, time.monotonic()
-                except Exception:  # progress is best effort; the import goes on
-                    logger.warning("could not record the progress of import job %s", self.job.id)
-        finally:
-            connection.close()  # this thread's own connection
-
-    def stop(self) -> None:
-        self.finished.set()
-        self.join()
-
-
 # --- creating and running jobs ------------------------------------------------------------
+
+# How much of a file is looked at before it is queued: enough to tell text from anything else.
+_SNIFF_BYTES = 64 * 1024
+
+
+def upload_text_problem(upload: UploadedFile) -> str | None:
+    """Why the file cannot be a text file of any kind the page imports, from its first
+    bytes (None: it may be); the parsers check every line when the job runs."""
+    if not upload.size:
+        return "file is empty"
+    upload.seek(0)
+    head = upload.read(_SNIFF_BYTES)
+    upload.seek(0)
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        return f"not a text file (a NUL byte at offset {nul})"
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        decoder.decode(head, final=len(head) < _SNIFF_BYTES)
+    except UnicodeDecodeError as error:
+        byte = head[error.start]
+        return f"not a text file: not valid UTF-8 (byte 0x{byte:02x} at offset {error.start})"
+    return None
 
 
 def _upload_store(upload: UploadedFile, path: Path) -> None:
@@ -165,8 +100,11 @@ def import_job_create(
     assessor: User | None = None,
     replace: bool = False,
     split_tags: bool = False,
+    run_name: str = "",
+    description: str = "",
 ) -> ImportJob:
-    """Store an uploaded file under NDCG_UPLOAD_DIR and record its job, queued."""
+    """Store an uploaded file under NDCG_UPLOAD_DIR and record its job, queued (start it
+    with `job_queue.import_jobs_start` once it is committed)."""
     directory = Path(settings.NDCG_UPLOAD_DIR)
     directory.mkdir(parents=True, exist_ok=True)
     job = ImportJob(
@@ -178,6 +116,8 @@ def import_job_create(
         assessor=assessor if kind == ImportJob.QRELS else None,
         replace=replace and kind == ImportJob.RUN,
         split_tags=split_tags and kind == ImportJob.RUN,
+        run_name=run_name if kind == ImportJob.RUN else "",
+        description=description if kind == ImportJob.RUN else "",
     )
     job.full_clean(exclude=["upload_path"])
     path = directory / f"{job.token}.upload"
@@ -189,28 +129,6 @@ def import_job_create(
         path.unlink(missing_ok=True)
         raise
     return job
-
-
-def import_jobs_start(*, jobs: list[ImportJob]) -> None:
-    """With a broker, queue each job for a worker once the jobs are committed; without one,
-    run them here, one after the other."""
-    if settings.CELERY_BROKER_URL:
-        for job in jobs:
-            transaction.on_commit(lambda job_id=job.id: import_job_publish(job_id))  # type: ignore[misc]
-        return
-    for job in jobs:
-        import_job_run(job_id=job.id)
-
-
-def import_job_publish(job_id: int) -> None:
-    try:
-        publishing.IMPORT_JOB_RUN.apply_async((job_id,), retry=False)
-    except Exception as error:
-        logger.warning("could not queue import job %s: %r", job_id, error)
-        # The upload is kept: Retry queues the job again.
-        ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
-            state=ImportJob.FAILED, error=NOT_QUEUED, finished=timezone.now()
-        )
 
 
 class _Abandoned(Exception):
@@ -251,11 +169,26 @@ def _import(job: ImportJob, source: BinaryIO) -> str:
         split_tags=job.split_tags,
         owner=job.created_by,
         replace=job.replace,
+        run_name=job.run_name or None,
+        description=job.description,
+        may_replace=_may_replace(job),
     )
     if not job.split_tags:
         return f"run: {imported[0].run.name}, {imported[0].results} results"
     runs = ", ".join(f"{one.run.name} ({one.results} results)" for one in imported)
     return f"runs, one per tag: {runs}"
+
+
+def _may_replace(job: ImportJob) -> RunCheck | None:
+    """Whether the job's uploader may replace a run, asked on the locked run as the import
+    replaces it: organisers any run, system owners their own (as the API's PUT)."""
+    uploader = job.created_by
+    if uploader is None:
+        return None
+    roles = roles_of(user=uploader, collection=job.collection)
+    if ORGANISER in roles:
+        return None
+    return lambda run: OWNER in roles and run.owner_id == uploader.pk
 
 
 def import_job_run(*, job_id: int) -> str:
@@ -283,31 +216,41 @@ def import_job_run(*, job_id: int) -> str:
 def _run_claimed(job: ImportJob, attempt: datetime) -> str:
     try:
         raw = open(job.upload_path, "rb")  # noqa: SIM115  (closed in the finally below)
+        lines_total = lines_count(job.upload_path)
     except OSError as error:
         text = f"{job.file_name}: the upload is gone ({error.strerror}); nothing was imported"
         _finish_failed(job, text, attempt=attempt, keep_upload=False)
         return ImportJob.FAILED
+    ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=attempt).update(
+        lines_total=lines_total, stage=ImportJob.PARSING
+    )
     reader = CountingReader(cast(BinaryIO, raw))
-    writer = _ProgressWriter(job, reader, attempt)
+    done = JobProgress(job, reader, lines_total)
+    writer = ProgressWriter(job, done, attempt)
     writer.start()
+    # Without a broker the scores of what it imported are computed in this thread once the
+    # import commits: the job, done, then shows "scoring".
+    scored_here = not settings.CELERY_BROKER_URL and job.kind in (ImportJob.RUN, ImportJob.QRELS)
     try:
-        with transaction.atomic():
+        with progress.following(done.tally), transaction.atomic():
             summary = _import(job, cast(BinaryIO, reader))
-            writer.stop()
-            done = ImportJob.objects.filter(
+            finished = timezone.now()
+            marked = ImportJob.objects.filter(
                 id=job.id, state=ImportJob.RUNNING, started=attempt
             ).update(
                 state=ImportJob.DONE,
                 upload_path="",  # deleted once this commits
                 summary=summary,
                 bytes_done=job.size,
-                lines_done=reader.lines_done,
-                finished=timezone.now(),
-                heartbeat=timezone.now(),
+                lines_done=lines_total,
+                stage=ImportJob.SCORING if scored_here else "",
+                finished=finished,
+                heartbeat=finished,
             )
-            if not done:
+            if not marked:
                 raise _Abandoned
             _tell(job, IMPORT_FINISHED, summary=summary)
+            done.committed = True  # what the writer says from the commit on
             path = job.upload_path
             transaction.on_commit(lambda: upload_delete(path))
     except _Abandoned:
@@ -318,6 +261,9 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
         return _finish_failed(job, text, reader, attempt=attempt, keep_upload=False)
     except ValidationError as error:
         text = f"{job.file_name}: {_validation_text(error)} (nothing was imported)"
+        return _finish_failed(job, text, reader, attempt=attempt, keep_upload=False)
+    except PermissionDenied as error:  # a run its uploader may not replace
+        text = f"{job.file_name}: {error} (nothing was imported)"
         return _finish_failed(job, text, reader, attempt=attempt, keep_upload=False)
     # Otherwise the upload is kept for Retry.
     except IntegrityError as error:
@@ -330,6 +276,11 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
     finally:
         writer.stop()
         raw.close()
+    # The scores were computed as the import committed (or queued for a worker).
+    tally = done.tally
+    ImportJob.objects.filter(id=job.id, state=ImportJob.DONE, started=attempt).update(
+        stage="", queries_done=tally.done, queries_total=max(tally.total, tally.done)
+    )
     return ImportJob.DONE
 
 
@@ -350,7 +301,7 @@ def _finish_failed(
     if not keep_upload:
         fields["upload_path"] = ""
     if reader is not None:
-        fields.update(bytes_done=reader.bytes_done, lines_done=reader.lines_done)
+        fields.update(bytes_done=reader.bytes_done, lines_done=reader.lines_done, stage="")
     held = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=attempt)
     with transaction.atomic():
         failed = held.update(**fields)

@@ -16,6 +16,7 @@ from annotations import selectors
 from annotations.forms.exports import RunExportForm, ScoresExportForm
 from annotations.models import Collection, Judgement, Run
 from annotations.selectors import exports
+from annotations.selectors.run_archive import runs_zip
 from annotations.views._collection import collection_for
 
 TEXT = "text/plain; charset=utf-8"
@@ -54,6 +55,7 @@ def _page(
         "assessors": _assessors(collection),
         "scores_form": scores_form or ScoresExportForm(collection=collection, prefix="scores"),
         "run_form": run_form or RunExportForm(collection=collection, prefix="run"),
+        "runs": Run.objects.filter(collection=collection).count(),
         "pending": selectors.pending_count(collection=collection),
     }
     return render(request, "annotations/exports/exports.html", context, status=status)
@@ -101,6 +103,15 @@ def run_download(request: HttpRequest, slug: str) -> HttpResponseBase:
         return _page(request, collection, run_form=form, status=400)
     run: Run = form.cleaned_data["run"]
     return _download(exports.run_text(run=run), f"{run.name}.run")
+
+
+@login_required
+def runs_zip_download(request: HttpRequest, slug: str) -> StreamingHttpResponse:
+    """Every run of the collection, one TREC file each, in one zip streamed as it is read."""
+    collection, _ = collection_for(request, slug, sees="organiser")
+    return _download(
+        runs_zip(collection=collection), f"{collection.slug}-runs.zip", "application/zip"
+    )
 
 
 @login_required

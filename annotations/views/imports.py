@@ -8,19 +8,50 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import TooManyFilesSent, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.forms.imports import FORMS, UploadForm
 from annotations.models import Collection, ImportJob
-from annotations.selectors.jobs import import_job_state, import_jobs_of
+from annotations.selectors.jobs import (
+    JobsPage,
+    batch_summary,
+    import_job_state,
+    import_jobs_page,
+)
+from annotations.services.job_queue import import_jobs_start
 from annotations.services.job_recovery import (
     import_job_dismiss,
     import_job_retry,
     import_jobs_sweep_quietly,
 )
-from annotations.services.jobs import import_job_create, import_jobs_start
+from annotations.services.jobs import import_job_create
 from annotations.views._collection import acting_user, organised_collection
+
+# The session remembers the jobs of the organiser's last upload for its summary line.
+_BATCH = "import-batch"
+
+
+def _page_number(request: HttpRequest) -> int:
+    raw = request.GET.get("page", "1")
+    return int(raw) if raw.isdigit() and len(raw) < 7 else 1
+
+
+def _batch(request: HttpRequest, collection: Collection) -> dict[str, object] | None:
+    """The summary line of the organiser's last upload into this collection, if any."""
+    remembered = request.session.get(_BATCH)
+    if not isinstance(remembered, dict) or remembered.get("collection") != collection.id:
+        return None
+    ids = [job_id for job_id in remembered.get("jobs", []) if isinstance(job_id, int)]
+    jobs = list(ImportJob.objects.filter(collection=collection, id__in=ids).only("state"))
+    if len(jobs) < 2:
+        return None
+    return {
+        "files": len(jobs),
+        "summary": batch_summary(jobs),
+        "active": sum(job.active for job in jobs),
+    }
 
 
 def _page(
@@ -35,14 +66,20 @@ def _page(
     if bound is not None:
         forms[bound.kind] = bound
     import_jobs_sweep_quietly(collection=collection)
+    listed: JobsPage = import_jobs_page(collection=collection, page=_page_number(request))
+    opened = bound.kind if bound is not None else request.GET.get("kind", ImportJob.RUN)
     context = {
         "collection": collection,
         "forms": forms,
-        "jobs": import_jobs_of(collection=collection),
+        "opened": opened if opened in FORMS else ImportJob.RUN,
+        "listed": listed,
+        "waiting": [job for job in listed.jobs if job.active or job.retryable],
+        "finished": [job for job in listed.jobs if not (job.active or job.retryable)],
+        "batch": _batch(request, collection),
         "refused": refused,
         "max_file_mb": settings.NDCG_MAX_UPLOAD_MB,
         "max_upload_mb": settings.NDCG_IMPORT_MAX_MB,
-        "queued": bool(settings.CELERY_BROKER_URL),
+        "queued": bool(settings.CELERY_BROKER_URL) or bool(settings.NDCG_IMPORT_THREADS),
     }
     return render(request, "annotations/imports/page.html", context, status=status)
 
@@ -100,8 +137,9 @@ def _import_upload(request: HttpRequest, collection: Collection, kind: str) -> H
         for upload in form.uploads
     ]
     import_jobs_start(jobs=jobs)
+    request.session[_BATCH] = {"collection": collection.id, "jobs": [job.id for job in jobs]}
     _report_all(request, list(ImportJob.objects.filter(id__in=[j.id for j in jobs]).order_by("id")))
-    return redirect("collection-imports", slug=collection.slug)
+    return redirect(f"{reverse('collection-imports', args=[collection.slug])}?kind={kind}")
 
 
 # A multi-file upload names at most this many of its failures in the notices (the job table
@@ -171,9 +209,15 @@ def import_job_dismiss_view(request: HttpRequest, slug: str, job_id: int) -> Htt
 @login_required
 @require_GET
 def import_jobs_state(request: HttpRequest, slug: str) -> JsonResponse:
-    """The jobs for the page's self-refresh."""
+    """The jobs of one page of the table, and the last upload's summary line, for the page's
+    self-refresh."""
     collection = organised_collection(request, slug)
     import_jobs_sweep_quietly(collection=collection)
-    jobs = import_jobs_of(collection=collection)
-    active = sum(1 for job in jobs if job.active)
-    return JsonResponse({"jobs": [import_job_state(job) for job in jobs], "active": active})
+    listed = import_jobs_page(collection=collection, page=_page_number(request))
+    return JsonResponse(
+        {
+            "jobs": [import_job_state(job) for job in listed.jobs],
+            "active": listed.active,
+            "batch": _batch(request, collection),
+        }
+    )

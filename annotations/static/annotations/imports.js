@@ -34,29 +34,34 @@
     input.addEventListener("change", show);
   });
 
-  // --- the job list: poll while a job is queued or running ---------------------------------
-  var table = document.getElementById("import-jobs");
-  if (!table || !window.fetch) return;
-  var url = table.dataset.stateUrl;
+  // --- the job tables: poll while a job is queued or running -----------------------------
+  var list = document.getElementById("import-jobs");
+  if (!list || !window.fetch) return;
+  var url = list.dataset.stateUrl;
+  var batch = document.getElementById("import-batch");
   var ACTIVE = { queued: true, running: true };
+  // Once a form is submitted the page is leaving: a reload now would cancel the upload.
+  var leaving = false;
+  document.querySelectorAll("form").forEach(function (form) {
+    form.addEventListener("submit", function () { leaving = true; });
+  });
 
   function activeRows() {
-    return table.querySelectorAll("tr[data-state=queued], tr[data-state=running]").length;
+    var rows = list.querySelectorAll("tr[data-state=queued], tr[data-state=running]").length;
+    return rows + (batch && batch.dataset.active !== "0" ? 1 : 0);
   }
 
   function update(job) {
-    var row = table.querySelector('tr[data-job="' + job.id + '"]');
+    var row = list.querySelector('tr[data-job="' + job.id + '"]');
     if (!row) return false;
     row.dataset.state = job.state;
     var state = row.querySelector(".job-state");
     state.textContent = job.state;
     state.className = "job-state state-" + job.state;
     var bar = row.querySelector("progress");
-    bar.max = Math.max(job.size, 1);
-    bar.value = job.state === "done" ? bar.max : job.bytes_done;
-    bar.textContent = job.percent + "%";
-    row.querySelector(".job-percent").textContent = job.percent + "%";
-    row.querySelector(".job-lines").textContent = job.lines_done;
+    bar.max = Math.max(job.max, 1);
+    if (job.value === null) bar.removeAttribute("value"); else bar.value = job.value;
+    row.querySelector(".job-stage").textContent = job.progress;
     var result = row.querySelector(".job-result");
     result.textContent = "";
     if (job.error) {
@@ -67,19 +72,25 @@
     } else {
       result.textContent = job.summary;
     }
-    // Retry and Dismiss, rendered with the row, show once the job failed with its upload kept.
     var actions = row.querySelector(".job-actions");
+    // Retry and Dismiss, rendered with the row, show once the job failed with its upload kept.
     if (actions) actions.hidden = !job.retryable;
     return true;
   }
 
   function poll() {
+    if (leaving) return;
     fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (response) { return response.ok ? response.json() : null; })
       .then(function (data) {
         if (data) {
           var unknown = false;
           data.jobs.forEach(function (job) { if (!update(job) && ACTIVE[job.state]) unknown = true; });
+          if (batch && data.batch) {
+            batch.querySelector(".batch-line").textContent = data.batch.summary;
+            batch.dataset.active = String(data.batch.active);
+          }
+          if (leaving) return;
           if (unknown) { window.location.reload(); return; }
         }
         if (activeRows()) window.setTimeout(poll, 1000);
