@@ -55,6 +55,9 @@ _LOCATED = {
     "collections_runs_create",
     "collections_runs_update",
     "collections_runs_results_update",
+    "collections_pools_create",
+    "collections_members_create",
+    "collections_accounts_create",
 }
 _LOCATION = {
     "description": "The URL of the created resource.",

@@ -67,7 +67,7 @@ class JudgementFilter(StrictFilterSet):
         return queryset.filter(updated__gte=moment)
 
 
-def _pair(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:
+def pair_of(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:
     query = Query.objects.filter(collection=collection, qid=qid).first()
     document = Document.objects.filter(collection=collection, docno=docno).first()
     problems: dict[str, list[str]] = {}
@@ -125,7 +125,7 @@ class JudgementListCreateApi(CollectionListApiView):
             if ORGANISER in self.roles_held:
                 services.queries_ensure(collection=self.collection, qids=[data["qid"]])
                 services.documents_ensure(collection=self.collection, docnos=[data["docno"]])
-            query, document = _pair(self.collection, data["qid"], data["docno"])
+            query, document = pair_of(self.collection, data["qid"], data["docno"])
             judgement, is_new = services.judgement_upsert(
                 query=query,
                 document=document,
