@@ -164,7 +164,7 @@ class ScoresCsvExportApi(_ScoresExport):
         parameters=[RUN_EXPORT, K_EXPORT],
         responses={
             (200, "text/csv"): OpenApiResponse(
-                {"type": "string", "format": "binary"},
+                OpenApiTypes.STR,
                 description="Columns " + ", ".join(exports.SCORE_COLUMNS) + ".",
             ),
             **documented_errors(400, 401, 403, 404),
