@@ -96,6 +96,16 @@ class _ScoresExport(CollectionApiView):
     layout = ""
 
     def export(self, request: Request) -> StreamingHttpResponse:
+        # As strict as the schema: a blank value is no value, a boolean is true or false.
+        problems = {
+            name: ["Give a value, or leave the parameter out."]
+            for name, value in request.query_params.items()
+            if value == ""
+        }
+        if request.query_params.get("per_query", "true") not in {"true", "false"}:
+            problems["per_query"] = ["Give true or false."]
+        if problems:
+            raise ValidationError(problems)
         given = request.query_params.copy()
         given["format"] = self.layout
         form = ScoresExportForm(given, collection=self.collection)
