@@ -4,6 +4,7 @@ from django.urls import path
 
 import annotations.converters  # noqa: F401  (registers the <id:...> path converter)
 from annotations import apis
+from annotations.apis import assignments, campaign, exports, members, pools
 
 app_name = "api"
 
@@ -134,5 +135,95 @@ urlpatterns = [
         "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/cancel/",
         apis.JudgeRunCancelApi.as_view(),
         name="judge-run-cancel",
+    ),
+    # The judging campaign: pools, assignments, members and accounts, adjudication,
+    # agreement, history, downloads.
+    path("collections/<slug:slug>/pools/", pools.PoolListCreateApi.as_view(), name="pools"),
+    path(
+        "collections/<slug:slug>/pools/<int:pool_id>/",
+        pools.PoolDetailApi.as_view(),
+        name="pool",
+    ),
+    path(
+        "collections/<slug:slug>/pools/<int:pool_id>/extend/",
+        pools.PoolExtendApi.as_view(),
+        name="pool-extend",
+    ),
+    path(
+        "collections/<slug:slug>/pools/<int:pool_id>/assign/",
+        pools.PoolAssignApi.as_view(),
+        name="pool-assign",
+    ),
+    path(
+        "collections/<slug:slug>/assignments/",
+        assignments.AssignmentListApi.as_view(),
+        name="assignments",
+    ),
+    path(
+        "collections/<slug:slug>/assignments/<int:assignment_id>/items/",
+        assignments.AssignmentItemsApi.as_view(),
+        name="assignment-items",
+    ),
+    path(
+        "collections/<slug:slug>/assignments/<int:assignment_id>/release/",
+        pools.AssignmentReleaseApi.as_view(),
+        name="assignment-release",
+    ),
+    path(
+        "collections/<slug:slug>/members/",
+        members.MemberListCreateApi.as_view(),
+        name="members",
+    ),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/",
+        members.MemberDetailApi.as_view(),
+        name="member",
+    ),
+    path(
+        "collections/<slug:slug>/members/<int:membership_id>/password-link/",
+        members.PasswordLinkApi.as_view(),
+        name="member-password-link",
+    ),
+    path(
+        "collections/<slug:slug>/accounts/",
+        members.AccountCreateApi.as_view(),
+        name="accounts",
+    ),
+    path("collections/<slug:slug>/agreement/", campaign.AgreementApi.as_view(), name="agreement"),
+    path(
+        "collections/<slug:slug>/disagreements/",
+        campaign.DisagreementsApi.as_view(),
+        name="disagreements",
+    ),
+    path(
+        "collections/<slug:slug>/adjudications/",
+        campaign.AdjudicationListCreateApi.as_view(),
+        name="adjudications",
+    ),
+    path("collections/<slug:slug>/history/", campaign.HistoryApi.as_view(), name="history"),
+    path(
+        "collections/<slug:slug>/assessor-qrels/",
+        exports.AssessorQrelsApi.as_view(),
+        name="assessor-qrels",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<id:name>/download/",
+        exports.RunDownloadApi.as_view(),
+        name="run-download",
+    ),
+    path(
+        "collections/<slug:slug>/scores/export/trec/",
+        exports.ScoresTrecExportApi.as_view(),
+        name="scores-export-trec",
+    ),
+    path(
+        "collections/<slug:slug>/scores/export/csv/",
+        exports.ScoresCsvExportApi.as_view(),
+        name="scores-export-csv",
+    ),
+    path(
+        "collections/<slug:slug>/scores/export/json/",
+        exports.ScoresJsonExportApi.as_view(),
+        name="scores-export-json",
     ),
 ]

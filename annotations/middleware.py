@@ -72,3 +72,55 @@ class RefuseInvalidUtf8Middleware:
                 return error_response(400, "invalid", detail)
             return HttpResponseBadRequest(detail)
         return self.get_response(request)
+
+
+# What servers put the request target in, as the client sent it: gunicorn sets RAW_URI,
+# several others (and the development server here, annotations/devserver.py) REQUEST_URI.
+_RAW_TARGET = ("RAW_URI", "REQUEST_URI")
+
+
+def raw_path_info(meta: dict[str, object]) -> str | None:
+    """The path as routing should read it when the raw request target holds `%2F`: each
+    segment decoded on its own, a `/` inside one written `~2F` (the id rule of
+    annotations/converters.py), so a generated client's "manual/v1" stays one segment.
+    None when the server gives no raw target, or it holds no encoded slash."""
+    raw = next((meta[key] for key in _RAW_TARGET if isinstance(meta.get(key), str)), None)
+    if not isinstance(raw, str):
+        return None
+    path = raw.split("?", 1)[0].split("#", 1)[0]
+    if "%2f" not in path.lower() or not path.startswith("/"):
+        return None
+    try:
+        segments = [
+            unquote_to_bytes(segment).replace(b"/", b"~2F").decode("utf-8")
+            for segment in path.split("/")
+        ]
+    except UnicodeDecodeError:  # not UTF-8: left to the server's own decoding
+        return None
+    decoded = "/".join(segments)
+    script = str(meta.get("SCRIPT_NAME") or "").rstrip("/")
+    if script:
+        if not decoded.startswith(script + "/"):
+            return None
+        decoded = decoded[len(script) :]
+    return decoded
+
+
+class RawPathMiddleware:
+    """A percent-encoded `/` (`%2F`) in a path segment reaches the same object as `~2F`.
+
+    Servers decode `%2F` into a separator before Django sees the path (PEP 3333 gives only
+    the decoded PATH_INFO), so `runs/manual%2Fv1/` would route as two segments and 404.
+    Where the server passes the raw request target (gunicorn's RAW_URI; REQUEST_URI) the
+    path is re-read from it, segment by segment. First in MIDDLEWARE: before any routing.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        path_info = raw_path_info(request.META)
+        if path_info is not None:
+            request.path_info = path_info
+            request.path = str(request.META.get("SCRIPT_NAME") or "").rstrip("/") + path_info
+        return self.get_response(request)

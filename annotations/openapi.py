@@ -55,11 +55,29 @@ _LOCATED = {
     "collections_runs_create",
     "collections_runs_update",
     "collections_runs_results_update",
+    "collections_pools_create",
+    "collections_members_create",
+    "collections_accounts_create",
 }
 _LOCATION = {
     "description": "The URL of the created resource.",
     "schema": {"type": "string", "format": "uri"},
     "required": True,
+}
+
+# The validators of a conditional read (annotations/apis/conditional.py): every operation
+# that documents a 304 sends them with its 200.
+_VALIDATORS = {
+    "ETag": {
+        "description": "A strong validator: it changes whenever the body does (send it back "
+        "in If-None-Match).",
+        "schema": {"type": "string"},
+    },
+    "Last-Modified": {
+        "description": "When the body last changed, where a stored time says it (left out "
+        "while scores are pending).",
+        "schema": {"type": "string"},
+    },
 }
 
 
@@ -107,6 +125,8 @@ def error_responses(
             created = responses.get("201")
             if isinstance(created, dict) and operation.get("operationId") in _LOCATED:
                 created.setdefault("headers", {})["Location"] = _LOCATION
+            if "304" in responses and isinstance(responses.get("200"), dict):
+                responses["200"].setdefault("headers", {}).update(_VALIDATORS)
             if method in _WRITES:
                 parameters = operation.setdefault("parameters", [])
                 if not any(p.get("name") == "Idempotency-Key" for p in parameters):

@@ -38,6 +38,15 @@ def may_replace_run(*, roles: frozenset[str], user: Any, run_owner_id: int | Non
     return ORGANISER in roles or (OWNER in roles and run_owner_id == user.pk)
 
 
+class MayCreateCollections(BasePermission):
+    """A new collection (POST): staff, and organisers of another collection."""
+
+    message = "Only staff and organisers may create collections."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return request.method != "POST" or may_create_collections(request.user)
+
+
 class CollectionRole(BasePermission):
     """Resolve the view's collection by slug and check the caller's role for the method.
 
@@ -83,6 +92,8 @@ class CollectionRole(BasePermission):
         allowed: frozenset[str] = getattr(view, "roles", {}).get(request.method or "", frozenset())
         if request.method == "HEAD":
             allowed = getattr(view, "roles", {}).get("GET", frozenset())
+        elif request.method == "OPTIONS":  # what the resource is: any member may ask
+            allowed = ANY_ROLE
         if not roles & allowed:
             raise PermissionDenied("Your role in this collection does not allow this.")
         return True

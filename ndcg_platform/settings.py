@@ -75,6 +75,8 @@ if PRODUCTION and not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
+    # Its runserver passes the raw request target (before staticfiles', which it extends).
+    "ndcg_platform.devserver",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -92,6 +94,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a %2F in a path segment is re-read from the raw request target before routing.
+    "annotations.middleware.RawPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -384,6 +388,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "annotations.openapi.ApiSchema",
+    # OPTIONS describes the body each write takes, for the writes the caller may make.
+    "DEFAULT_METADATA_CLASS": "annotations.metadata.ApiMetadata",
     "EXCEPTION_HANDLER": "annotations.api_errors.api_exception_handler",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "annotations.pagination.BoundedLimitOffsetPagination",

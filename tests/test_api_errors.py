@@ -91,7 +91,6 @@ def organiser_api(db: None) -> Any:
 @pytest.mark.parametrize(
     "query",
     [
-        f"limit={2**64}",
         f"offset={2**64}",
         "limit=5&offset=99999999999999999999999",
         "updated_after=2026-01-01T00:00:00%2B16:00",

@@ -85,6 +85,26 @@ STATE_400 = {
     "unset; the endpoint refuses",
     "POST /api/v1/collections/{slug}/judges/{name}/runs/": "no such pool; the key's variable "
     "is unset; a run is active",
+    # The judging campaign.
+    "POST /api/v1/collections/{slug}/pools/": "the pool name is taken; a run or qid the "
+    "collection lacks; a budget without order=impact",
+    "POST /api/v1/collections/{slug}/pools/{pool_id}/extend/": "a run or qid the collection lacks",
+    "POST /api/v1/collections/{slug}/pools/{pool_id}/assign/": "an unknown account; an overlap "
+    "above the number of assessors",
+    "POST /api/v1/collections/{slug}/assignments/{assignment_id}/release/": "an unknown "
+    "account; the assessor who holds the assignment",
+    "POST /api/v1/collections/{slug}/members/": "an account that cannot be added; a role held",
+    "POST /api/v1/collections/{slug}/accounts/": "the username is taken or not a username",
+    "PATCH /api/v1/collections/{slug}/members/{membership_id}/": "the last organiser",
+    "DELETE /api/v1/collections/{slug}/members/{membership_id}/": "the last organiser",
+    "POST /api/v1/collections/{slug}/members/{membership_id}/password-link/": "an account "
+    "no link may be issued for",
+    "POST /api/v1/collections/{slug}/adjudications/": "a pair nobody judged; a grade off the "
+    "scale; a qid or docno the collection lacks",
+    "GET /api/v1/collections/{slug}/scores/export/trec/": "k not among the cutoffs; no such run",
+    "GET /api/v1/collections/{slug}/scores/export/csv/": "k not among the cutoffs; no such run",
+    "GET /api/v1/collections/{slug}/scores/export/json/": "k not among the cutoffs; no such run",
+    "GET /api/v1/collections/{slug}/history/": "a time outside years 1 to 9999 in UTC",
 }
 
 

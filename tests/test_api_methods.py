@@ -13,7 +13,18 @@ from annotations.models import Membership
 from tests.factories import UserFactory
 
 METHODS = ("get", "post", "put", "patch", "delete")
-VALUES = {"slug": "m", "name": "r", "qid": "q1", "docno": "d1", "job_id": "1"}
+VALUES = {
+    "slug": "m",
+    "name": "r",
+    "qid": "q1",
+    "docno": "d1",
+    "pool_id": "1",
+    "assignment_id": "1",
+    "membership_id": "1",
+    "job_id": "1",
+    "webhook_id": "1",
+    "run_id": "1",
+}
 
 
 def _error(response: Any, status: int) -> dict[str, Any]:

@@ -39,4 +39,5 @@ def test_a_query_string_that_is_not_utf8_is_an_api_400_in_the_error_shape(db: No
     response = client.get("/api/v1/collections/?search=%FF")
     assert response.status_code == 400
     assert response.json()["error"]["detail"] == "The request's query string is not valid UTF-8."
-    assert client.get("/api/v1/collections/?search=%C3%A9").status_code == 200
+    services.collection_create(slug="utf", cutoffs=[5])
+    assert client.get("/api/v1/collections/utf/judgements/?qid=%C3%A9").status_code == 200

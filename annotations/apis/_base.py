@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 from annotations import idempotency, selectors
 from annotations.access import Access
 from annotations.api_errors import RequestTargetTooLong, UploadTooLarge
+from annotations.metadata import query_parameters
 from annotations.models import Collection, IdempotentResponse
 from annotations.permissions import (
     ASSESSOR,
@@ -86,6 +87,30 @@ def cutoff_of(collection: Collection, request: Request) -> int:
     return selectors.cutoff_from(collection, raw)
 
 
+# DRF's own: the renderer a client may ask for (`?format=json`), on every endpoint.
+_ALWAYS_ALLOWED = frozenset({"format"})
+
+
+def refuse_unknown_parameters(view: APIView, request: Request) -> None:
+    """A query parameter the operation does not document is a 400 naming it, not a filter
+    silently ignored (a misspelt `qid=` would answer every judgement)."""
+    method = "GET" if request.method == "HEAD" else (request.method or "")
+    if method == "OPTIONS" or not request.query_params:
+        return
+    known = query_parameters(view, method)
+    if known is None:
+        return
+    unknown = sorted(set(request.query_params) - known - _ALWAYS_ALLOWED)
+    if unknown:
+        allowed = ", ".join(sorted(known)) or "none"
+        raise ValidationError(
+            {
+                name: [f"Unknown query parameter (this operation takes: {allowed})."]
+                for name in unknown
+            }
+        )
+
+
 class ApiView(APIView):
     """Base of every API view (errors get one body through settings' EXCEPTION_HANDLER).
 
@@ -118,6 +143,7 @@ class ApiView(APIView):
         if method not in self.http_method_names or not hasattr(self, method):
             raise MethodNotAllowed(request.method or "")
         super().initial(request, *args, **kwargs)
+        refuse_unknown_parameters(self, request)
         key = idempotency.requested_key(request)
         if key is not None and request.user.is_authenticated:
             self._idempotent = idempotency.claim(request, key)

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import GenericAPIView
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,7 +25,7 @@ from annotations.models import Collection, Membership
 from annotations.permissions import (
     ANY_ROLE,
     ORGANISER,
-    may_create_collections,
+    MayCreateCollections,
 )
 from annotations.serializers import (
     CollectionCreateSerializer,
@@ -36,6 +36,7 @@ from annotations.serializers import (
 
 class CollectionListCreateApi(GenericAPIView, ApiView):  # type: ignore[type-arg]
     serializer_class = CollectionSerializer
+    permission_classes = [IsAuthenticated, MayCreateCollections]
 
     def get_queryset(self) -> QuerySet[Collection]:
         if is_schema_view(self):
@@ -68,8 +69,6 @@ class CollectionListCreateApi(GenericAPIView, ApiView):  # type: ignore[type-arg
         responses={201: CollectionSerializer, **documented_errors(400, 401, 403)},
     )
     def post(self, request: Request) -> Response:
-        if not may_create_collections(request.user):
-            raise PermissionDenied("Only staff and organisers may create collections.")
         serializer = CollectionCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)

@@ -9,6 +9,7 @@ import django_filters
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -29,10 +30,18 @@ from annotations.apis._base import (
     documented_errors,
     is_schema_view,
 )
+from annotations.apis.conditional import (
+    CONDITIONAL_PARAMETERS,
+    NOT_MODIFIED,
+    Validators,
+    etag_of,
+    qrels_changed_at,
+)
 from annotations.models import Collection, Document, Judgement, Query
 from annotations.permissions import (
     ORGANISER,
 )
+from annotations.selectors import scores_state
 from annotations.serializers import (
     JudgementInputSerializer,
     JudgementSerializer,
@@ -67,7 +76,7 @@ class JudgementFilter(StrictFilterSet):
         return queryset.filter(updated__gte=moment)
 
 
-def _pair(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:
+def pair_of(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:
     query = Query.objects.filter(collection=collection, qid=qid).first()
     document = Document.objects.filter(collection=collection, docno=docno).first()
     problems: dict[str, list[str]] = {}
@@ -125,7 +134,7 @@ class JudgementListCreateApi(CollectionListApiView):
             if ORGANISER in self.roles_held:
                 services.queries_ensure(collection=self.collection, qids=[data["qid"]])
                 services.documents_ensure(collection=self.collection, docnos=[data["docno"]])
-            query, document = _pair(self.collection, data["qid"], data["docno"])
+            query, document = pair_of(self.collection, data["qid"], data["docno"])
             judgement, is_new = services.judgement_upsert(
                 query=query,
                 document=document,
@@ -197,18 +206,26 @@ class QrelsApi(CollectionApiView):
 
     @extend_schema(
         summary="The effective judgements as TREC qrels (organisers)",
+        parameters=CONDITIONAL_PARAMETERS,
         responses={
             (200, "text/plain"): OpenApiResponse(
                 OpenApiTypes.STR, description="`qid 0 docno grade` lines"
             ),
+            **NOT_MODIFIED,
             **documented_errors(401, 403, 404),
         },
     )
-    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+    def get(self, request: Request, slug: str) -> HttpResponseBase:
+        # The stamp changes with every judgement and setting change (aggregation included).
+        state = scores_state.scores_state(collection=self.collection)
+        validators = Validators(etag_of("qrels", state.stamp), qrels_changed_at(self.collection))
+        not_modified = validators.not_modified(request)
+        if not_modified is not None:
+            return not_modified
         # Streamed as it is read (server-side cursor): constant memory at any size.
         response = StreamingHttpResponse(
             selectors.qrels_lines(collection=self.collection),
             content_type="text/plain; charset=utf-8",
         )
         response["Content-Disposition"] = f'inline; filename="{self.collection.slug}.qrels"'
-        return response
+        return validators.stamped(response)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
+from django.http.response import HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
@@ -16,6 +18,12 @@ from annotations.apis._base import (
     CollectionApiView,
     cutoff_of,
     documented_errors,
+)
+from annotations.apis.conditional import (
+    CONDITIONAL_PARAMETERS,
+    NOT_MODIFIED,
+    Validators,
+    etag_of,
 )
 from annotations.models import Run
 from annotations.permissions import (
@@ -85,6 +93,18 @@ def leaderboard_body(
     ).data
 
 
+def _board_changed_at(
+    board: leaderboards.Leaderboard, flips: impact.FlipState | None
+) -> datetime | None:
+    """When the leaderboard's body last changed, if stored times say it: the scores' last
+    write and the statistics' computation. None while scores are pending, and while pools by
+    impact queue pairs (their counts move with assignments, which no stored time follows)."""
+    if board.state.changed_at is None or (flips and any(p.queued for p in flips.pairs)):
+        return None
+    times = [t for t in (board.state.changed_at, board.computed_at) if t is not None]
+    return max(times)
+
+
 class LeaderboardApi(CollectionApiView):
     roles = {"GET": ANY_ROLE}
     public_read = True
@@ -92,10 +112,14 @@ class LeaderboardApi(CollectionApiView):
 
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, tiers, judged@k, bounds",
-        parameters=[K_PARAMETER],
-        responses={200: LeaderboardFlipsSerializer, **documented_errors(400, 401, 403, 404)},
+        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        responses={
+            200: LeaderboardFlipsSerializer,
+            **NOT_MODIFIED,
+            **documented_errors(400, 401, 403, 404),
+        },
     )
-    def get(self, request: Request, slug: str) -> Response:
+    def get(self, request: Request, slug: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
         board = snapshots.leaderboard_read(collection=self.collection, k=k)
         impact_services.flips_read_refresh(collection=self.collection, board=board)
@@ -109,11 +133,16 @@ class LeaderboardApi(CollectionApiView):
                 (self.collection.id, k, board.state.stamp, board.computed_stamp, computed, marks),
             )
         )
+        # The body is a function of the key: its hash is a strong validator.
+        validators = Validators(etag_of(key), _board_changed_at(board, flips))
+        not_modified = validators.not_modified(request)
+        if not_modified is not None:
+            return not_modified
         body = cache.get(key)
         if body is None:
             body = leaderboard_body(board, flips)
             cache.set(key, body, timeout=600)
-        return Response(body)
+        return validators.stamped(Response(body))
 
 
 class RunScoresApi(CollectionApiView):
@@ -123,14 +152,24 @@ class RunScoresApi(CollectionApiView):
 
     @extend_schema(
         summary="A run's per-query scores at k (full float precision)",
-        parameters=[K_PARAMETER],
-        responses={200: RunScoresSerializer, **documented_errors(400, 401, 403, 404)},
+        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        responses={
+            200: RunScoresSerializer,
+            **NOT_MODIFIED,
+            **documented_errors(400, 401, 403, 404),
+        },
     )
-    def get(self, request: Request, slug: str, name: str) -> Response:
+    def get(self, request: Request, slug: str, name: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
         run = Run.objects.filter(collection=self.collection, name=name).first()
         if run is None or not self.access.run_scores(run):
             raise NotFound("No such run.")
+        # The stamp changes with every judgement, run, score or setting change.
+        state = scores_state.scores_state(collection=self.collection)
+        validators = Validators(etag_of("run-scores", state.stamp, run.id, k), state.changed_at)
+        not_modified = validators.not_modified(request)
+        if not_modified is not None:
+            return not_modified
         scores = stored_scores.run_scores(run=run, k=k)
         body = {
             "collection": self.collection.slug,
@@ -143,7 +182,7 @@ class RunScoresApi(CollectionApiView):
             "queries": scores.queries,
             "per_query": scores.per_query,
         }
-        return Response(RunScoresSerializer(body).data)
+        return validators.stamped(Response(RunScoresSerializer(body).data))
 
 
 class CompareApi(CollectionApiView):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -23,7 +25,14 @@ from annotations.apis._base import (
     cutoff_of,
     documented_errors,
 )
+from annotations.apis.conditional import (
+    CONDITIONAL_PARAMETERS,
+    NOT_MODIFIED,
+    Validators,
+    etag_of,
+)
 from annotations.models import Collection, QrelsVersion
+from annotations.selectors.scores_state import scores_state
 from annotations.selectors.versions import (
     Mark,
     leaderboard_as_of,
@@ -67,6 +76,25 @@ def _at(request: Request, collection: Collection, field: str = "at") -> Mark:
     except OverflowError:
         raise ValidationError({field: ["The time is out of range."]}) from None
     return Mark.of_time(collection, moment)
+
+
+def _validators(collection: Collection, mark: Mark, *parts: object) -> Validators:
+    """What a read as of a mark depends on: the mark, and (a time's mark, or a leaderboard)
+    the stamp, which changes with every judgement, run and setting change."""
+    state = scores_state(collection=collection)
+    fixed = mark.history_id is not None and not parts
+    etag = etag_of("as-of", mark.key, mark.gain, mark.missing_queries, *parts,
+                   None if fixed else state.stamp)  # fmt: skip
+    return Validators(etag, None if fixed else state.changed_at)
+
+
+def _conditional(
+    request: Request, validators: Validators, answer: Callable[[], HttpResponseBase]
+) -> HttpResponseBase:
+    not_modified = validators.not_modified(request)
+    if not_modified is not None:
+        return not_modified
+    return validators.stamped(answer())
 
 
 def _qrels_response(collection: Collection, mark: Mark, name: str) -> StreamingHttpResponse:
@@ -129,11 +157,17 @@ class QrelsVersionQrelsApi(CollectionApiView):
 
     @extend_schema(
         summary="A version's effective qrels, as exported when it was tagged",
-        responses={**QRELS_TEXT, **documented_errors(401, 403, 404)},
+        parameters=CONDITIONAL_PARAMETERS,
+        responses={**QRELS_TEXT, **NOT_MODIFIED, **documented_errors(401, 403, 404)},
     )
-    def get(self, request: Request, slug: str, name: str) -> StreamingHttpResponse:
+    def get(self, request: Request, slug: str, name: str) -> HttpResponseBase:
         version = _version(self.collection, name)
-        return _qrels_response(self.collection, Mark.of_version(version), version.name)
+        mark = Mark.of_version(version)
+        return _conditional(
+            request,
+            _validators(self.collection, mark),
+            lambda: _qrels_response(self.collection, mark, version.name),
+        )
 
 
 class QrelsVersionLeaderboardApi(CollectionApiView):
@@ -141,13 +175,21 @@ class QrelsVersionLeaderboardApi(CollectionApiView):
 
     @extend_schema(
         summary="Every run's mean nDCG@k under a version's qrels",
-        parameters=[K_PARAMETER],
-        responses={200: LeaderboardAsOfSerializer, **documented_errors(400, 401, 403, 404)},
+        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        responses={
+            200: LeaderboardAsOfSerializer,
+            **NOT_MODIFIED,
+            **documented_errors(400, 401, 403, 404),
+        },
     )
-    def get(self, request: Request, slug: str, name: str) -> Response:
+    def get(self, request: Request, slug: str, name: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
         mark = Mark.of_version(_version(self.collection, name))
-        return Response(_board(self.collection, mark, k))
+        return _conditional(
+            request,
+            _validators(self.collection, mark, "leaderboard", k),
+            lambda: Response(_board(self.collection, mark, k)),
+        )
 
 
 class QrelsAsOfApi(CollectionApiView):
@@ -155,12 +197,16 @@ class QrelsAsOfApi(CollectionApiView):
 
     @extend_schema(
         summary="The effective qrels as they stood at a past time",
-        parameters=[AT_PARAMETER],
-        responses={**QRELS_TEXT, **documented_errors(400, 401, 403, 404)},
+        parameters=[AT_PARAMETER, *CONDITIONAL_PARAMETERS],
+        responses={**QRELS_TEXT, **NOT_MODIFIED, **documented_errors(400, 401, 403, 404)},
     )
-    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+    def get(self, request: Request, slug: str) -> HttpResponseBase:
         mark = _at(request, self.collection)
-        return _qrels_response(self.collection, mark, "as-of")
+        return _conditional(
+            request,
+            _validators(self.collection, mark),
+            lambda: _qrels_response(self.collection, mark, "as-of"),
+        )
 
 
 class LeaderboardAsOfApi(CollectionApiView):
@@ -168,13 +214,21 @@ class LeaderboardAsOfApi(CollectionApiView):
 
     @extend_schema(
         summary="Every run's mean nDCG@k under the qrels of a past time",
-        parameters=[AT_PARAMETER, K_PARAMETER],
-        responses={200: LeaderboardAsOfSerializer, **documented_errors(400, 401, 403, 404)},
+        parameters=[AT_PARAMETER, K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        responses={
+            200: LeaderboardAsOfSerializer,
+            **NOT_MODIFIED,
+            **documented_errors(400, 401, 403, 404),
+        },
     )
-    def get(self, request: Request, slug: str) -> Response:
+    def get(self, request: Request, slug: str) -> HttpResponseBase:
         mark = _at(request, self.collection)
         k = cutoff_of(self.collection, request)
-        return Response(_board(self.collection, mark, k))
+        return _conditional(
+            request,
+            _validators(self.collection, mark, "leaderboard", k),
+            lambda: Response(_board(self.collection, mark, k)),
+        )
 
 
 class QrelsVersionsDiffApi(CollectionApiView):

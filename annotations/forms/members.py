@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotations.models import Membership
@@ -33,14 +32,7 @@ class AccountCreateForm(forms.Form):
     role = forms.ChoiceField(
         choices=Membership.ROLE_CHOICES, initial=Membership.ASSESSOR, help_text=ROLE_HELP
     )
-
-    def clean_username(self) -> str:
-        username: str = self.cleaned_data["username"]
-        if get_user_model().objects.filter(username__iexact=username).exists():
-            raise forms.ValidationError(
-                "This username is taken: choose another, or add the person's own account above."
-            )
-        return username
+    # Whether the username is free is the service's rule (services.account_create).
 
 
 class RoleForm(forms.Form):

@@ -22,6 +22,9 @@ class ScoresState:
     pending_queries: int
     pending_runs: int
     last_recomputed: datetime | None
+    # The latest write the stamp covers (settings, runs, scores); None while scores are
+    # pending, when a judgement has changed what no stored time records yet.
+    changed_at: datetime | None = None
 
 
 def scores_state(*, collection: Collection) -> ScoresState:
@@ -45,16 +48,21 @@ def scores_state(*, collection: Collection) -> ScoresState:
     with connection.cursor() as cursor:
         cursor.execute(sql, [collection.id] * 3)
         row = cursor.fetchone()
-    (_, _, _, stale, _, _, unscored, runs_scored, _, scores_updated) = row
+    (_, _, _, stale, _, runs_updated, unscored, runs_scored, _, scores_updated) = row
     parts = (collection.updated, *row)
     stamp = hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
     recomputed = [t for t in map(_datetime, (runs_scored, scores_updated)) if t is not None]
+    written = [
+        t for t in map(_datetime, (collection.updated, runs_updated, *recomputed)) if t is not None
+    ]
+    pending = bool(stale or unscored)
     return ScoresState(
         stamp=stamp,
-        pending=bool(stale or unscored),
+        pending=pending,
         pending_queries=int(stale or 0),
         pending_runs=int(unscored or 0),
         last_recomputed=max(recomputed) if recomputed else None,
+        changed_at=None if pending or not written else max(written),
     )
 
 

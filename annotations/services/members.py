@@ -29,6 +29,7 @@ NOT_ADDABLE = (
     "{username!r} cannot be added: ask the person for the username they log in with, or "
     "create a new account below."
 )
+USERNAME_TAKEN = "This username is taken: choose another, or add the person's own account above."
 LINK_REFUSED = (
     "A set-password link is issued only for an account this collection created that has not "
     "set a password and holds no role elsewhere; staff can help with any other account."
@@ -109,9 +110,13 @@ def account_create(
     actor: User | None = None,
 ) -> AbstractBaseUser:
     """Create an account without a password (it is set through a one-time link) and make it
-    a member with `role`, in one transaction; the account belongs to this collection."""
+    a member with `role`, in one transaction; the account belongs to this collection. A
+    username taken in any letter case is refused (two accounts "Ann" and "ann" would be
+    confused on every page)."""
     _check_role(role)
     model = get_user_model()
+    if model.objects.filter(username__iexact=username).exists():
+        raise ValidationError({"username": USERNAME_TAKEN})
     user = model(username=username, email=email)
     user.set_unusable_password()
     user.full_clean(exclude=["password"])

@@ -74,7 +74,8 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
                     actor=_actor(request),
                 )
             except ValidationError as error:
-                create_form.add_error(None, " ".join(error.messages))
+                for field, problems in error.message_dict.items():
+                    create_form.add_error(field if field in create_form.fields else None, problems)
             else:
                 # Rendered, not redirected: the link is shown once, to this organiser only.
                 return _page(request, collection, link=_link(request, collection, user))
