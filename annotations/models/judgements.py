@@ -100,6 +100,8 @@ class JudgementHistory(models.Model):
             models.Index(fields=["query", "document"], name="history_pair_idx"),
             # The dashboard's per-assessor pace reads each assessor's latest grades.
             models.Index(fields=["assessor", "changed_at"], name="history_assessor_time_idx"),
+            # ... and today's changes hour by hour.
+            models.Index(fields=["changed_at"], name="history_time_idx"),
         ]
 
     def __str__(self) -> str:
