@@ -49,8 +49,9 @@ NO_PACE = Pace(timed=0, median_seconds=None, per_hour=None, eta_seconds=None)
 
 def assessor_pace(*, collection: Collection, assessor_id: int, left: int) -> Pace:
     """The pace of one assessor in one collection from their latest timed grades."""
-    dwells = list(
-        JudgementHistory.objects.filter(
+    dwells: list[int] = [
+        dwell
+        for dwell in JudgementHistory.objects.filter(
             assessor_id=assessor_id,
             query__collection=collection,
             source="form",
@@ -58,7 +59,8 @@ def assessor_pace(*, collection: Collection, assessor_id: int, left: int) -> Pac
         )
         .order_by("-changed_at")
         .values_list("dwell_ms", flat=True)[:PACE_WINDOW]
-    )
+        if dwell is not None
+    ]
     if not dwells:
         return NO_PACE
     total_seconds = sum(dwells) / 1000
