@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs benchmark-production clean
+.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs benchmark-production benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -101,6 +101,10 @@ benchmark-cutoffs: $(STAMP)
 ## Production mode (gunicorn, Celery workers, beat on Redis): freshness and capacity vs inline
 benchmark-production: $(STAMP)
 	$(BIN)/python benchmarks/bench_production.py
+
+## Keyboard grading in Chromium against gunicorn: next pair visible, committed, vs a page load
+benchmark-grading: $(STAMP)
+	$(BIN)/python benchmarks/bench_grading.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
