@@ -130,3 +130,15 @@ def test_a_skip_posted_for_json_says_so_and_withdraws_the_grade(assigned: Assign
 def test_another_assessor_cannot_grade_through_json(assigned: Assignment) -> None:
     answer = as_user("bob").post(grade_url(assigned, 1), {"grade": "2"}, **JSON)
     assert answer.status_code == 404 and not Judgement.objects.exists()
+
+
+def test_a_long_document_is_shown_in_blocks_that_keep_every_line() -> None:
+    from annotations.views.grading import BLOCK_LINES, text_blocks
+
+    short = "one\ntwo"
+    assert text_blocks(short) == short
+    lines = [f"line {n} <mark>solar</mark>" for n in range(BLOCK_LINES * 2 + 1)]
+    blocked = text_blocks("\n".join(lines))
+    assert blocked.count('<span class="text-block">') == 3
+    unwrapped = blocked.replace('<span class="text-block">', "").replace("</span>", "\n")
+    assert unwrapped.rstrip("\n").split("\n") == lines

@@ -234,7 +234,7 @@
   var advancing = false;
 
   function heldChars() {
-    return held.reduce(function (sum, pair) { return sum + pair.html.length; }, 0);
+    return held.reduce(function (sum, pair) { return sum + pair.size; }, 0);
   }
 
   function getJson(url) {
@@ -286,6 +286,11 @@
       data.pairs.forEach(function (pair) {
         if (held.length === 0 || heldChars() + pair.html.length <= MAX_HELD_CHARS) {
           pair.at = at;
+          pair.size = pair.html.length;
+          // Parsed now, while the assessor reads: the swap only inserts the nodes.
+          pair.parsed = document.createElement("template");
+          pair.parsed.innerHTML = pair.html;
+          pair.html = "";
           held.push(pair);
         }
       });
@@ -297,8 +302,12 @@
 
   var doneUrl = pairBox().getAttribute("data-done");
 
-  function swapIn(pair, push) {
-    slot.innerHTML = pair.html;
+  function swapIn(pair, push, ready) {
+    if (pair.parsed) {
+      slot.replaceChildren(pair.parsed.content);
+    } else {
+      slot.innerHTML = pair.html;
+    }
     document.title = pair.title;
     if (latestProgress && (!pair.at || latestProgress.at > pair.at)) {
       var progress = byId("grading-progress");
@@ -315,15 +324,22 @@
       document.activeElement.blur();
     }
     window.scrollTo(0, 0);
-    watchPosition();
+    // The read position needs the new document's layout: measured after it is painted.
+    window.requestAnimationFrame(watchPosition);
     dwellReset();
-    emit("grading:shown", { item: String(pair.item), url: pair.url });
+    emit("grading:shown", { item: String(pair.item), url: pair.url, ready: !!ready });
   }
 
   function advance() {
     if (held.length) {
-      swapIn(held.shift(), true);
-      prefetch();
+      swapIn(held.shift(), true, true); // held ready: no request between the key and the pair
+      // Another pair is still held: fetch the next one once the grade is committed, so that
+      // the save has the server to itself.
+      if (held.length) {
+        whenDrained(prefetch);
+      } else {
+        prefetch();
+      }
       return;
     }
     if (exhausted) {
