@@ -293,9 +293,15 @@ def navigation(tab, url: str) -> tuple[float, float, float]:  # type: ignore[no-
 
 
 def phase(
-    page, floor_tab, args: argparse.Namespace, grade_url: str, label: int, rng: random.Random
+    page,
+    floor_tab,
+    args: argparse.Namespace,
+    grade_url: str,
+    label: int,
+    rng: random.Random,
+    grades: int,
 ) -> dict:  # type: ignore[no-untyped-def]
-    """`args.grades` keyboard grades, a floor navigation and a grading page load every
+    """`grades` keyboard grades, a floor navigation and a grading page load every
     `args.floor_every` grades; returns the figures and what was pressed on which pair."""
     start = page.evaluate("[window.__bench.visible.length, window.__bench.committed.length]")
     shown, ready = page.evaluate("[window.__bench.shown, window.__bench.ready]")
@@ -304,7 +310,7 @@ def phase(
     frames: list[float] = []
     floor_paints: list[float] = []
     pressed: list[tuple[int, int]] = []
-    for n in range(args.grades):
+    for n in range(grades):
         page.wait_for_function("(n) => window.__bench.shown >= n", arg=shown + n)
         if n % args.floor_every == args.floor_every - 1:
             # The references while the grading tab is idle (its grades committed), so that
@@ -326,13 +332,14 @@ def phase(
         page.keyboard.press(str(grade))
     page.wait_for_function(
         "(n) => window.__bench.saved + window.__bench.refused >= n",
-        arg=start[1] + args.grades,
-        timeout=120_000,
+        arg=start[1] + grades,
+        timeout=300_000,
     )
     visible = page.evaluate("window.__bench.visible")[start[0] :]
     committed = page.evaluate("window.__bench.committed")[start[1] :]
     return {
         "api_assessors": label,
+        "grades": grades,
         "ready": page.evaluate("window.__bench.ready") - ready,
         "visible": production.summary(visible),
         "committed": production.summary(committed),
@@ -372,7 +379,8 @@ def ms(value: float) -> str:
 
 def report(phases: list[dict], api: dict, checked: dict, args: argparse.Namespace) -> list[str]:
     lines = [
-        f"grades per phase {args.grades}, think {args.think} s, documents {args.doc_chars} "
+        f"grades per phase {args.grades} (with API assessors {args.api_grades}), think "
+        f"{args.think} s, documents {args.doc_chars} "
         f"characters on average, gunicorn workers {args.web_concurrency}",
         "",
         "| API assessors | next pair visible p50 / p95 (ms) | committed p50 / p95 (ms) "
@@ -403,7 +411,7 @@ def report(phases: list[dict], api: dict, checked: dict, args: argparse.Namespac
         f"{checked['presses']} key presses, {checked['history_rows']} history rows "
         f"({checked['timed']} with a dwell time), {checked['wrong']} pairs not holding the "
         "grade pressed. Pairs shown from those held ready: "
-        + ", ".join(f"{figures['ready']} of {args.grades}" for figures in phases)
+        + ", ".join(f"{figures['ready']} of {figures['grades']}" for figures in phases)
         + ".",
     ]
     return lines
@@ -415,6 +423,9 @@ def main() -> None:
     parser.add_argument("--grades", type=int, default=220, help="keyboard grades per phase")
     parser.add_argument("--think", type=float, default=0.3, help="s between a pair and its key")
     parser.add_argument("--api-assessors", type=int, nargs="*", default=[50])
+    parser.add_argument(
+        "--api-grades", type=int, help="keyboard grades per phase with API assessors (--grades)"
+    )
     parser.add_argument("--queries", type=int, default=25)
     parser.add_argument("--depth", type=int, default=24, help="pooled documents per query")
     parser.add_argument("--doc-chars", type=int, default=40_000)
@@ -424,7 +435,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
-    needed = args.grades * (1 + len(args.api_assessors))
+    args.api_grades = args.api_grades or args.grades
+    needed = args.grades + args.api_grades * len(args.api_assessors)
     if args.queries * args.depth < needed:
         sys.exit(f"{args.queries * args.depth} pairs pooled, {needed} grades asked")
 
@@ -480,16 +492,20 @@ def main() -> None:
             page.bring_to_front()
             rng = random.Random(args.seed)
             base.log("phase: the grader alone")
-            phases.append(phase(page, floor_tab, args, grade_url, 0, rng))
+            phases.append(phase(page, floor_tab, args, grade_url, 0, rng, args.grades))
+            base.log(json.dumps({k: v for k, v in phases[-1].items() if k != "pressed"}))
             for count in args.api_assessors:
                 base.log(f"phase: with {count} assessors grading through the API")
                 with ApiAssessors(port, tokens[:count], pairs) as others:
-                    phases.append(phase(page, floor_tab, args, grade_url, count, rng))
+                    phases.append(
+                        phase(page, floor_tab, args, grade_url, count, rng, args.api_grades)
+                    )
                 api[count] = {
                     "rate": len(others.seconds) / others.elapsed,
                     "p95": production.pct(others.seconds, 0.95) * 1000,
                     "errors": others.errors,
                 }
+                base.log(json.dumps({k: v for k, v in phases[-1].items() if k != "pressed"}))
             browser.close()
     finally:
         services.stop()
