@@ -142,3 +142,11 @@ def test_a_long_document_is_shown_in_blocks_that_keep_every_line() -> None:
     assert blocked.count('<span class="text-block">') == 3
     unwrapped = blocked.replace('<span class="text-block">', "").replace("</span>", "\n")
     assert unwrapped.rstrip("\n").split("\n") == lines
+
+
+def test_the_pairs_after_refuse_nothing_they_cannot_name(assigned: Assignment) -> None:
+    client = as_user("alice")
+    base = f"/judging/assignments/{assigned.id}/pairs"
+    odd = client.get(f"{base}/1/next/?count={'9' * 5000}&exclude={'9' * 5000},x,-1,{2**70}")
+    assert odd.status_code == 200 and len(odd.json()["pairs"]) == 1
+    assert client.get(f"{base}/{2**40}/next/").status_code == 404

@@ -173,9 +173,15 @@ def pairs_next(request: HttpRequest, assignment_id: int, position: int) -> JsonR
     ``?count=`` of them (at most MAX_PREFETCH), leaving out the items in ``?exclude=``
     (comma-separated ids: the pairs whose grades are still on their way)."""
     assignment = own_assignment(request, assignment_id)
+    if position > 2**31 - 1:
+        raise Http404("No such pair in this assignment")
     raw_count = request.GET.get("count", "1")
-    count = min(int(raw_count), MAX_PREFETCH) if raw_count.isdigit() else 1
-    exclude = {int(part) for part in request.GET.get("exclude", "").split(",") if part.isdigit()}
+    count = min(int(raw_count), MAX_PREFETCH) if raw_count.isdigit() and len(raw_count) < 4 else 1
+    exclude = {
+        int(part)
+        for part in request.GET.get("exclude", "").split(",")[:1000]
+        if part.isdigit() and len(part) < 19
+    }
     items = selectors.pending_items_after(
         assignment=assignment, after=position, exclude=exclude, limit=max(count, 1)
     )
