@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs benchmark-production benchmark-webhooks clean
+.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-cutoffs benchmark-production benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -105,6 +105,9 @@ benchmark-production: $(STAMP)
 ## Webhooks in production mode: a subscription's cost to the judgement, the receiver's delay
 benchmark-webhooks: $(STAMP)
 	$(BIN)/python benchmarks/bench_webhooks.py
+## Keyboard grading in Chromium against gunicorn: next pair visible, committed, vs a page load
+benchmark-grading: $(STAMP)
+	$(BIN)/python benchmarks/bench_grading.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,7 @@ from annotations.views import (
     compare,
     dashboards,
     exports,
+    grading,
     imports,
     judges,
     judging,
@@ -155,17 +156,22 @@ urlpatterns = [
     ),
     path(
         "judging/assignments/<int:assignment_id>/continue/",
-        judging.assignment_continue,
+        grading.assignment_continue,
         name="judging-continue",
     ),
     path(
         "judging/assignments/<int:assignment_id>/pairs/<int:position>/",
-        judging.grade,
+        grading.grade,
         name="judging-grade",
     ),
     path(
+        "judging/assignments/<int:assignment_id>/pairs/<int:position>/next/",
+        grading.pairs_next,
+        name="judging-pairs-next",
+    ),
+    path(
         "judging/assignments/<int:assignment_id>/undo/",
-        judging.assignment_undo,
+        grading.assignment_undo,
         name="judging-undo",
     ),
     path("collections/<slug:slug>/pools/", judging.pools, name="judging-pools"),

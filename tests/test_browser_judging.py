@@ -13,6 +13,7 @@ from annotations.models import (
     JudgementHistory,
     Pool,
 )
+from tests.grading_keys import grade, grade_last, move, watch
 from tests.stored import query_score, run_score
 
 pytestmark = pytest.mark.browser
@@ -20,12 +21,6 @@ pytestmark = pytest.mark.browser
 
 def user(name: str):  # type: ignore[no-untyped-def]
     return get_user_model().objects.get(username=name)
-
-
-def press(page, key: str) -> None:  # type: ignore[no-untyped-def]
-    """Press a key that submits or navigates, and wait for the next page to load."""
-    with page.expect_navigation():
-        page.keyboard.press(key)
 
 
 def test_assessor_grades_a_whole_assignment_by_keyboard_and_revisits_one(
@@ -37,6 +32,7 @@ def test_assessor_grades_a_whole_assignment_by_keyboard_and_revisits_one(
     [(assignment, size)] = services.assignment_create(pool=pool, assessors=[user("alice")])
     assert size == 3  # d1, d2, d6 in docno order
 
+    watch(page)
     login("alice")
     page.goto("/judging/")
     assert "0 / 3 (0%)" in page.inner_text("#queue")
@@ -48,14 +44,14 @@ def test_assessor_grades_a_whole_assignment_by_keyboard_and_revisits_one(
     assert page.locator("#shortcuts").get_attribute("open") is not None
     page.keyboard.press("?")
 
-    press(page, "2")  # d1
+    grade(page, "2")  # d1
     assert "1 / 3" in page.inner_text("#grading-progress")
-    press(page, "0")  # d2
-    press(page, "k")  # back to d2 from d6
+    grade(page, "0")  # d2
+    move(page, "k")  # back to d2 from d6
     assert "Your grade: 0" in page.inner_text("#current-grade")
-    press(page, "1")  # d2 changed 0 -> 1; on to the next ungraded pair, d6
+    grade(page, "1")  # d2 changed 0 -> 1; on to the next ungraded pair, d6
     assert "d6" in page.inner_text("#document-title")
-    press(page, "3")  # d6: the last one
+    grade_last(page, "3")  # d6: the last one
     assert page.url.endswith(f"/judging/assignments/{assignment.id}/")
     assert "3 / 3 (100%)" in page.inner_text("#assignment-progress")
 
@@ -82,10 +78,11 @@ def test_assessor_grades_a_whole_assignment_by_keyboard_and_revisits_one(
 
 
 def grade_by_keyboard(page, assignment: Assignment, keys: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    watch(page)
     page.goto(f"/judging/assignments/{assignment.id}/continue/")
-    for _ in keys:
+    for n in range(len(keys)):
         docno = page.inner_text("#document-title").split()[0]
-        press(page, keys[docno])
+        (grade_last if n == len(keys) - 1 else grade)(page, keys[docno])
     assert "100%" in page.inner_text("#assignment-progress")
 
 
@@ -189,31 +186,31 @@ def test_two_digit_grades_are_keyed_by_typing_them(trial: Collection, page, logi
     """On a 0-10 scale: "1" "0" saves 10 at once; "1" then Enter saves 1; "1" alone is saved
     after the pause; "7" (no other grade starts with it) at once."""
     assignment = _assignment_on_scale(trial, list(range(11)))
+    watch(page)
     login("alice")
     page.goto(f"/judging/assignments/{assignment.id}/continue/")
     assert page.locator("button[data-key='10']").count() == 1  # every grade has its key
     page.keyboard.press("1")
     assert page.inner_text("#typed-grade") == "Grade 1…"
-    press(page, "0")
-    press(page, "7")
+    grade(page, "0")  # in the background: no page load between the grades
+    grade(page, "7")
     page.keyboard.press("1")
-    press(page, "Enter")
-    assert assignment.items.count() >= 4
-    with page.expect_navigation():
-        page.keyboard.press("1")  # nothing more typed: saved after the pause
+    grade(page, "Enter")
+    assert assignment.items.count() == 4
+    grade_last(page, "1")  # nothing more typed: saved after the pause
     assert _grades_in_order(assignment) == [10, 7, 1, 1]
 
 
 def test_negative_grades_are_keyed_with_a_minus(trial: Collection, page, login) -> None:  # type: ignore[no-untyped-def]
     assignment = _assignment_on_scale(trial, [-1, 0, 1, 2, 3])
+    watch(page)
     login("alice")
     page.goto(f"/judging/assignments/{assignment.id}/continue/")
     page.keyboard.press("-")
     assert page.inner_text("#typed-grade") == "Grade -…"
-    press(page, "1")
-    press(page, "2")
-    with page.expect_navigation():
-        page.keyboard.press("1")  # 1 is also the start of nothing longer: saved at once
+    grade(page, "1")
+    grade(page, "2")
+    grade(page, "1")  # 1 is also the start of nothing longer: saved at once
     assert _grades_in_order(assignment) == [-1, 2, 1]
 
 
@@ -221,6 +218,7 @@ def test_u_takes_back_the_last_grade_and_the_help_opens_in_view(
     trial: Collection, page, login
 ) -> None:  # type: ignore[no-untyped-def]
     assignment = _assignment_on_scale(trial, [0, 1, 2, 3])
+    watch(page)
     login("alice")
     page.set_viewport_size({"width": 1366, "height": 900})
     page.goto(f"/judging/assignments/{assignment.id}/continue/")
@@ -229,10 +227,11 @@ def test_u_takes_back_the_last_grade_and_the_help_opens_in_view(
     box = page.locator("#shortcuts").bounding_box()
     assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900  # in view
     page.keyboard.press("Escape")
-    press(page, "2")
-    press(page, "3")
+    grade(page, "2")
+    grade(page, "3")
     assert _grades_in_order(assignment) == [2, 3]
-    press(page, "u")
+    with page.expect_navigation():
+        page.keyboard.press("u")
     assert "Took back your last grade" in page.inner_text("main")
     assert "Not graded yet" in page.inner_text("#current-grade")  # the second pair, reopened
     assert _grades_in_order(assignment) == [2]

@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from annotations.models import Collection, Query, Run
+from annotations.models import Collection, JudgementHistory, Query, Run
 
 DISAGREEMENT_CHOICES = [(2, "Grades differ by 2 or more"), (1, "Any difference")]
 
@@ -123,11 +123,18 @@ class GradeForm(forms.Form):
     )
     # The item the page showed: impact-ordered assignments may re-sort positions meanwhile.
     item = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    # Set by the page's script: how long the pair was shown (visible) before this grade.
+    dwell_ms = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, levels: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         grade = cast(forms.TypedChoiceField, self.fields["grade"])
         grade.choices = [(value, str(value)) for value in levels]
+
+    def clean_dwell_ms(self) -> int | None:
+        """A pair left open longer than the cap (a tab left open) counts as the cap."""
+        value = self.cleaned_data.get("dwell_ms")
+        return None if value is None else min(value, JudgementHistory.DWELL_CAP_MS)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

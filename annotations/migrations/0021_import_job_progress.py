@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("annotations", "0019_run_means_from_query_scores"),
+        ("annotations", "0020_judgement_dwell"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -78,6 +78,15 @@ class JudgementHistory(models.Model):
     note = models.TextField(blank=True)
     source = models.CharField(max_length=12, choices=SOURCE_CHOICES)
     changed_at = models.DateTimeField(auto_now_add=True)
+    dwell_ms = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="How long the grading page showed the pair (visible) before this grade, "
+        "in milliseconds, at most DWELL_CAP_MS; empty for other changes",
+    )
+
+    # A pair left on screen longer than this counts as this long (a tab left open).
+    DWELL_CAP_MS = 30 * 60 * 1000
 
     class Meta:
         ordering = ["query_id", "document_id", "changed_at", "id"]
@@ -88,7 +97,13 @@ class JudgementHistory(models.Model):
                 name="history_has_a_grade",
             ),
         ]
-        indexes = [models.Index(fields=["query", "document"], name="history_pair_idx")]
+        indexes = [
+            models.Index(fields=["query", "document"], name="history_pair_idx"),
+            # The dashboard's per-assessor pace reads each assessor's latest grades.
+            models.Index(fields=["assessor", "changed_at"], name="history_assessor_time_idx"),
+            # ... and today's changes hour by hour.
+            models.Index(fields=["changed_at"], name="history_time_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id}: {self.old_grade} -> {self.new_grade}"

@@ -17,6 +17,7 @@ from django.db.models.functions import TruncDate
 from annotations.models import AssignmentItem, Collection, Judgement, JudgementHistory, PoolEntry
 from annotations.selectors import leaderboard_rows
 from annotations.selectors.judging import agreement_summary
+from annotations.selectors.pace import NO_PACE, Pace, assessor_pace, changes_per_hour_today
 from annotations.selectors.scores_state import scores_state
 
 CACHE_SECONDS = 3600
@@ -30,6 +31,7 @@ class AssessorProgress:
     assigned: int
     judged: int
     skipped: int
+    pace: Pace = NO_PACE
 
     @property
     def left(self) -> int:
@@ -58,6 +60,7 @@ class Dashboard:
     skipped: int
     assessors: list[AssessorProgress]
     per_day: list[tuple[str, int, int]]  # day, changes by judging, changes by imports
+    per_hour: list[tuple[str, int, int]]  # today's hours, the same two counts
     coverage: list[tuple[str, float]]
     alpha: float | None
     agreement_units: int
@@ -75,6 +78,9 @@ class Dashboard:
             "days": [day for day, _, _ in self.per_day],
             "per_day": [judging for _, judging, _ in self.per_day],
             "imported_per_day": [imported for _, _, imported in self.per_day],
+            "hours": [hour for hour, _, _ in self.per_hour],
+            "per_hour": [judging for _, judging, _ in self.per_hour],
+            "imported_per_hour": [imported for _, _, imported in self.per_hour],
             "runs": [name for name, _ in self.coverage],
             "coverage": [judged for _, judged in self.coverage],
         }
@@ -118,10 +124,18 @@ def dashboard_compute(*, collection: Collection, k: int, stamp: str) -> Dashboar
     )
     assessors = [
         AssessorProgress(
-            row["assignment__assessor__username"], row["n"], row["judged"], row["skipped"]
+            row["assignment__assessor__username"],
+            row["n"],
+            row["judged"],
+            row["skipped"],
+            assessor_pace(
+                collection=collection,
+                assessor_id=row["assignment__assessor_id"],
+                left=row["n"] - row["judged"] - row["skipped"],
+            ),
         )
         for row in _items(collection)
-        .values("assignment__assessor__username")
+        .values("assignment__assessor__username", "assignment__assessor_id")
         .annotate(
             n=Count("id"),
             judged=Count("id", filter=Q(has_judgement=True)),
@@ -170,6 +184,7 @@ def dashboard_compute(*, collection: Collection, k: int, stamp: str) -> Dashboar
         skipped=counts["skipped"],
         assessors=assessors,
         per_day=per_day,
+        per_hour=changes_per_hour_today(collection=collection),
         coverage=coverage,
         alpha=agreement.alpha,
         agreement_units=agreement.units,

@@ -144,6 +144,36 @@ def next_pending_position(*, assignment: Assignment, after: int = 0) -> int | No
     return later if later is not None else pending.first()
 
 
+def pending_items_after(
+    *, assignment: Assignment, after: int, exclude: set[int], limit: int
+) -> list[AssignmentItem]:
+    """Up to `limit` items neither judged nor skipped, in the order grading visits them (after
+    `after`, then wrapping round), leaving out `exclude` (item ids: the grading page's pairs
+    whose grades are on their way) and the item at `after` itself."""
+    pending = (
+        AssignmentItem.objects.filter(assignment=assignment, skipped=False)
+        .exclude(id__in=exclude)
+        .exclude(position=after)
+        .annotate(judged=_judged_by_assessor())
+        .filter(judged=False)
+        .select_related("entry__query", "entry__document", "assignment")
+    )
+    later: list[AssignmentItem] = list(
+        pending.filter(position__gt=after).order_by("position")[:limit]
+    )
+    if len(later) < limit:
+        later += list(pending.filter(position__lt=after).order_by("position")[: limit - len(later)])
+    return later
+
+
+def item_of(*, assignment: Assignment, item_id: int) -> AssignmentItem | None:
+    return (
+        AssignmentItem.objects.filter(assignment=assignment, id=item_id)
+        .select_related("entry__query", "entry__document", "assignment")
+        .first()
+    )
+
+
 def neighbour_positions(*, assignment: Assignment, position: int) -> tuple[int | None, int | None]:
     """Positions of the previous and next items, None at either end."""
     items = AssignmentItem.objects.filter(assignment=assignment)

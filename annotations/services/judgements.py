@@ -57,11 +57,14 @@ def judgement_record(
     note: str = "",
     source: str,
     changed_by: User | None = None,
+    dwell_ms: int | None = None,
 ) -> Judgement:
     """Create or change one assessor's judgement, with a history row, and rescore its query.
 
     Safe against double submits and concurrent tabs: the row is locked (or created under the
     unique constraint) before it is compared, so every change is recorded exactly once.
+    `dwell_ms` (the grading page's time on the pair) is kept with the history row, capped at
+    `JudgementHistory.DWELL_CAP_MS`.
     """
     judgement, _ = judgement_upsert(
         query=query,
@@ -71,6 +74,7 @@ def judgement_record(
         note=note,
         source=source,
         changed_by=changed_by,
+        dwell_ms=dwell_ms,
     )
     return judgement
 
@@ -84,6 +88,7 @@ def judgement_upsert(
     note: str = "",
     source: str,
     changed_by: User | None = None,
+    dwell_ms: int | None = None,
 ) -> tuple[Judgement, bool]:
     """``judgement_record``, also saying whether this call created the judgement (decided on
     the locked or newly inserted row: of two identical concurrent submits, one created it)."""
@@ -110,7 +115,7 @@ def judgement_upsert(
                     query=query, document=document, assessor=assessor
                 )
             else:
-                _history(judgement, None, grade, note, source, changed_by or assessor)
+                _history(judgement, None, grade, note, source, changed_by or assessor, dwell_ms)
                 queries_mark_stale([query.id])
                 _tell(JUDGEMENT_CREATED, query.collection_id, judgement, None, grade, source)
                 return judgement, True
@@ -120,7 +125,7 @@ def judgement_upsert(
         judgement.grade, judgement.note, judgement.stale = grade, note, False
         judgement._recorded_by_service = True  # type: ignore[attr-defined]
         judgement.save(update_fields=["grade", "note", "stale", "updated"])
-        _history(judgement, old_grade, grade, note, source, changed_by or assessor)
+        _history(judgement, old_grade, grade, note, source, changed_by or assessor, dwell_ms)
         # A re-judged stale judgement counts again where stale ones are left out.
         excluded = was_stale and query.collection.stale_judgements == "exclude"
         if old_grade != grade or excluded:
@@ -176,7 +181,10 @@ def _history(
     note: str,
     source: str,
     changed_by: User | None,
+    dwell_ms: int | None = None,
 ) -> None:
+    if dwell_ms is not None:
+        dwell_ms = max(0, min(int(dwell_ms), JudgementHistory.DWELL_CAP_MS))
     JudgementHistory.objects.create(
         query_id=judgement.query_id,
         document_id=judgement.document_id,
@@ -186,6 +194,7 @@ def _history(
         new_grade=new,
         note=note,
         source=source,
+        dwell_ms=dwell_ms,
     )
 
 

@@ -346,9 +346,10 @@ def _check_own(item: AssignmentItem, assessor: User) -> None:
 
 
 def assignment_item_grade(
-    *, item: AssignmentItem, assessor: User, grade: int, note: str = ""
+    *, item: AssignmentItem, assessor: User, grade: int, note: str = "", dwell_ms: int | None = None
 ) -> Judgement:
-    """Record the assessor's grade for an item's pair (history source "form"), clearing a skip.
+    """Record the assessor's grade for an item's pair (history source "form"), clearing a skip;
+    `dwell_ms`, how long the page showed the pair, is kept with the history row.
 
     `judgement_record` locks the judgement, so a double submit or a second tab changes the
     one row (and writes history only for a real change).
@@ -362,6 +363,7 @@ def assignment_item_grade(
             grade=grade,
             note=note,
             source="form",
+            dwell_ms=dwell_ms,
         )
         AssignmentItem.objects.filter(id=item.id).update(skipped=False, note=note)
     return judgement

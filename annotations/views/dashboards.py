@@ -9,6 +9,7 @@ from django.shortcuts import render
 
 from annotations import selectors
 from annotations.selectors import dashboards
+from annotations.selectors.pace import PACE_WINDOW
 from annotations.views._collection import collection_for
 
 # How often an open dashboard asks whether anything changed (a few aggregates).
@@ -26,6 +27,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "k": k,
         "dashboard": dashboards.dashboard_read(collection=collection, k=k),
         "poll_ms": getattr(settings, "NDCG_DASHBOARD_POLL_MS", DEFAULT_POLL_MS),
+        "pace_window": PACE_WINDOW,
     }
     return render(request, "annotations/dashboards/dashboard.html", context)
 

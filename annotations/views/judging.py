@@ -1,38 +1,28 @@
-"""Judging pages: assessor queue and grading; organisers' pools, agreement, adjudication."""
+"""Judging pages: the assessor's queue; organisers' pools, agreement, adjudication (grading
+itself: `views/grading.py`)."""
 
 from __future__ import annotations
-
-import uuid
-from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError as DRFValidationError
 
-from annotations import idempotency, services
-from annotations.formats.highlighting import highlight, query_terms
+from annotations import services
 from annotations.forms import (
     DISAGREEMENT_CHOICES,
     AdjudicationForm,
     AssignmentForm,
-    GradeForm,
     PoolBuildForm,
     PoolExtendForm,
 )
 from annotations.models import (
-    Assignment,
-    AssignmentItem,
     Collection,
     Document,
-    IdempotentResponse,
     Pool,
     Query,
 )
@@ -40,25 +30,9 @@ from annotations.selectors import cutoff_from
 from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
 from annotations.selectors.sensitivity import assessor_sensitivity
-from annotations.services.grading import assignment_grade_undo
 from annotations.services.stale import stale_pairs
 from annotations.views._collection import acting_user, organised_collection
-
-if TYPE_CHECKING:
-    pass
-
-
-def _own_assignment(request: HttpRequest, assignment_id: int) -> Assignment:
-    """The user's own assignment; another assessor's is 404, as if it did not exist."""
-    assignment = selectors.assignment_of(user=request.user, assignment_id=assignment_id)
-    if assignment is None:
-        raise Http404("No such assignment")
-    return assignment
-
-
-def _link_target(url: str) -> str:
-    """The document's url if it is safe to link (http or https), else "" (shown as text)."""
-    return url if url.lower().startswith(("http://", "https://")) else ""
+from annotations.views.grading import own_assignment
 
 
 def _error_text(error: ValidationError) -> str:
@@ -79,7 +53,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def assignment_detail(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _own_assignment(request, assignment_id)
+    assignment = own_assignment(request, assignment_id)
     context = {
         "assignment": assignment,
         "items": selectors.items_annotated(assignment=assignment),
@@ -87,126 +61,6 @@ def assignment_detail(request: HttpRequest, assignment_id: int) -> HttpResponse:
         "next_position": selectors.next_pending_position(assignment=assignment),
     }
     return render(request, "annotations/judging/assignment.html", context)
-
-
-@login_required
-def assignment_continue(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _own_assignment(request, assignment_id)
-    position = selectors.next_pending_position(assignment=assignment)
-    if position is None:
-        messages.success(request, "Every pair of this assignment is done.")
-        return redirect("judging-assignment", assignment_id=assignment.id)
-    return redirect("judging-grade", assignment_id=assignment.id, position=position)
-
-
-@login_required
-@require_POST
-def assignment_undo(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    """Take back the assessor's last grade in this assignment (key u) and open that pair."""
-    assignment = _own_assignment(request, assignment_id)
-    item = assignment_grade_undo(assignment=assignment, assessor=acting_user(request))
-    if item is None:
-        messages.info(request, "Nothing to undo: no grade of yours on this assignment stands.")
-        back = request.POST.get("position", "")
-        if back.isdigit() and selectors.item_at(assignment=assignment, position=int(back)):
-            return redirect("judging-grade", assignment_id=assignment.id, position=int(back))
-        return redirect("judging-assignment", assignment_id=assignment.id)
-    entry = item.entry
-    messages.success(
-        request, f"Took back your last grade ({entry.query.qid}, {entry.document.docno})."
-    )
-    return redirect("judging-grade", assignment_id=assignment.id, position=item.position)
-
-
-@login_required
-def grade(request: HttpRequest, assignment_id: int, position: int) -> HttpResponse:
-    """The grading page (GET) and its plain form POST, which saves and then redirects.
-
-    Each page carries its own idempotency key: a POST sent twice (a retry after a cut
-    connection, a double submit) saves once and answers the first redirect again. Another
-    grade sent from the same page is a new choice and is saved."""
-    try:
-        key = idempotency.requested_key(request)
-    except DRFValidationError:
-        return HttpResponseBadRequest("The form's idempotency key is malformed.")
-    if key is None:
-        return _grade(request, assignment_id, position)
-    with transaction.atomic():
-        try:
-            record: IdempotentResponse | None = idempotency.claim(request, key)
-        except idempotency.Replay as replay:
-            return replay.response
-        except idempotency.KeyReused:
-            record = None
-        response = _grade(request, assignment_id, position)
-        if record is not None and 300 <= response.status_code < 400:
-            idempotency.store(record, response)
-        elif record is not None:
-            transaction.set_rollback(True)
-    return response
-
-
-def _grade(request: HttpRequest, assignment_id: int, position: int) -> HttpResponse:
-    assignment = _own_assignment(request, assignment_id)
-    item = selectors.item_at(assignment=assignment, position=position)
-    if item is None:
-        raise Http404("No such pair in this assignment")
-    collection = assignment.pool.collection
-    levels = list(collection.grades.all())
-    form = GradeForm(request.POST or None, levels=[level.value for level in levels])
-    if request.method == "POST" and form.is_valid():
-        shown = form.cleaned_data.get("item")
-        if shown and shown != item.id:
-            # Re-prioritised since the page was shown: grade the pair the assessor saw.
-            item = get_object_or_404(
-                AssignmentItem.objects.select_related("entry__query", "entry__document"),
-                id=shown,
-                assignment=assignment,
-            )
-            position = item.position
-        try:
-            _grade_or_skip(request, item, form.cleaned_data)
-        except ValidationError as error:
-            form.add_error(None, _error_text(error))
-        else:
-            following = selectors.next_pending_position(assignment=assignment, after=position)
-            if following is None:
-                messages.success(request, "Assignment complete: every pair is done.")
-                return redirect("judging-assignment", assignment_id=assignment.id)
-            return redirect("judging-grade", assignment_id=assignment.id, position=following)
-    query, document = item.entry.query, item.entry.document
-    terms = query_terms(query.title or query.description)
-    previous, following = selectors.neighbour_positions(assignment=assignment, position=position)
-    judgement = selectors.judgement_of(item=item)
-    context: dict[str, Any] = {
-        "assignment": assignment,
-        "collection": collection,
-        "item": item,
-        "query": query,
-        "document": document,
-        # highlight() escapes every character of the untrusted text before adding <mark>.
-        "document_title": mark_safe(highlight(document.title, terms)),
-        "document_text": mark_safe(highlight(document.text, terms)),
-        "document_url": _link_target(document.url),
-        "levels": levels,
-        "judgement": judgement,
-        "note": judgement.note if judgement else item.note,
-        "progress": selectors.assignment_progress(assignment=assignment),
-        "previous": previous,
-        "following": following,
-        "form": form,
-        "idempotency_key": uuid.uuid4().hex,
-    }
-    return render(request, "annotations/judging/grade.html", context, status=200)
-
-
-def _grade_or_skip(request: HttpRequest, item: AssignmentItem, data: dict[str, Any]) -> None:
-    user = acting_user(request)
-    if data["action"] == "skip":
-        if services.assignment_item_skip(item=item, assessor=user, note=data["note"]):
-            messages.info(request, "Marked unsure: your earlier grade was withdrawn.")
-        return
-    services.assignment_item_grade(item=item, assessor=user, grade=data["grade"], note=data["note"])
 
 
 # --- organisers: pools and assignments --------------------------------------------------

@@ -13,6 +13,17 @@
     var data = JSON.parse(source.textContent);
     var days = document.getElementById("dashboard-days");
     var coverage = document.getElementById("dashboard-coverage");
+    var hours = document.getElementById("dashboard-hours");
+    if (hours) {
+      charts.push(new window.Chart(hours, {
+        type: "bar",
+        data: { labels: data.hours, datasets: [
+          { label: "judging", data: data.per_hour, backgroundColor: "#2957c4" },
+          { label: "imported", data: data.imported_per_hour, backgroundColor: "#9aa5b8" }
+        ] },
+        options: { animation: false, scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } } } }
+      }));
+    }
     if (days) {
       charts.push(new window.Chart(days, {
         type: "bar",

@@ -1,32 +1,472 @@
-// Keyboard shortcuts for the grading page; without this script the page is a plain form.
+// The grading page: keyboard shortcuts, and grading in the background. Without this script
+// the page is a plain form that saves a grade and loads the next pair.
+//
+// In the background a grade is queued and sent with the pair's own item id and idempotency
+// key (a retry is applied once), while the next pair, already fetched, is swapped in and its
+// URL pushed. Grades are sent one at a time, in order; a grade is shown as saved only when
+// the server answered that it committed it. A failed send is shown and retried with the same
+// key; a grade the server refuses is shown with a link to its pair. The time each pair was
+// visible before its grade (dwell) goes with the grade.
 (function () {
   "use strict";
-  var form = document.getElementById("grade-form");
-  if (!form) {
+  var slot = document.getElementById("pair-slot");
+  if (!slot || !document.getElementById("grade-form")) {
     return;
   }
-  var note = document.getElementById("id_note");
-  var skip = document.getElementById("skip");
-  var hint = document.getElementById("skip-hint");
-  var help = document.getElementById("shortcuts");
-  var documentText = document.getElementById("document-text");
-  var submitting = false;
-  var skipMode = false;
+  var background = typeof window.fetch === "function" && !!window.history.pushState &&
+    typeof window.URLSearchParams === "function";
+  var statusBox = document.getElementById("save-status");
+  var errorBox = document.getElementById("save-error");
+  var errorText = document.getElementById("save-error-text");
+  var retryButton = document.getElementById("save-retry");
 
-  // One submission per page: a second key press or click while saving is ignored.
-  form.addEventListener("submit", function (event) {
-    if (submitting) {
-      event.preventDefault();
+  var DWELL_CAP_MS = 30 * 60 * 1000;
+  var MAX_HELD = 2; // pairs held ready
+  var MAX_HELD_CHARS = 2000000; // and at most about this much of their HTML
+  var PAUSE_MS = 800;
+
+  function byId(id) {
+    return document.getElementById(id);
+  }
+  function pairBox() {
+    return slot.querySelector(".pair");
+  }
+  function emit(name, detail) {
+    document.dispatchEvent(new CustomEvent(name, { detail: detail }));
+  }
+
+  // --- dwell: the time the pair was shown while the page was visible ---------------------
+  var dwellMs = 0;
+  var visibleSince = document.hidden ? null : performance.now();
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) {
+      if (visibleSince !== null) {
+        dwellMs += performance.now() - visibleSince;
+      }
+      visibleSince = null;
+    } else if (visibleSince === null) {
+      visibleSince = performance.now();
+    }
+  });
+  function dwellNow() {
+    var total = dwellMs + (visibleSince === null ? 0 : performance.now() - visibleSince);
+    return Math.min(Math.round(total), DWELL_CAP_MS);
+  }
+  function dwellReset() {
+    dwellMs = 0;
+    visibleSince = document.hidden ? null : performance.now();
+  }
+
+  // --- status ------------------------------------------------------------------------------
+  function showStatus(text) {
+    statusBox.textContent = text;
+    statusBox.hidden = text === "";
+  }
+  function showError(text, link) {
+    errorText.textContent = text;
+    if (link) {
+      var a = document.createElement("a");
+      a.href = link;
+      a.textContent = "Open that pair";
+      errorText.appendChild(document.createTextNode(" "));
+      errorText.appendChild(a);
+    }
+    errorBox.hidden = false;
+  }
+  function hideError() {
+    errorBox.hidden = true;
+    errorText.textContent = "";
+  }
+
+  // --- the read position of a long document ------------------------------------------------
+  function showPosition() {
+    var text = byId("document-text");
+    var position = byId("read-position");
+    if (!text || !position) {
       return;
     }
-    submitting = true;
-    form.classList.add("saving");
+    var scrollable = text.scrollHeight - text.clientHeight;
+    if (scrollable <= 0) {
+      position.hidden = true;
+      return;
+    }
+    var read = Math.round(100 * (text.scrollTop + text.clientHeight) / text.scrollHeight);
+    position.hidden = false;
+    position.textContent = "Read " + read + "% of the document" +
+      (read < 100 ? " (Space: on)" : "");
+  }
+  function watchPosition() {
+    var text = byId("document-text");
+    if (text) {
+      text.addEventListener("scroll", showPosition, { passive: true });
+      showPosition();
+    }
+  }
+  watchPosition();
+
+  // --- the saves: one at a time, in order, retried until the server answers ---------------
+  var queue = [];
+  var sending = false;
+  var retryTimer = null;
+  var drainedCallbacks = [];
+  var latestProgress = null; // { html, at }
+
+  function labelOf(data, box) {
+    var title = byId("document-title");
+    var query = byId("query-title");
+    var pair = (query ? query.querySelector("small").textContent : "") + " / " +
+      (title ? title.querySelector("small").textContent : "");
+    var what = data.get("action") === "skip" ? "skip" : "grade " + data.get("grade");
+    return { pair: pair, what: what, url: box.getAttribute("data-url") };
+  }
+
+  function pendingText() {
+    return queue.length === 1 ? "Saving " + queue[0].label.what + " for " +
+      queue[0].label.pair + "…" : "Saving " + queue.length + " grades…";
+  }
+
+  function whenDrained(callback) {
+    if (queue.length === 0) {
+      callback();
+    } else {
+      drainedCallbacks.push(callback);
+    }
+  }
+
+  function drained() {
+    var callbacks = drainedCallbacks;
+    drainedCallbacks = [];
+    callbacks.forEach(function (callback) { callback(); });
+  }
+
+  function retryLater(save, why) {
+    save.attempts += 1;
+    var seconds = Math.min(15, Math.pow(2, save.attempts - 1));
+    showError("Not saved yet: " + save.label.what + " for " + save.label.pair + " (" + why +
+      "); retrying in " + seconds + " s. Your grades are kept on this page.");
+    retryButton.hidden = false;
+    retryTimer = window.setTimeout(function () {
+      retryTimer = null;
+      pump();
+    }, seconds * 1000);
+  }
+
+  function pump() {
+    if (sending || retryTimer !== null) {
+      return;
+    }
+    if (queue.length === 0) {
+      drained();
+      return;
+    }
+    var save = queue[0];
+    sending = true;
+    showStatus(pendingText());
+    fetch(save.url, {
+      method: "POST",
+      body: save.body,
+      credentials: "same-origin",
+      headers: {
+        "Accept": "application/json",
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-CSRFToken": save.csrf,
+        "Idempotency-Key": save.key
+      }
+    }).then(function (response) {
+      return response.json().catch(function () { return null; }).then(function (data) {
+        return { response: response, data: data };
+      });
+    }).then(function (answer) {
+      sending = false;
+      var response = answer.response;
+      var data = answer.data;
+      var isJson = (response.headers.get("Content-Type") || "").indexOf("application/json") === 0;
+      if (response.ok && isJson && data && data.saved) {
+        queue.shift();
+        hideError();
+        latestProgress = { html: data.progress, at: performance.now() };
+        var progress = byId("grading-progress");
+        if (progress) {
+          progress.innerHTML = data.progress;
+        }
+        var done = data.action === "skip" ? "Skipped " : "Saved grade " + data.grade + " for ";
+        showStatus(queue.length ? pendingText() : done + data.pair + ".");
+        emit("grading:saved", { item: save.item, answer: data });
+        pump();
+      } else if (isJson && data && data.error && response.status >= 400 &&
+          response.status < 500 && response.status !== 408 && response.status !== 429) {
+        // Refused (a grade no longer on the scale, a pair no longer assigned): not retried.
+        queue.shift();
+        exhausted = false;
+        showError("Not saved: " + save.label.what + " for " + save.label.pair + ": " +
+          data.error, save.label.url);
+        retryButton.hidden = true;
+        emit("grading:refused", { item: save.item, answer: data });
+        pump();
+      } else {
+        retryLater(save, "the server answered " + response.status);
+      }
+    }, function () {
+      sending = false;
+      retryLater(save, "no connection to the server");
+    });
+  }
+
+  retryButton.addEventListener("click", function () {
+    if (retryTimer !== null) {
+      window.clearTimeout(retryTimer);
+      retryTimer = null;
+    }
+    pump();
   });
 
-  function submitWith(button) {
-    if (submitting) {
+  window.addEventListener("beforeunload", function (event) {
+    if (queue.length) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+
+  // --- the pairs held ready, and swapping one in -------------------------------------------
+  var held = [];
+  var fetching = false;
+  var exhausted = false;
+  var advancing = false;
+
+  function heldChars() {
+    return held.reduce(function (sum, pair) { return sum + pair.size; }, 0);
+  }
+
+  function getJson(url) {
+    return fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.json();
+      });
+  }
+
+  function busyItems() {
+    var ids = queue.map(function (save) { return save.item; });
+    held.forEach(function (pair) { ids.push(String(pair.item)); });
+    var box = pairBox();
+    if (box) {
+      ids.push(box.getAttribute("data-item"));
+    }
+    return ids;
+  }
+
+  function nextUrl(count) {
+    var base = held.length ? held[held.length - 1].next : pairBox().getAttribute("data-next");
+    return base + "?count=" + count + "&exclude=" + encodeURIComponent(busyItems().join(","));
+  }
+
+  var epoch = 0; // moves when the held pairs are dropped (the page moved elsewhere)
+  var fetchPromise = null;
+
+  function prefetch() {
+    if (fetchPromise) {
+      return fetchPromise;
+    }
+    if (!background || exhausted || held.length >= MAX_HELD || heldChars() >= MAX_HELD_CHARS) {
+      return Promise.resolve();
+    }
+    var asked = epoch;
+    fetchPromise = getJson(nextUrl(MAX_HELD - held.length)).then(function (data) {
+      fetchPromise = null;
+      if (asked !== epoch) {
+        return prefetch(); // asked from a pair no longer shown: ask again from this one
+      }
+      doneUrl = data.done_url;
+      if (data.pairs.length === 0) {
+        exhausted = true;
+      }
+      var at = performance.now();
+      data.pairs.forEach(function (pair) {
+        if (held.length === 0 || heldChars() + pair.html.length <= MAX_HELD_CHARS) {
+          pair.at = at;
+          pair.size = pair.html.length;
+          // Parsed now, while the assessor reads: the swap only inserts the nodes.
+          pair.parsed = document.createElement("template");
+          pair.parsed.innerHTML = pair.html;
+          pair.html = "";
+          held.push(pair);
+        }
+      });
+    }, function () {
+      fetchPromise = null;
+    });
+    return fetchPromise;
+  }
+
+  var doneUrl = pairBox().getAttribute("data-done");
+
+  function swapIn(pair, push, ready) {
+    if (pair.parsed) {
+      slot.replaceChildren(pair.parsed.content);
+    } else {
+      slot.innerHTML = pair.html;
+    }
+    document.title = pair.title;
+    if (latestProgress && (!pair.at || latestProgress.at > pair.at)) {
+      var progress = byId("grading-progress");
+      if (progress) {
+        progress.innerHTML = latestProgress.html;
+      }
+    }
+    if (push) {
+      window.history.pushState({ url: pair.url }, "", pair.url);
+    }
+    typed = "";
+    setSkipMode(false);
+    if (document.activeElement && document.activeElement !== document.body) {
+      document.activeElement.blur();
+    }
+    window.scrollTo(0, 0);
+    // The read position needs the new document's layout: measured after it is painted.
+    window.requestAnimationFrame(watchPosition);
+    dwellReset();
+    emit("grading:shown", { item: String(pair.item), url: pair.url, ready: !!ready });
+  }
+
+  function advance() {
+    if (held.length) {
+      swapIn(held.shift(), true, true); // held ready: no request between the key and the pair
+      // Another pair is still held: fetch the next one once the grade is committed, so that
+      // the save has the server to itself.
+      if (held.length) {
+        whenDrained(prefetch);
+      } else {
+        prefetch();
+      }
       return;
     }
+    if (exhausted) {
+      finish();
+      return;
+    }
+    advancing = true;
+    showStatus("Opening the next pair…");
+    prefetch().then(function () {
+      if (held.length) {
+        advancing = false;
+        showStatus(queue.length ? pendingText() : "");
+        swapIn(held.shift(), true);
+        prefetch();
+      } else if (exhausted) {
+        finish();
+      } else {
+        showError("The next pair could not be loaded; retrying.");
+        window.setTimeout(function () {
+          advancing = false;
+          hideError();
+          advance();
+        }, 2000);
+      }
+    });
+  }
+
+  // Every pair is graded (or on its way): go to the assignment once the grades are saved.
+  function finish() {
+    advancing = true;
+    showStatus(queue.length ? pendingText() : "Assignment complete.");
+    whenDrained(function () {
+      var box = pairBox();
+      // A refused grade left its pair pending: stay, so that it can be graded again.
+      if (errorBox.hidden) {
+        window.location.assign(doneUrl || box.getAttribute("data-done"));
+      } else {
+        advancing = false;
+        exhausted = false;
+      }
+    });
+  }
+
+  function showUrl(url, push) {
+    advancing = true;
+    whenDrained(function () {
+      getJson(url).then(function (data) {
+        advancing = false;
+        held = [];
+        epoch += 1;
+        exhausted = false;
+        swapIn(data.pair, push);
+        prefetch();
+      }, function () {
+        window.location.assign(url);
+      });
+    });
+  }
+
+  window.addEventListener("popstate", function () {
+    if (background) {
+      showUrl(window.location.pathname, false);
+    }
+  });
+
+  // --- submitting ---------------------------------------------------------------------------
+  var submitting = false; // plain mode: one submission per page
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.id === "undo-form") {
+      if (!background) {
+        return;
+      }
+      if (queue.length) {
+        event.preventDefault();
+        showStatus(pendingText() + " Then undo.");
+        whenDrained(function () { form.submit(); });
+      }
+      return;
+    }
+    if (form.id !== "grade-form") {
+      return;
+    }
+    var dwell = form.querySelector("input[name=dwell_ms]");
+    if (!background) {
+      if (submitting) {
+        event.preventDefault();
+        return;
+      }
+      if (dwell) {
+        dwell.value = String(dwellNow());
+      }
+      submitting = true;
+      form.classList.add("saving");
+      return;
+    }
+    event.preventDefault();
+    if (advancing) {
+      return; // this pair is graded; the next one is on its way
+    }
+    var data = new FormData(form);
+    var submitter = event.submitter;
+    if (submitter && submitter.name) {
+      data.append(submitter.name, submitter.value);
+    }
+    data.set("dwell_ms", String(dwellNow()));
+    var box = pairBox();
+    queue.push({
+      item: box.getAttribute("data-item"),
+      url: form.getAttribute("action"), // not form.action: the skip button is named "action"
+      body: new URLSearchParams(data).toString(),
+      csrf: String(data.get("csrfmiddlewaretoken") || ""),
+      key: String(data.get("idempotency_key") || ""),
+      label: labelOf(data, box),
+      attempts: 0
+    });
+    showStatus(pendingText());
+    pump();
+    advance();
+  }, true);
+
+  function submitWith(button) {
+    if (submitting || advancing || !button) {
+      return;
+    }
+    var form = byId("grade-form");
     if (typeof form.requestSubmit === "function") {
       form.requestSubmit(button);
     } else {
@@ -34,57 +474,42 @@
     }
   }
 
-  // Where the reader is in a document longer than its box: "Read 40% (Space: on)".
-  var position = document.getElementById("read-position");
-  function showPosition() {
-    var scrollable = documentText.scrollHeight - documentText.clientHeight;
-    if (scrollable <= 0) {
-      position.hidden = true;
-      return;
-    }
-    var read = Math.round(100 * (documentText.scrollTop + documentText.clientHeight) /
-      documentText.scrollHeight);
-    position.hidden = false;
-    position.textContent = "Read " + read + "% of the document" +
-      (read < 100 ? " (Space: on)" : "");
-  }
-  if (documentText && position) {
-    documentText.addEventListener("scroll", showPosition, { passive: true });
-    showPosition();
-  }
-
+  // --- typing a grade -------------------------------------------------------------------------
   // Every grade is keyed by typing its value: a digit saves at once when no other grade
   // starts with what was typed (0-9 scales: one key); otherwise ("1" on a scale with 10,
   // or "-" for -1) the grade is saved on Enter or after a short pause.
-  var buttons = Array.prototype.slice.call(form.querySelectorAll("button[data-key]"));
-  var typedShown = document.getElementById("typed-grade");
   var typed = "";
   var pause = null;
-  var PAUSE_MS = 800;
+
+  function buttons() {
+    return Array.prototype.slice.call(slot.querySelectorAll("#grade-form button[data-key]"));
+  }
 
   function show() {
-    if (typedShown) {
-      typedShown.textContent = typed === "" ? "" : "Grade " + typed + "…";
+    var shown = byId("typed-grade");
+    if (shown) {
+      shown.textContent = typed === "" ? "" : "Grade " + typed + "…";
     }
   }
 
   function exact(text) {
-    for (var i = 0; i < buttons.length; i += 1) {
-      if (buttons[i].getAttribute("data-key") === text) {
-        return buttons[i];
+    var all = buttons();
+    for (var i = 0; i < all.length; i += 1) {
+      if (all[i].getAttribute("data-key") === text) {
+        return all[i];
       }
     }
     return null;
   }
 
   function longer(text) {
-    return buttons.some(function (button) {
+    return buttons().some(function (button) {
       var value = button.getAttribute("data-key");
       return value.length > text.length && value.indexOf(text) === 0;
     });
   }
 
-  function finish() {
+  function finishTyping() {
     var button = exact(typed);
     typed = "";
     show();
@@ -96,7 +521,7 @@
   function typeGrade(key) {
     window.clearTimeout(pause);
     if (key === "Enter") {
-      finish();
+      finishTyping();
       return;
     }
     var candidate = typed + key;
@@ -110,28 +535,49 @@
     }
     typed = candidate;
     if (exact(typed) && !longer(typed)) {
-      finish();
+      finishTyping();
       return;
     }
     show();
-    pause = window.setTimeout(finish, PAUSE_MS);
+    pause = window.setTimeout(finishTyping, PAUSE_MS);
   }
 
+  // --- other keys -----------------------------------------------------------------------------
+  var skipMode = false;
+
   function go(id) {
-    var link = document.getElementById(id);
-    if (link && !submitting) {
+    var link = byId(id);
+    if (!link || submitting) {
+      return;
+    }
+    if (background) {
+      showUrl(link.getAttribute("href"), true);
+    } else {
       window.location.assign(link.href);
     }
   }
 
   function setSkipMode(on) {
     skipMode = on;
+    var hint = byId("skip-hint");
     if (hint) {
       hint.hidden = !on;
     }
     if (on) {
-      note.focus();
+      byId("id_note").focus();
     }
+  }
+
+  function undo() {
+    var form = byId("undo-form");
+    if (!form || submitting) {
+      return;
+    }
+    submitting = true;
+    if (queue.length) {
+      showStatus(pendingText() + " Then undo.");
+    }
+    whenDrained(function () { form.submit(); });
   }
 
   document.addEventListener("keydown", function (event) {
@@ -139,6 +585,7 @@
       return;
     }
     var target = event.target;
+    var note = byId("id_note");
     var typing = target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" ||
       target.tagName === "SELECT" || target.isContentEditable);
     if (typing) {
@@ -148,11 +595,12 @@
         target.blur();
       } else if (event.key === "Enter" && !event.shiftKey && target === note && skipMode) {
         event.preventDefault();
-        submitWith(skip);
+        submitWith(byId("skip"));
       }
       return;
     }
     var key = event.key;
+    var documentText = byId("document-text");
     // Space / PageDown (Shift+Space / PageUp back) scroll the long document, not the page;
     // a focused button or link keeps its own Space.
     var control = target && (target.tagName === "BUTTON" || target.tagName === "A" ||
@@ -169,6 +617,7 @@
       typeGrade(key);
       return;
     }
+    var help = byId("shortcuts");
     if (key === "ArrowRight" || key === "j") {
       event.preventDefault();
       go("next");
@@ -179,17 +628,19 @@
       event.preventDefault();
       setSkipMode(true);
     } else if (key === "u") {
-      var undo = document.getElementById("undo-form");
-      if (undo && !submitting) {
-        event.preventDefault();
-        submitting = true;
-        undo.submit();
-      }
+      event.preventDefault();
+      undo();
     } else if (key === "?") {
       event.preventDefault();
       help.open = !help.open;
-    } else if (key === "Escape") {
+    } else if (key === "Escape" && help) {
       help.open = false;
     }
   });
+
+  if (background) {
+    window.history.replaceState({ url: pairBox().getAttribute("data-url") }, "",
+      window.location.href);
+    prefetch();
+  }
 })();
