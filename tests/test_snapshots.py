@@ -49,8 +49,8 @@ def _judge(collection: Collection, qid: str, docno: str, grade: int) -> None:
 
 def _values(board: leaderboards.Leaderboard) -> list[tuple[object, ...]]:
     return [
-        (r.run.name, r.rank, r.tier, r.ndcg, r.ci_low, r.ci_high, r.judged, r.ndcg_condensed,
-         r.queries, r.ndcg_top_grade, r.p_next, r.pending)
+        (r.run.name, r.rank, r.ndcg, r.ci_low, r.ci_high, r.judged, r.ndcg_condensed,
+         r.queries, r.ndcg_top_grade, r.pending)
         for r in board.rows
     ]  # fmt: skip
 

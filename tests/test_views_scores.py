@@ -45,11 +45,13 @@ def _as(username: str | None) -> Client:
     return client
 
 
-def test_leaderboard_page_shows_ci_tier_judged_and_bounds(scored: Collection) -> None:
+def test_leaderboard_page_shows_ci_groups_judged_and_best_case(scored: Collection) -> None:
     html = _as("owner").get("/collections/pages/leaderboard/").content.decode()
     assert 'data-run="alpha"' in html and "95% CI" in html and "judged@3" in html
     assert "10000 resamples" in html and "Last recomputed" in html
     assert 'id="leaderboard-live" data-stamp="' in html
+    assert "Tier" not in html and "randomised Tukey HSD" in html and "Best case" in html
+    assert 'id="forest-plot"' in html and 'id="report-latex"' in html
 
 
 def test_state_document_carries_the_stamp_and_pending(scored: Collection) -> None:

@@ -6,7 +6,13 @@ from annotations.apis.collections import CollectionDetailApi, CollectionListCrea
 from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsImportApi
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
 from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi
-from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
+from annotations.apis.scores import (
+    CompareApi,
+    LeaderboardApi,
+    LeaderboardReportApi,
+    RunScoresApi,
+    leaderboard_body,
+)
 from annotations.apis.sensitivity import SensitivityApi
 from annotations.apis.tokens import TokenApi
 from annotations.apis.versions import (
@@ -28,6 +34,7 @@ __all__ = [
     "JudgementListCreateApi",
     "LeaderboardApi",
     "LeaderboardAsOfApi",
+    "LeaderboardReportApi",
     "QrelsApi",
     "QrelsAsOfApi",
     "QrelsImportApi",
