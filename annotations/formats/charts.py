@@ -15,10 +15,13 @@ __all__ = [
     "ForestRow",
     "HeatCell",
     "HeatMap",
+    "Scatter",
+    "ScatterPoint",
     "Tick",
     "forest_plot",
     "heat_map",
     "p_colour",
+    "scatter",
     "score_colour",
     "short_label",
 ]
@@ -225,4 +228,51 @@ def heat_map(
             for i, label in enumerate(column_labels)
         ],
         cells=cells,
+    )
+
+
+@dataclass(frozen=True)
+class ScatterPoint:
+    x: float
+    y: float
+    title: str
+    above: bool  # y above the diagonal (the second coordinate higher)
+    on: bool  # on the diagonal (equal values)
+
+
+@dataclass(frozen=True)
+class Scatter:
+    size: int
+    left: int
+    top: int
+    inner: int  # the square plot area's side
+    points: list[ScatterPoint]
+    x_ticks: list[Tick]  # at x, below the frame
+    y_ticks: list[Tick]  # ``x`` holds the tick's y, left of the frame
+
+
+def scatter(
+    pairs: Sequence[tuple[float, float, str]], *, size: int = 340, margin: int = 44
+) -> Scatter:
+    """Points (a, b, title) on a square [0, 1] x [0, 1] plot: a to the right, b upwards
+    (values outside are clamped to the frame); the diagonal is where a equals b."""
+    inner = size - margin - 12
+    left, top = margin, 12
+
+    def place(value: float, flip: bool) -> float:
+        value = min(1.0, max(0.0, value))
+        return round(top + (1 - value) * inner, 2) if flip else round(left + value * inner, 2)
+
+    points = [
+        ScatterPoint(place(a, False), place(b, True), title, b > a, b == a) for a, b, title in pairs
+    ]
+    steps = [step / 5 for step in range(6)]
+    return Scatter(
+        size=size,
+        left=left,
+        top=top,
+        inner=inner,
+        points=points,
+        x_ticks=[Tick(place(step, False), f"{step:.1f}") for step in steps],
+        y_ticks=[Tick(place(step, True), f"{step:.1f}") for step in steps],
     )
