@@ -42,6 +42,11 @@ urlpatterns = [
     ),
     path("collections/<slug:slug>/qrels/", apis.QrelsApi.as_view(), name="qrels"),
     path("collections/<slug:slug>/leaderboard/", apis.LeaderboardApi.as_view(), name="leaderboard"),
+    path(
+        "collections/<slug:slug>/leaderboard/report/",
+        apis.LeaderboardReportApi.as_view(),
+        name="leaderboard-report",
+    ),
     path("collections/<slug:slug>/compare/", apis.CompareApi.as_view(), name="compare"),
     path(
         "collections/<slug:slug>/imports/topics/",

@@ -17,6 +17,7 @@ from annotations.views import (
     queries,
     runs,
     scores,
+    significance,
     stale,
     versions,
     webhooks,
@@ -36,6 +37,16 @@ urlpatterns = [
         "collections/<slug:slug>/leaderboard/state/",
         scores.leaderboard_state,
         name="leaderboard-state",
+    ),
+    path(
+        "collections/<slug:slug>/leaderboard/significance/",
+        significance.leaderboard_significance,
+        name="leaderboard-significance",
+    ),
+    path(
+        "collections/<slug:slug>/leaderboard/report/",
+        significance.leaderboard_report_download,
+        name="leaderboard-report",
     ),
     path(
         "collections/<slug:slug>/dashboard/",

@@ -12,8 +12,11 @@ run with the same server and client:
 * ``--clients`` concurrent clients for ``--duration`` seconds: throughput and p50/p95 of the
   floor, the leaderboard API and the leaderboard page;
 * the first leaderboard read after a judgement changed scores (a judgement through the API,
-  then the leaderboard API at once; the read recomputes the stored snapshot: only the
-  changed query's bounds, and the statistics);
+  then the leaderboard API at once; the read recomputes the stored snapshot's rows: only the
+  changed query's bounds, and the CIs; the all-pairs significance is a later pass);
+* the snapshot's two passes in this process: the rows (``leaderboard_refresh``, bounds
+  cached as after one judgement) and the randomised Tukey HSD (``significance_compute`` on
+  the stored per-query matrix), with the permutations it used;
 * judging while people watch: a judgement's API latency with 0, 8 and 50 open leaderboard
   pages that poll ``leaderboard/state/`` every ``--poll`` seconds and reload the table when
   the stamp moved, as the page's script does;
@@ -407,8 +410,11 @@ def main() -> None:
             f"/collections/{SLUG}/queries/{quote(names['qid'])}/?k={k}",
             True,
         ),
+        "significance page": (f"/collections/{SLUG}/leaderboard/significance/?k={k}", True),
+        "leaderboard report CSV (API)": (f"{api}/leaderboard/report/?k={k}&as=csv", False),
     }
     figures: dict[str, object] = {"single": {}, "load": {}, "first_read": {}, "watching": {}}
+    figures["passes"] = snapshot_passes(k)
     try:
         for label, (path, page) in paths.items():
             log(f"single client: {label}")
@@ -462,7 +468,49 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(figures, indent=2))
 
 
+def snapshot_passes(k: int, repeats: int = 5) -> dict[str, float]:
+    """Seconds of the snapshot's first pass (rows) and second pass (HSD), p50 of `repeats`
+    and 3, computed here as a worker would; both passes are stored, so the server starts
+    with a current snapshot."""
+    import numpy as np
+
+    from annotations.models import Collection, LeaderboardSnapshot
+    from annotations.scores import significance, snapshots
+
+    collection = Collection.objects.get(slug=SLUG)
+    snapshots.leaderboard_refresh(collection=collection, k=k)  # bounds cache filled
+    rows = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        snapshots.leaderboard_refresh(collection=collection, k=k)
+        rows.append(time.perf_counter() - started)
+    stored = LeaderboardSnapshot.objects.get(collection=collection, k=k)
+    run_ids = [row["run"] for row in stored.rows]
+    matrix = np.frombuffer(bytes(stored.per_query)).reshape(len(run_ids), len(stored.query_ids))
+    hsd = []
+    for _ in range(3):
+        started = time.perf_counter()
+        document, _ = significance.significance_compute(
+            stamp=stored.stamp, run_ids=run_ids, matrix=matrix
+        )
+        hsd.append(time.perf_counter() - started)
+    significance.significance_refresh(collection=collection, k=k)
+    return {
+        "runs": len(run_ids),
+        "queries": len(stored.query_ids),
+        "rows_p50": pct(rows, 0.5) * 1e3,
+        "hsd_p50": pct(hsd, 0.5) * 1e3,
+        "permutations": document["permutations"],
+    }
+
+
 def report(f: dict, args: argparse.Namespace) -> None:  # type: ignore[type-arg]
+    p = f["passes"]
+    print(
+        f"\nsnapshot passes at {p['runs']} runs x {p['queries']} queries: rows "
+        f"{p['rows_p50']:.1f} ms (p50), randomised Tukey HSD {p['hsd_p50']:.0f} ms "
+        f"({p['permutations']} permutations)"
+    )
     floor = f["single"]["floor: GET /api/v1/collections/"]
     print("\nsingle client, warm (ms)             p50      p95   p50 / floor p50")
     for label, row in f["single"].items():

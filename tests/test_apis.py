@@ -551,14 +551,15 @@ def test_malformed_json_is_a_400_not_a_500(world: World) -> None:
 # --- scores -------------------------------------------------------------------------------
 
 
-def test_leaderboard_has_cis_tiers_judged_bounds_and_pending(world: World) -> None:
+def test_leaderboard_has_cis_letters_judged_bounds_and_pending(world: World) -> None:
     body = world.client("owner").get(f"{DEMO}/leaderboard/?k=2").json()
     assert body["pending"] is False and body["k"] == 2 and body["cutoffs"] == [2, 10]
     assert body["bootstrap"] == {"resamples": 10000, "seed": 0, "confidence": 0.95}
     assert [run["name"] for run in body["runs"]] == ["rival", "base"]
     for run in body["runs"]:
         assert run["ci"]["low"] <= run["ndcg"] <= run["ci"]["high"]
-        assert run["tier"] == 1 and 0.0 <= run["judged"] <= 1.0
+        assert "tier" not in run and "p_next" not in run and 0.0 <= run["judged"] <= 1.0
+        assert isinstance(run["letters"], str) and run["below_best"] in (True, False)
         assert set(run["bounds"]) == {"unjudged_nonrelevant", "unjudged_top_grade"}
     base = body["runs"][1]
     assert base["bounds"]["unjudged_top_grade"] > base["bounds"]["unjudged_nonrelevant"]
@@ -646,7 +647,7 @@ def test_done_when_owner_uploads_with_a_token_and_an_assessors_judgement_moves_t
     row = after["runs"][0]
     assert after["pending"] is False
     assert row["name"] == "sys-run" and row["ndcg"] == 1.0 and row["judged"] == 1.0
-    assert row["ci"] == {"low": 1.0, "high": 1.0} and row["tier"] == 1
+    assert row["ci"] == {"low": 1.0, "high": 1.0} and row["below_best"] is False
     scores = _client(owner).get("/api/v1/collections/live/runs/sys-run/scores/?k=2").json()
     assert scores["per_query"][0]["ndcg"] == 1.0 and scores["pending"] is False
 

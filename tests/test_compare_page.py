@@ -110,3 +110,19 @@ def test_a_system_owner_compares_only_their_own_runs(
 
 def test_assessors_do_not_see_the_compare_page(judged: Collection) -> None:
     assert _client("alice").get("/collections/trial/compare/?a=bm25&b=dense").status_code == 404
+
+
+def test_the_page_shows_titles_judged_at_k_per_query_and_an_a_vs_b_scatter(
+    judged: Collection,
+) -> None:
+    html = _client("olga").get("/collections/trial/compare/?a=bm25&b=dense&k=5").content.decode()
+    comparison = runs_compare(a=judged.runs.get(name="bm25"), b=judged.runs.get(name="dense"), k=5)
+    by_qid = {row.qid: row for row in comparison.rows}
+    assert by_qid["q1"].title == "solar energy storage" and "solar energy storage" in html
+    # bm25's top 5 of q1: d1 d2 d6 d4, of which d1 and d6 are judged; dense: d6 d3 d1 d5
+    assert by_qid["q1"].judged_a == 2 / 5 and by_qid["q1"].judged_b == 2 / 5
+    assert "judged@5 A" in html and f">{by_qid['q1'].judged_a:.3f}<" in html
+    scatter = html[html.index('id="compare-scatter"') :]
+    scatter = scatter[: scatter.index("</svg>")]
+    assert scatter.count("<circle") == len(comparison.rows) == 2
+    assert 'role="img"' in scatter and "q1: A " in scatter

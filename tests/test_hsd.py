@@ -364,3 +364,25 @@ def test_a_large_matrix_stays_within_bounded_memory() -> None:
     print(f"500 x 250 x 2,000 permutations: {elapsed:.2f} s, peak {peak / 2**20:.1f} MiB")
     assert peak < 100 * 2**20  # a full 500 x 250 x 2,000 array alone would be 2 GB
     assert result.p_adjusted.shape == (500, 500)
+
+
+@pytest.mark.parametrize(("seed", "permutations"), [(0, 300), (1, 999), (2, 1000), (3, 50)])
+def test_critical_difference_makes_intervals_exclude_zero_exactly_for_significant_pairs(
+    seed: int, permutations: int
+) -> None:
+    data = np.random.default_rng(seed)
+    scores = data.random((8, 15)) + np.linspace(0.0, 0.6, 8)[:, None]
+    result = randomised_tukey_hsd(scores, permutations=permutations, seed=seed)
+    expected = _reference_p(scores, permutations, seed)
+    tolerance = 1e-10 * float(np.abs(scores).max())
+    outside = np.abs(result.differences) - tolerance > result.critical
+    np.fill_diagonal(outside, False)
+    assert np.array_equal(outside, expected < 0.05)
+    assert np.array_equal(outside, result.significant)
+
+
+def test_critical_difference_is_infinite_when_no_pair_can_be_significant() -> None:
+    scores = np.array([[10.0] * 30, [0.0] * 30])
+    result = randomised_tukey_hsd(scores, permutations=10, seed=0)  # p >= 1/11 > 0.05
+    assert result.critical == float("inf") and not result.significant.any()
+    assert randomised_tukey_hsd([[0.5, 0.25]]).critical == 0.0

@@ -321,6 +321,11 @@ def test_agreement_page_shows_alpha_kappa_and_the_confusion_matrix(trial: Collec
     # expected sum(w * e) = (1/3) * (14 + 5 + 5) / 9 = 8/9; kappa = 1 - (4/9) / (8/9) = 0.5.
     assert '<strong class="kappa">0.500</strong>' in page
     assert "over 3 pairs judged by two or more assessors" in page
+    # the matrix is shaded by count (all cells hold 0 or 1 here: the 1s are darkest) and
+    # its diagonal, agreement, is outlined
+    assert page.count('class="num shade-5 agree"') == 2  # (1, 1) and (3, 3)
+    assert page.count('class="num shade-5"') == 1  # alice 0, bob 2
+    assert 'class="num shade-0 agree"' in page
 
 
 def test_disagreement_list_filters_by_spread(trial: Collection) -> None:

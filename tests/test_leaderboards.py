@@ -1,4 +1,4 @@
-"""Leaderboard selectors on a tiny collection: vectors, CI, tiers, bounds, comparison by hand."""
+"""Leaderboard selectors on a tiny collection: vectors, CI, letters, bounds, comparison by hand."""
 
 import math
 from collections.abc import Callable
@@ -148,10 +148,10 @@ def test_compare_counts_wins_ties_losses_with_a_paired_p_value(tiny: Collection)
     assert comparison.mean_difference == pytest.approx(comparison.mean_a - comparison.mean_b)
 
 
-def test_tiers_split_where_the_holm_adjusted_adjacent_test_is_significant(
+def test_all_pairs_letters_separate_a_run_that_wins_every_query_from_two_that_never_do(
     transactional_db: None, write_file: Callable[..., Path]
 ) -> None:
-    collection = CollectionFactory(slug="tiers", cutoffs=[1])
+    collection = CollectionFactory(slug="groups", cutoffs=[1])
     qrels = "".join(f"q{i} 0 rel{i} 3\n" for i in range(8))
     services.judgements_import(
         collection=collection, source=write_file("t.qrels", qrels), assessor=UserFactory()
@@ -161,14 +161,17 @@ def test_tiers_split_where_the_holm_adjusted_adjacent_test_is_significant(
     services.run_import(collection=collection, source=write_file("g.run", good))
     services.run_import(collection=collection, source=write_file("b1.run", bad.format(tag="bad1")))
     services.run_import(collection=collection, source=write_file("b2.run", bad.format(tag="bad2")))
-    board = snapshots.leaderboard_read(collection=collection, k=1)
+    board = snapshots.leaderboard_read_complete(collection=collection, k=1)
+    assert board.significance_current
     assert [row.run.name for row in board.rows] == ["good", "bad1", "bad2"]
-    # good vs bad1: all 8 differences +1, p = (1 + hits) / 10001 with hits ~ 2/256 of the
-    # flips; Holm over the two adjacent pairs doubles the smaller p, still < 0.05.
-    raw = significance.paired_randomization_test([1.0] * 8, [0.0] * 8, seed=0)
-    assert board.rows[0].p_next == pytest.approx(min(1.0, 2 * raw))
-    assert board.rows[1].p_next == 1.0 and board.rows[2].p_next is None
-    assert [row.tier for row in board.rows] == [1, 2, 2]
+    # The range of the shuffled means reaches 1 only when all eight 1.0s land on one run:
+    # 3 (1/3)^8 of the shuffles, so p = (1 + hits) / 10001 is far below 0.05 for good vs
+    # either bad run, and 1.0 between the two identical bad runs.
+    assert [row.letters for row in board.rows] == ["a", "b", "b"]
+    assert [row.below_best for row in board.rows] == [False, True, True]
+    assert board.rows[0].p_best == 1.0
+    assert board.rows[1].p_best is not None and board.rows[1].p_best < 0.01
+    assert board.significance is not None and board.significance.permutations == 10_000
     # the upper bound: the unjudged junk at rank 1 with grade 3 would be ideal
     assert board.rows[1].ndcg_top_grade == 1.0
 

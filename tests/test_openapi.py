@@ -75,9 +75,13 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     tmp_path: Path,
 ) -> None:
     schema = client.get("/api/schema/?format=json").json()
-    # CSV is text as text/plain is (openapi-core reads only the latter as a string itself).
-    config = Config(extra_media_type_deserializers={"text/csv": lambda body: body.decode()})
-    session = Session(OpenAPI.from_dict(schema, config=config))
+
+    # The reports are text (CSV, LaTeX): read as text, as text/plain is, not as bytes.
+    def as_text(data: bytes, **_: Any) -> str:
+        return data.decode("utf-8")
+
+    text = dict.fromkeys(("text/csv", "application/x-tex"), as_text)
+    session = Session(OpenAPI.from_dict(schema, config=Config(extra_media_type_deserializers=text)))
     call = session.call
     staff = UserFactory(username="staff", is_staff=True)
     organiser, assessor, owner, stranger = (
@@ -207,6 +211,10 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(owner, "get", f"{DEMO}/leaderboard/?k=2", 200)
     call(owner, "get", f"{DEMO}/leaderboard/?k=3", 400)
     call(None, "get", f"{DEMO}/leaderboard/", 401)
+    call(owner, "get", f"{DEMO}/leaderboard/report/?k=2&as=csv", 200)
+    call(owner, "get", f"{DEMO}/leaderboard/report/?as=latex", 200)
+    call(owner, "get", f"{DEMO}/leaderboard/report/?as=pdf", 400)
+    call(None, "get", f"{DEMO}/leaderboard/report/?as=csv", 401)
     call(owner, "get", f"{DEMO}/runs/sys/scores/?k=10", 200)
     call(owner, "get", f"{DEMO}/runs/ghost/scores/", 404)
     call(organiser, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 200)

@@ -52,7 +52,6 @@ def _values(board: leaderboards.Leaderboard) -> list[tuple[object, ...]]:
         (
             r.run.name,
             r.rank,
-            r.tier,
             r.ndcg,
             r.ci_low,
             r.ci_high,
@@ -60,7 +59,6 @@ def _values(board: leaderboards.Leaderboard) -> list[tuple[object, ...]]:
             r.ndcg_condensed,
             r.queries,
             r.ndcg_top_grade,
-            r.p_next,
             r.pending,
         )
         for r in board.rows

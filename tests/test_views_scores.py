@@ -45,11 +45,13 @@ def _as(username: str | None) -> Client:
     return client
 
 
-def test_leaderboard_page_shows_ci_tier_judged_and_bounds(scored: Collection) -> None:
+def test_leaderboard_page_shows_ci_groups_judged_and_best_case(scored: Collection) -> None:
     html = _as("owner").get("/collections/pages/leaderboard/").content.decode()
     assert 'data-run="alpha"' in html and "95% CI" in html and "judged@3" in html
     assert "10000 resamples" in html and "Last recomputed" in html
     assert 'id="leaderboard-live" data-stamp="' in html
+    assert "Tier" not in html and "randomised Tukey HSD" in html and "Best case" in html
+    assert 'id="forest-plot"' in html and 'id="report-latex"' in html
 
 
 def test_state_document_carries_the_stamp_and_pending(scored: Collection) -> None:
@@ -89,3 +91,11 @@ def test_query_page_shows_grades_and_badges_to_organisers_only(scored: Collectio
     # Every run's ranking of the query is on the page: system owners are not shown it.
     assert _as("owner").get("/collections/pages/queries/q1/").status_code == 404
     assert _as("organiser").get("/collections/pages/queries/nope/").status_code == 404
+
+
+def test_shade_steps_a_confusion_matrix_by_its_largest_count() -> None:
+    from annotations.templatetags.score_format import shade
+
+    rows = [(0, [4, 0]), (1, [1, 8])]
+    assert [shade(count, rows) for count in (0, 1, 4, 8)] == [0, 1, 3, 5]
+    assert shade(3, [(0, [0, 0])]) == 0 and shade("x", rows) == 0

@@ -14,7 +14,13 @@ from annotations.apis.judges import (
     MachineJudgeTryApi,
 )
 from annotations.apis.runs import RunDetailApi, RunListCreateApi, RunResultsApi, RunsZipApi
-from annotations.apis.scores import CompareApi, LeaderboardApi, RunScoresApi, leaderboard_body
+from annotations.apis.scores import (
+    CompareApi,
+    LeaderboardApi,
+    LeaderboardReportApi,
+    RunScoresApi,
+    leaderboard_body,
+)
 from annotations.apis.sensitivity import SensitivityApi
 from annotations.apis.tokens import TokenApi
 from annotations.apis.versions import (
@@ -46,6 +52,7 @@ __all__ = [
     "JudgementListCreateApi",
     "LeaderboardApi",
     "LeaderboardAsOfApi",
+    "LeaderboardReportApi",
     "MachineJudgeDetailApi",
     "MachineJudgeListApi",
     "MachineJudgeTryApi",

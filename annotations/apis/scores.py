@@ -7,8 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
+from django.http import HttpResponse
 from django.http.response import HttpResponseBase
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,6 +32,7 @@ from annotations.permissions import (
     ANY_ROLE,
 )
 from annotations.scores import snapshots
+from annotations.scores.reports import REPORT_KINDS, leaderboard_report
 from annotations.selectors import (
     compare_page,
     impact,
@@ -56,6 +59,24 @@ def _state(state: scores_state.ScoresState) -> dict[str, Any]:
     }
 
 
+def significance_summary(board: leaderboards.Leaderboard) -> dict[str, Any]:
+    """The HSD pass's settings as the API states them."""
+    significance = board.significance
+    return {
+        "test": "randomised Tukey HSD over queries (all pairs)",
+        "permutations": significance.permutations
+        if significance
+        else leaderboards.HSD_PERMUTATIONS,
+        "seed": significance.seed if significance else leaderboards.HSD_SEED,
+        "correction": "family-wise over all pairs (the HSD's range distribution)",
+        "alpha": significance.alpha if significance else board.alpha,
+        "queries": significance.queries if significance else 0,
+        "critical_difference": significance.critical if significance else None,
+        "computed_at": significance.computed_at if significance else None,
+        "current": board.significance_current,
+    }
+
+
 def leaderboard_body(
     board: leaderboards.Leaderboard, flips: impact.FlipState | None = None
 ) -> dict[str, Any]:
@@ -77,13 +98,7 @@ def leaderboard_body(
                 "seed": board.bootstrap_seed,
                 "confidence": board.confidence,
             },
-            "significance": {
-                "test": "paired randomization (sign flip) over queries",
-                "permutations": board.permutations,
-                "seed": board.permutation_seed,
-                "correction": "Holm across adjacent pairs",
-                "alpha": board.alpha,
-            },
+            "significance": significance_summary(board),
             "runs": board.rows,
             "unscored": [run.name for run in board.unscored],
             "adjacent": flips.pairs if flips else [],
@@ -111,7 +126,7 @@ class LeaderboardApi(CollectionApiView):
     sees = "leaderboard"
 
     @extend_schema(
-        summary="Leaderboard at k: means, bootstrap CIs, tiers, judged@k, bounds",
+        summary="Leaderboard at k: means, bootstrap CIs, significance letters, judged@k, bounds",
         parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
         responses={
             200: LeaderboardFlipsSerializer,
@@ -127,10 +142,24 @@ class LeaderboardApi(CollectionApiView):
         # The body changes only with the stamps: serialised once per process and stamp.
         computed = board.computed_at.timestamp() if board.computed_at else 0.0
         marks = hashlib.sha256(repr(flips).encode()).hexdigest()[:16] if flips else "none"
+        significance = board.significance
+        significance_mark = (
+            significance.computed_at.timestamp()
+            if significance and significance.computed_at
+            else "none"
+        )
         key = "leaderboard-body:" + ":".join(
             map(
                 str,
-                (self.collection.id, k, board.state.stamp, board.computed_stamp, computed, marks),
+                (
+                    self.collection.id,
+                    k,
+                    board.state.stamp,
+                    board.computed_stamp,
+                    computed,
+                    marks,
+                    significance_mark,
+                ),
             )
         )
         # The body is a function of the key: its hash is a strong validator.
@@ -143,6 +172,49 @@ class LeaderboardApi(CollectionApiView):
             body = leaderboard_body(board, flips)
             cache.set(key, body, timeout=600)
         return validators.stamped(Response(body))
+
+
+class LeaderboardReportApi(CollectionApiView):
+    roles = {"GET": ANY_ROLE}
+    public_read = True
+    sees = "leaderboard"
+
+    @extend_schema(
+        summary="The leaderboard at k as a report: CSV or booktabs LaTeX",
+        description=(
+            "Rank, run, mean nDCG@k, 95% CI, judged@k, queries and the randomised Tukey HSD's "
+            "compact letters (runs sharing a letter are not significantly different). CSV "
+            "numbers are the shortest text that reads back to the stored double; LaTeX has 4 "
+            "decimals and needs `\\usepackage{booktabs}`. The same report as the leaderboard "
+            "page's downloads and `manage.py evaluate --format leaderboard-csv|leaderboard-latex`."
+        ),
+        parameters=[
+            K_PARAMETER,
+            OpenApiParameter(
+                "as",
+                str,
+                enum=list(REPORT_KINDS),
+                required=True,
+                description="The report's kind: `csv` or `latex`.",
+            ),
+        ],
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="RFC 4180 CSV"),
+            (200, "application/x-tex"): OpenApiResponse(
+                OpenApiTypes.STR, description="A LaTeX table (booktabs)"
+            ),
+            **documented_errors(400, 401, 403, 404),
+        },
+    )
+    def get(self, request: Request, slug: str) -> HttpResponse:
+        kind = request.query_params.get("as", "")
+        if kind not in REPORT_KINDS:
+            raise ValidationError({"as": [f"Choose one of: {', '.join(REPORT_KINDS)}."]})
+        k = cutoff_of(self.collection, request)
+        report = leaderboard_report(collection=self.collection, k=k, kind=kind)
+        response = HttpResponse(report.text, content_type=report.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{report.filename}"'
+        return response
 
 
 class RunScoresApi(CollectionApiView):

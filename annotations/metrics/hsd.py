@@ -10,6 +10,7 @@ yields do not chain: two runs share a letter only when they are not significantl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -67,6 +68,11 @@ class AllPairs:
     score matrix is run ``i``): ``means[i]``; ``differences[i, j] = means[i] - means[j]``;
     ``p_adjusted[i, j]`` (symmetric, 1.0 on the diagonal); ``significant[i, j]`` is
     ``p_adjusted[i, j] < alpha`` (False on the diagonal). ``scores`` is the input matrix.
+    ``critical`` is the half-width of the simultaneous ``1 - alpha`` intervals
+    ``differences[i, j] +- critical``: the smallest shuffled range that an observed
+    difference must exceed (by more than the tie tolerance) to be significant, so an
+    interval excludes 0 exactly when its pair is significant; ``inf`` when no difference
+    can be (too few permutations for ``alpha``), 0.0 with fewer than two runs.
     """
 
     runs: int
@@ -79,6 +85,7 @@ class AllPairs:
     permutations: int
     seed: int
     scores: FloatArray
+    critical: float = 0.0
 
     def pair(
         self,
@@ -243,6 +250,7 @@ def randomised_tukey_hsd(
     means = matrix.mean(axis=1) if runs else np.empty(0, dtype=np.float64)
     differences = means[:, None] - means[None, :]
     p_adjusted = np.ones((runs, runs), dtype=np.float64)
+    critical = 0.0
     if runs > 1:
         ranges = np.sort(
             _range_distribution(matrix, int(permutations), int(seed), chunk_permutations)
@@ -253,6 +261,9 @@ def randomised_tukey_hsd(
         reaching = permutations - np.searchsorted(ranges, thresholds, side="left")
         p_adjusted = (1.0 + reaching) / (1.0 + permutations)
         np.fill_diagonal(p_adjusted, 1.0)
+        # p < alpha  <=>  reaching < alpha (1 + B) - 1  <=>  reaching <= allowed
+        allowed = math.ceil(alpha * (1.0 + permutations) - 1.0) - 1
+        critical = float(ranges[permutations - 1 - allowed]) if allowed >= 0 else math.inf
     significant = p_adjusted < alpha
     for array in (matrix, means, differences, p_adjusted, significant):
         array.setflags(write=False)
@@ -267,6 +278,7 @@ def randomised_tukey_hsd(
         permutations=int(permutations),
         seed=int(seed),
         scores=matrix,
+        critical=critical,
     )
 
 

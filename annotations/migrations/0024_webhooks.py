@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0021_import_job_progress'),
+        ('annotations', '0022_leaderboard_significance'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

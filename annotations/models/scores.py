@@ -114,6 +114,20 @@ class LeaderboardSnapshot(models.Model):
     )
     computed_at = models.DateTimeField()
     seconds = models.FloatField(default=0.0, help_text="How long the computation took")
+    # The all-pairs significance (randomised Tukey HSD) is a second, later pass over the
+    # per-query matrix the first pass stores: it costs seconds, the rows milliseconds.
+    query_ids = models.JSONField(
+        default=list, help_text="The query ids of the per-query matrix's columns"
+    )
+    per_query = models.BinaryField(
+        default=b"", help_text="nDCG@k per run (rows, rank order) and query (columns), float64"
+    )
+    significance = models.JSONField(
+        default=dict, help_text="The HSD pass: its stamp, settings and letters per run"
+    )
+    pairs = models.BinaryField(
+        default=b"", help_text="HSD-adjusted p-values, runs x runs in the pass's order, float64"
+    )
 
     class Meta:
         ordering = ["collection_id", "k"]

@@ -1,9 +1,10 @@
 """Leaderboard snapshots: computed once per scores stamp, stored, and read by every page.
 
 Reads never compute what a write could have stored. A leaderboard's statistics (CIs,
-tiers, bounds) change only when scores or judgements change, which moves the collection's
-scores stamp (`selectors.scores_state`). So the computed leaderboard is stored per (collection,
-k) with the stamp it was computed at, and a read costs the stamp's aggregates plus one row:
+significance groups, bounds) change only when scores or judgements change, which moves the
+collection's scores stamp (`selectors.scores_state`). So the computed leaderboard is stored
+per (collection, k) with the stamp it was computed at, and a read costs the stamp's
+aggregates plus one row:
 
 - stamp equal: the stored snapshot is served as is;
 - stamp moved, with a Celery broker: workers refresh snapshots after every recomputation
@@ -15,7 +16,10 @@ k) with the stamp it was computed at, and a read costs the stamp's aggregates pl
   is served, marked stale, so a stream of judgements costs at most one computation per
   interval however many pages watch.
 
-The top-grade bounds are the costly part of a computation; they are kept per (query, k) in
+The all-pairs significance (randomised Tukey HSD, `scores.significance`) is a second pass,
+run after the rows are stored: by the worker's refresh right after them, inline by the next
+read that finds the rows current, so the first read after a judgement costs what the rows
+cost. The top-grade bounds are the costly part of the rows; they are kept per (query, k) in
 `QueryBound` under a key of everything they depend on, so after one judgement only that
 query's bounds are recomputed.
 """
@@ -24,8 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +46,7 @@ from annotations.formats import score_bytes
 from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
 from annotations.models.webhooks import LEADERBOARD_CHANGED
 from annotations.scores.healing import scores_heal_pending
+from annotations.scores.significance import significance_of, significance_refresh
 from annotations.selectors.leaderboards import (
     BoundsByQuery,
     Leaderboard,
@@ -56,9 +63,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_STALE_SECONDS = 30.0
 DEFAULT_MIN_INTERVAL_MS = 1000.0
 _ROW_FIELDS = (
-    "rank", "tier", "ndcg", "ci_low", "ci_high", "judged", "ndcg_condensed", "queries",
-    "ndcg_top_grade", "p_next", "pending",
+    "rank", "ndcg", "ci_low", "ci_high", "judged", "ndcg_condensed", "queries",
+    "ndcg_top_grade", "pending",
 )  # fmt: skip
+# What a read loads of a snapshot: not the matrices, which only the significance page reads.
+_READ_FIELDS = ("id", "k", "stamp", "rows", "unscored", "computed_at", "significance")
 
 
 def _min_interval_ms() -> float:
@@ -82,10 +91,15 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
     state = scores_state(collection=collection)
     if scores_heal_pending(collection=collection, state=state):
         state = scores_state(collection=collection)
-    snapshot = LeaderboardSnapshot.objects.filter(collection=collection, k=k).first()
+    snapshot = _snapshot(collection, k)
     if snapshot is None or not _readable(snapshot):
-        return leaderboard_refresh(collection=collection, k=k)
+        board = leaderboard_refresh(collection=collection, k=k)
+        if settings.CELERY_BROKER_URL:  # its significance pass, on a worker
+            leaderboards_refresh_schedule(collection_id=collection.id)
+        return board
     if snapshot.stamp == state.stamp:
+        if (snapshot.significance or {}).get("stamp") != snapshot.stamp:
+            snapshot = _significance_pass(collection, snapshot)
         return _from_snapshot(collection, snapshot, state)
     age = timezone.now() - snapshot.computed_at
     if settings.CELERY_BROKER_URL and age < timedelta(seconds=_stale_seconds()):
@@ -107,6 +121,51 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
     return _from_snapshot(collection, snapshot, state)  # another read is computing it
 
 
+def leaderboard_read_complete(*, collection: Collection, k: int) -> Leaderboard:
+    """``leaderboard_read`` with its significance pass done for the rows it returns, here if
+    need be (reports and the command line, which must not print letters of earlier scores)."""
+    board = leaderboard_read(collection=collection, k=k)
+    if board.significance_current:
+        return board
+    if significance_refresh(collection=collection, k=k) is None:
+        leaderboard_refresh(collection=collection, k=k)
+        significance_refresh(collection=collection, k=k)
+    snapshot = _snapshot(collection, k)
+    if snapshot is None:
+        return board
+    return _from_snapshot(collection, snapshot, board.state)
+
+
+def _snapshot(collection: Collection, k: int) -> LeaderboardSnapshot | None:
+    return (
+        LeaderboardSnapshot.objects.filter(collection=collection, k=k).only(*_READ_FIELDS).first()
+    )
+
+
+def _significance_pass(
+    collection: Collection, snapshot: LeaderboardSnapshot
+) -> LeaderboardSnapshot:
+    """The rows are current but their significance is not: with a broker a worker computes it
+    (queued), inline this read does, one at a time per (collection, k) and process."""
+    if settings.CELERY_BROKER_URL:
+        leaderboards_refresh_schedule(collection_id=collection.id)
+        return snapshot
+    key = f"ndcg:significance-pass:{collection.id}:{snapshot.k}"
+    try:
+        taken = caches["coordination"].add(key, 1, timeout=_REFRESH_LOCK_SECONDS)
+    except Exception:  # no coordination: compute anyway (two at once cost time, not data)
+        taken = True
+    if not taken:
+        return snapshot  # another read is computing it
+    try:
+        if significance_refresh(collection=collection, k=snapshot.k) is None:
+            leaderboard_refresh(collection=collection, k=snapshot.k)
+            significance_refresh(collection=collection, k=snapshot.k)
+    finally:
+        _forget(key)
+    return _snapshot(collection, snapshot.k) or snapshot
+
+
 def _readable(snapshot: LeaderboardSnapshot) -> bool:
     """Whether the snapshot has this code's shape (else it is computed again, not misread)."""
     fields = {"run", "name", "owner", *_ROW_FIELDS}
@@ -118,10 +177,17 @@ def _readable(snapshot: LeaderboardSnapshot) -> bool:
 def _from_snapshot(
     collection: Collection, snapshot: LeaderboardSnapshot, state: ScoresState
 ) -> Leaderboard:
+    significance = significance_of(snapshot.significance or {})
+    letters = significance.letters if significance else {}
+    below = significance.below_best if significance else {}
+    p_best = significance.p_best if significance else {}
     rows = [
         LeaderboardRow(
             run=RunRef(row["run"], row["name"], row["owner"]),
             **{field: row[field] for field in _ROW_FIELDS},
+            letters=letters.get(row["run"], ""),
+            below_best=below.get(row["run"], False),
+            p_best=p_best.get(row["run"]),
         )
         for row in snapshot.rows
     ]
@@ -134,6 +200,7 @@ def _from_snapshot(
         state=state,
         computed_at=snapshot.computed_at,
         computed_stamp=snapshot.stamp,
+        significance=significance,
     )
 
 
@@ -141,7 +208,11 @@ def _from_snapshot(
 
 
 def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
-    """Compute the leaderboard at k (bounds from their cache), store it and return it."""
+    """Compute the leaderboard at k (bounds from their cache), store it and return it.
+
+    The first pass: rows and the per-query matrix. The letters returned and kept are those
+    of the last significance pass (marked not current) until ``significance_refresh`` runs.
+    """
     started = time.perf_counter()
     run_ids = (
         sorted(
@@ -174,11 +245,24 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
                 unscored=[[run.id, run.name, run.owner] for run in board.unscored],
                 computed_at=board.computed_at or timezone.now(),
                 seconds=time.perf_counter() - started,
+                query_ids=board.query_ids,
+                per_query=_matrix_bytes(board),
             )
         ],
         update_conflicts=True,
         unique_fields=["collection", "k"],
-        update_fields=["stamp", "rows", "unscored", "computed_at", "seconds"],
+        update_fields=[
+            "stamp",
+            "rows",
+            "unscored",
+            "computed_at",
+            "seconds",
+            "query_ids",
+            "per_query",
+        ],
+    )
+    stored = LeaderboardSnapshot.objects.filter(collection=collection, k=k).values_list(
+        "significance", flat=True
     )
     events.emit(
         collection_id=collection.id,
@@ -191,7 +275,30 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         },
         coalesce_key=f"leaderboard:{k}",
     )
-    return board
+    significance = significance_of(stored.first() or {})
+    if significance is None:
+        return board
+    return _with_significance(board, significance)
+
+
+def _matrix_bytes(board: Leaderboard) -> bytes:
+    matrix = board.per_query
+    if matrix is None or not math.prod(matrix.shape):
+        return b""
+    return bytes(matrix.astype("<f8", copy=False).tobytes())
+
+
+def _with_significance(board: Leaderboard, significance: Any) -> Leaderboard:
+    rows = [
+        replace(
+            row,
+            letters=significance.letters.get(row.run.id, ""),
+            below_best=significance.below_best.get(row.run.id, False),
+            p_best=significance.p_best.get(row.run.id),
+        )
+        for row in board.rows
+    ]
+    return replace(board, rows=rows, significance=significance)
 
 
 def leaderboards_refresh(*, collection: Collection) -> int:
@@ -205,6 +312,11 @@ def leaderboards_refresh(*, collection: Collection) -> int:
         if current.get(k) != stamp:
             leaderboard_refresh(collection=collection, k=k)
             done += 1
+    # The second pass, once every cutoff's rows are stored: readers never wait for it.
+    for k in collection.sorted_cutoffs:
+        if significance_refresh(collection=collection, k=k) is None:
+            leaderboard_refresh(collection=collection, k=k)
+            significance_refresh(collection=collection, k=k)
     return done
 
 

@@ -12,7 +12,7 @@ from annotations.selectors.stored_scores import (
     evaluated_queries,
     paired_values,
     query_vector,
-    stored_ndcg,
+    stored_columns,
 )
 
 PERMUTATIONS = 10_000
@@ -35,6 +35,10 @@ class ComparisonRow:
     a: float
     b: float
     difference: float
+    title: str = ""
+    # judged@k of each run on the query (0.0 where the run gave no result)
+    judged_a: float = 0.0
+    judged_b: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -69,12 +73,25 @@ def runs_compare(*, a: Run, b: Run, k: int) -> Comparison:
     collection = a.collection
     evaluated = evaluated_queries(collection, k)
     qids = {query_id: qid for query_id, qid, _ in evaluated}
-    stored = stored_ndcg(collection, [a.id, b.id], k)
+    titles = {query_id: title for query_id, _, title in evaluated}
+    columns = stored_columns(collection, [a.id, b.id], k, ["ndcg", "judged"])
+    stored: dict[int, dict[int, float]] = {}
+    judged: dict[int, dict[int, float]] = {}
+    for run_id in (a.id, b.id):
+        query_ids, (ndcg, coverage) = columns.get(run_id, ([], ([], [])))
+        stored[run_id] = dict(zip(query_ids, ndcg, strict=True))
+        judged[run_id] = dict(zip(query_ids, coverage, strict=True))
     ids = [query_id for query_id, _, _ in evaluated]
     first = query_vector(collection, ids, stored[a.id])
     second = query_vector(collection, ids, stored[b.id])
     shared = [query_id for query_id in first if query_id in second]
-    rows = [ComparisonRow(qids[q], first[q], second[q], first[q] - second[q]) for q in shared]
+    rows = [
+        ComparisonRow(
+            qids[q], first[q], second[q], first[q] - second[q], titles[q] or "",
+            judged[a.id].get(q, 0.0), judged[b.id].get(q, 0.0),
+        )
+        for q in shared
+    ]  # fmt: skip
     va, vb = [r.a for r in rows], [r.b for r in rows]
     wins, ties, losses = significance.win_tie_loss(va, vb)
     state = scores_state(collection=collection)

@@ -1,37 +1,39 @@
-"""The leaderboard computed from stored scores: means, bootstrap CIs, tiers, judged@k, bounds."""
+"""The leaderboard computed from stored scores: means, bootstrap CIs, judged@k, bounds, and
+the per-query matrix its all-pairs significance is computed from (`scores.significance`)."""
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from collections.abc import Collection as Container
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+import numpy.typing as npt
 from django.db.models import Max
 from django.utils import timezone
 
-from annotations.metrics import ndcg, significance, significance_arrays
+from annotations.metrics import ndcg, significance_arrays
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, Run
 from annotations.selectors import effective_grades_by_query, top_documents
-from annotations.selectors.comparisons import PERMUTATION_SEED, PERMUTATIONS
 from annotations.selectors.scores_state import ScoresState, scores_state
 from annotations.selectors.stored_scores import (
     RunMean,
     evaluated_queries,
     is_judged,
-    paired_values,
     query_vector,
     run_means_and_ndcg,
 )
 
-# Fixed so that a page reload never moves an interval or a tier by chance alone.
+# Fixed so that a page reload never moves an interval or a group by chance alone.
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
 ALPHA = 0.05
+HSD_PERMUTATIONS = 10_000
+HSD_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,6 @@ class RunRef:
 @dataclass(frozen=True)
 class LeaderboardRow:
     rank: int
-    tier: int
     run: RunRef
     ndcg: float
     ci_low: float | None
@@ -60,9 +61,46 @@ class LeaderboardRow:
     queries: int
     # nDCG@k if every unjudged document of the run's top k had the scale's highest grade.
     ndcg_top_grade: float
-    # Holm-adjusted p-value of the paired test against the next run down (None for the last).
-    p_next: float | None
     pending: bool
+    # From the all-pairs significance pass (``Significance``): the run's compact letters
+    # (runs sharing a letter are not significantly different), whether it is significantly
+    # below the best run, and the HSD-adjusted p-value against the best run. Empty/None
+    # until that pass has run for the run.
+    letters: str = ""
+    below_best: bool = False
+    p_best: float | None = None
+
+    @property
+    def best_case_below(self) -> bool:
+        """The best case is below the reported score: the promoted documents joined the
+        ideal list and raised it more than the run's own gain."""
+        return self.ndcg_top_grade < self.ndcg
+
+
+@dataclass(frozen=True)
+class Significance:
+    """The randomised Tukey HSD over every pair of a leaderboard's runs, as last computed.
+
+    ``stamp`` is the scores stamp of the rows it was computed from; it may trail the
+    leaderboard's while the pass runs again (``current``). ``run_ids`` is the order of the
+    p-value matrix (rank order at that stamp); ``critical`` is the half-width of the
+    simultaneous intervals (a pair whose mean difference exceeds it is significant).
+    """
+
+    stamp: str
+    alpha: float
+    permutations: int
+    seed: int
+    queries: int
+    critical: float | None
+    seconds: float
+    computed_at: datetime | None
+    run_ids: tuple[int, ...]
+    letters: dict[int, str]
+    below_best: dict[int, bool]
+    p_best: dict[int, float]
+    reduced: bool = False  # fewer permutations than HSD_PERMUTATIONS, to bound its time
+    test: str = "randomised Tukey HSD over queries"
 
 
 @dataclass(frozen=True)
@@ -79,13 +117,21 @@ class Leaderboard:
     resamples: int = BOOTSTRAP_RESAMPLES
     bootstrap_seed: int = BOOTSTRAP_SEED
     confidence: float = CONFIDENCE
-    permutations: int = PERMUTATIONS
-    permutation_seed: int = PERMUTATION_SEED
     alpha: float = ALPHA
+    significance: Significance | None = None
+    # The per-query matrix (rows: ``rows`` in order; columns: ``query_ids``) the significance
+    # pass tests; only on a freshly computed leaderboard, not on one read from a snapshot.
+    query_ids: list[int] = field(default_factory=list)
+    per_query: npt.NDArray[np.float64] | None = None
 
     @property
     def stale(self) -> bool:
         return bool(self.computed_stamp) and self.computed_stamp != self.state.stamp
+
+    @property
+    def significance_current(self) -> bool:
+        """Whether the letters are those of the rows shown (else a later pass brings them)."""
+        return self.significance is not None and self.significance.stamp == self.computed_stamp
 
 
 # --- bounds -------------------------------------------------------------------------------
@@ -146,25 +192,34 @@ def _top_grade_mean(row: RunMean, vector: dict[int, float], promoted: dict[int, 
 # --- leaderboard --------------------------------------------------------------------------
 
 
+def per_query_matrix(
+    evaluated: Sequence[int], vectors: Sequence[dict[int, float]]
+) -> tuple[list[int], npt.NDArray[np.float64]]:
+    """(query ids, runs x queries nDCG@k) over the queries every run's mean counts: all
+    evaluated queries when unanswered ones count 0, else those every run answered."""
+    common = [q for q in evaluated if all(q in vector for vector in vectors)]
+    matrix = np.array([[vector[q] for q in common] for vector in vectors], dtype=np.float64)
+    return common, matrix.reshape(len(vectors), len(common))
+
+
 def leaderboard_compute(
     *, collection: Collection, k: int, bounds: BoundsByQuery | None = None
 ) -> Leaderboard:
-    """Every scored run at k, best first, with CI, judged@k, bounds and significance tiers.
+    """Every scored run at k, best first, with CI, judged@k, bounds and the per-query matrix.
 
     - Mean nDCG@k, judged@k, nDCG'@k and the query count are the run means computed from
       the stored per-query values (``stored_scores.run_means_and_ndcg``).
     - CI: percentile bootstrap of the mean over the run's per-query values (the same queries
       the mean is over), ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``.
-    - Tiers: a paired randomization test between each run and the next one down, over the
-      queries both count, Holm-adjusted across those adjacent pairs; a new tier starts
-      where the adjusted p-value is below ``ALPHA`` (see ``significance.rank_tiers``).
-    - Runs not scored in the current cutoffs (never scored yet, or pending their rescore)
-      are listed in ``unscored``.
+    - ``per_query``: runs (in rank order) x queries (``query_ids``, see
+      ``per_query_matrix``), which the significance pass (``scores.significance``) tests
+      all pairs on; letters and below-best marks are left empty here.
+    - Runs without stored means at k (never scored yet) are listed in ``unscored``.
 
-    CIs and p-values come from ``batch_statistics`` (all runs in one matrix product), equal
-    bit for bit to ``significance.bootstrap_ci`` and ``paired_randomization_test`` per run.
-    ``bounds`` (query id -> run id -> value) may be passed in from a cache; by default they
-    are computed here. This is the expensive read: pages get it from a stored snapshot.
+    CIs come from ``bootstrap_cis`` (all runs in one matrix product), equal bit for bit to
+    ``significance.bootstrap_ci`` per run. ``bounds`` (query id -> run id -> value) may be
+    passed in from a cache; by default they are computed here. This is the expensive read:
+    pages get it from a stored snapshot.
     """
     state = scores_state(collection=collection)
     # the means and the per-query nDCG their statistics need, in one read
@@ -185,22 +240,6 @@ def leaderboard_compute(
         bounds = top_grade_bounds_by_query(
             collection=collection, k=k, run_ids=sorted(scored_ids), query_ids=set(evaluated)
         )
-    pairs = [
-        paired_values(vectors[upper.run_id], vectors[lower.run_id])
-        for upper, lower in itertools.pairwise(stored_means)
-    ]
-    testable = [index for index, (a, _) in enumerate(pairs) if a]
-    raw_p = [1.0] * len(pairs)  # nothing in common: no evidence of a difference
-    for index, p in zip(
-        testable,
-        significance_arrays.paired_randomization_tests(
-            [pairs[i] for i in testable], permutations=PERMUTATIONS, seed=PERMUTATION_SEED
-        ),
-        strict=True,
-    ):
-        raw_p[index] = p
-    adjusted = significance.holm(raw_p)
-    tiers = significance.rank_tiers([row.ndcg for row in stored_means], adjusted, alpha=ALPHA)
     values = {row.run_id: list(vectors[row.run_id].values()) for row in stored_means}
     with_values = [row.run_id for row in stored_means if values[row.run_id]]
     intervals = dict(
@@ -227,7 +266,6 @@ def leaderboard_compute(
         rows.append(
             LeaderboardRow(
                 rank=index + 1,
-                tier=tiers[index],
                 run=RunRef.of(row.run),
                 ndcg=row.ndcg,
                 ci_low=ci[0] if ci else None,
@@ -236,10 +274,10 @@ def leaderboard_compute(
                 ndcg_condensed=row.ndcg_condensed,
                 queries=row.queries,
                 ndcg_top_grade=_top_grade_mean(row, vector, promoted),
-                p_next=adjusted[index] if index < len(adjusted) else None,
                 pending=row.run.scored_at is None,
             )
         )
+    query_ids, matrix = per_query_matrix(evaluated, [vectors[row.run_id] for row in stored_means])
     return Leaderboard(
         collection=collection,
         k=k,
@@ -248,4 +286,6 @@ def leaderboard_compute(
         state=state,
         computed_at=timezone.now(),
         computed_stamp=state.stamp,
+        query_ids=query_ids,
+        per_query=matrix,
     )

@@ -27,7 +27,16 @@ class BoundsSerializer(serializers.Serializer):
 
 class LeaderboardRunSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
-    tier = serializers.IntegerField(help_text="Runs in one tier are not separable (see tiers).")
+    letters = serializers.CharField(
+        help_text="Compact letter display of the randomised Tukey HSD: runs sharing a letter "
+        "are not significantly different (empty until the significance pass ran)."
+    )
+    below_best = serializers.BooleanField(
+        help_text="True when the run is significantly below the best run (HSD, alpha)."
+    )
+    p_best = serializers.FloatField(
+        allow_null=True, help_text="HSD-adjusted p-value of the run against the best run."
+    )
     name = serializers.CharField(source="run.name")
     owner = serializers.SerializerMethodField()
     ndcg = serializers.FloatField(help_text="Mean nDCG@k over the evaluated queries.")
@@ -36,9 +45,6 @@ class LeaderboardRunSerializer(serializers.Serializer):
     ndcg_condensed = serializers.FloatField(help_text="Mean nDCG'@k (unjudged removed).")
     queries = serializers.IntegerField(help_text="Queries the mean is over.")
     bounds = serializers.SerializerMethodField()
-    p_next = serializers.FloatField(
-        allow_null=True, help_text="Holm-adjusted p-value against the next run down."
-    )
     pending = serializers.BooleanField(help_text="True while the run awaits its first scoring.")
 
     def get_owner(self, row: Any) -> str | None:
@@ -63,10 +69,22 @@ class BootstrapSerializer(serializers.Serializer):
 
 class SignificanceSerializer(serializers.Serializer):
     test = serializers.CharField()
-    permutations = serializers.IntegerField()
+    permutations = serializers.IntegerField(
+        help_text="Permutations of the HSD (10,000; fewer on very large leaderboards)."
+    )
     seed = serializers.IntegerField()
     correction = serializers.CharField()
     alpha = serializers.FloatField()
+    queries = serializers.IntegerField(help_text="Queries the runs are compared on.")
+    critical_difference = serializers.FloatField(
+        allow_null=True,
+        help_text="Half-width of the simultaneous intervals: a pair whose mean difference "
+        "exceeds it is significantly different.",
+    )
+    computed_at = serializers.DateTimeField(allow_null=True)
+    current = serializers.BooleanField(
+        help_text="False while the letters are those of earlier scores (being recomputed)."
+    )
 
 
 class ScoresStateSerializer(serializers.Serializer):
@@ -81,7 +99,7 @@ class LeaderboardSerializer(ScoresStateSerializer):
     collection = serializers.CharField()
     k = serializers.IntegerField()
     statistics_computed_at = serializers.DateTimeField(
-        allow_null=True, help_text="When the CIs, tiers and bounds were computed."
+        allow_null=True, help_text="When the CIs and bounds were computed."
     )
     statistics_stamp = serializers.CharField(
         help_text="The scores stamp the statistics were computed at."

@@ -17,3 +17,17 @@ def decimals(value: object, places: int = 4) -> str:
         return f"{float(value):.{int(places)}f}"  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def shade(count: object, rows: object) -> int:
+    """A confusion-matrix cell's shade, 0 (empty) to 5 (the matrix's largest count): the
+    count's share of the largest in ``rows`` ((label, counts) pairs), in fifths, rounded up."""
+    try:
+        largest = max((int(c) for _, counts in rows for c in counts), default=0)  # type: ignore[attr-defined]
+        value = int(count)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return 0
+    if value <= 0 or largest <= 0:
+        return 0
+    return min(5, -(-5 * value // largest))

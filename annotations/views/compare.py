@@ -6,6 +6,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from annotations import selectors
+from annotations.formats import charts
 from annotations.models import Run
 from annotations.selectors import compare_page
 from annotations.views._collection import login_first, readable_collection
@@ -58,5 +59,15 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
             else []
         ),
         "chart": compare_page.sorted_differences(comparison) if comparison else None,
+        "scatter": (
+            charts.scatter(
+                [
+                    (row.a, row.b, f"{row.qid}: A {row.a:.4f}, B {row.b:.4f}")
+                    for row in comparison.rows
+                ]
+            )
+            if comparison
+            else None
+        ),
     }
     return render(request, "annotations/scores/compare.html", context)

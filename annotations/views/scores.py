@@ -20,6 +20,7 @@ from annotations.scores import snapshots
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
 from annotations.services import impact as impact_services
+from annotations.views import significance
 from annotations.views._collection import login_first, readable_collection
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "collection": collection,
         "k": k,
         "board": board,
+        "forest": significance.forest_of(board),
         "flips": impact.flip_state_stored(collection=collection, k=k),
         "state": board.state,
         "is_member": access.member,

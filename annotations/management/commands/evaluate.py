@@ -1,4 +1,5 @@
-"""Print the stored scores of a collection's runs: trec_eval layout, JSON or CSV."""
+"""Print the stored scores of a collection's runs (trec_eval layout, JSON, CSV) or its
+leaderboard as a report (CSV, booktabs LaTeX)."""
 
 from typing import Any
 
@@ -7,14 +8,19 @@ from django.core.management.base import CommandError
 from annotations import selectors
 from annotations.management.commands._base import PrintingCommand, collection_get
 from annotations.models import Run
+from annotations.scores.reports import leaderboard_report
 from annotations.selectors import evaluation, exports
+
+# --format value -> report kind (scores.reports)
+LEADERBOARD_FORMATS = {"leaderboard-csv": "csv", "leaderboard-latex": "latex"}
 
 
 class Command(PrintingCommand):
     help = (
         "Print stored nDCG@k scores (never recomputed). trec: trec_eval's layout, one block "
-        "per run (-q adds per-query lines); json: full precision for every run, query and k; "
-        "csv."
+        "per run (-q adds per-query lines); json: full precision for every run, query and k; csv; "
+        "leaderboard-csv, leaderboard-latex: the leaderboard at --k (default 10 or the middle "
+        "cutoff) with CIs, judged@k and significance letters, as the page's downloads."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -24,10 +30,11 @@ class Command(PrintingCommand):
         parser.add_argument("--k", type=int, default=None, help="one cutoff (default: all)")
         parser.add_argument(
             "--format",
-            choices=["trec", "json", "csv"],
+            choices=["trec", "json", "csv", *LEADERBOARD_FORMATS],
             default="trec",
             help="trec: trec_eval's layout, one block per run (each headed by its runid line "
-            "when there are several); json or csv: every run, query and k at full precision",
+            "when there are several); json or csv: every run, query and k at full precision; "
+            "leaderboard-csv or leaderboard-latex: the leaderboard report at --k",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -38,6 +45,8 @@ class Command(PrintingCommand):
             if not runs:
                 raise CommandError(f"no run {options['run']!r} in {collection.slug}")
         ks = collection.sorted_cutoffs
+        if options["format"] in LEADERBOARD_FORMATS and options["k"] is None:
+            options["k"] = selectors.cutoff_from(collection, None)
         if options["k"] is not None:
             if options["k"] not in ks:
                 raise CommandError(f"--k {options['k']}: {collection.slug} is scored at k={ks}")
@@ -49,7 +58,14 @@ class Command(PrintingCommand):
                 f"these are the last stored values (see `rescore {collection.slug} --stale`)"
             )
         fmt = options["format"]
-        if fmt == "trec":
+        if fmt in LEADERBOARD_FORMATS:
+            if options["run"] is not None:
+                raise CommandError(f"--format {fmt} shows every run: leave --run out")
+            report = leaderboard_report(
+                collection=collection, k=ks[0], kind=LEADERBOARD_FORMATS[fmt]
+            )
+            self.stdout.write(report.text, ending="")
+        elif fmt == "trec":
             if options["run"] is not None:
                 self._trec(runs[0], ks, per_query=options["q"])
             else:

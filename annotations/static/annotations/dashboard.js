@@ -35,10 +35,24 @@
       }));
     }
     if (coverage) {
+      // One bar of 16 px per run, every run labelled (names cut to 32 characters, the full
+      // name in the tooltip): at 100+ runs the chart grows and scrolls inside its box.
+      var holder = coverage.parentNode;
+      holder.style.height = Math.max(160, 16 * data.runs.length + 48) + "px";
       charts.push(new window.Chart(coverage, {
         type: "bar",
         data: { labels: data.runs, datasets: [{ label: "judged@" + data.k, data: data.coverage, backgroundColor: "#8a5a00" }] },
-        options: { animation: false, indexAxis: "y", scales: { x: { min: 0, max: 1 } } }
+        options: {
+          animation: false, indexAxis: "y", maintainAspectRatio: false,
+          scales: {
+            x: { min: 0, max: 1, position: "top" },
+            y: { ticks: { autoSkip: false, font: { size: 11 }, callback: function (value) {
+              var name = this.getLabelForValue(value);
+              return name.length > 32 ? name.slice(0, 31) + "\u2026" : name;
+            } } }
+          },
+          plugins: { legend: { display: false } }
+        }
       }));
     }
   }

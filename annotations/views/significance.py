@@ -1,0 +1,186 @@
+"""The leaderboard's pictures and reports: forest plot data, the significance page, downloads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from annotations import selectors
+from annotations.formats import charts
+from annotations.scores import snapshots
+from annotations.scores.reports import REPORT_KINDS, leaderboard_report
+from annotations.scores.significance import SignificanceDetail, significance_detail
+from annotations.selectors.leaderboards import Leaderboard
+from annotations.views._collection import login_first, readable_collection
+
+# The pairwise matrix and the per-query heat map draw at most this many runs (best first):
+# beyond, cells get too small to point at; the CSV reports and the API carry every run.
+MATRIX_RUNS = 60
+HEAT_RUNS = 50
+
+
+def forest_of(board: Leaderboard) -> Callable[[], charts.ForestPlot]:
+    """The leaderboard's CI forest plot, drawn only if the page's cached fragment is not."""
+
+    def build() -> charts.ForestPlot:
+        return charts.forest_plot(
+            [
+                charts.ForestRow(
+                    label=f"{row.rank}. {row.run.name}",
+                    mean=row.ndcg,
+                    low=row.ci_low,
+                    high=row.ci_high,
+                    letters=row.letters,
+                    below_best=row.below_best,
+                )
+                for row in board.rows
+            ]
+        )
+
+    return build
+
+
+def _matrix(detail: SignificanceDetail) -> dict[str, Any] | None:
+    significance = detail.significance
+    if significance is None or not detail.pair_ids:
+        return None
+    ids = detail.pair_ids[:MATRIX_RUNS]
+    count = len(ids)
+    p = detail.p_adjusted[:count, :count]
+    alpha = significance.alpha
+    names = [detail.names[run_id] for run_id in ids]
+    means = [detail.means.get(run_id, 0.0) for run_id in ids]
+    fill = [[charts.p_colour(float(p[i, j]), alpha) if i != j else "#ffffff" for j in range(count)]
+            for i in range(count)]  # fmt: skip
+    titles = [
+        [
+            f"{names[i]} vs {names[j]}: difference {means[i] - means[j]:+.4f}, adjusted p "
+            f"{float(p[i, j]):.4f}, {'significant' if p[i, j] < alpha else 'not significant'}"
+            if i != j
+            else names[i]
+            for j in range(count)
+        ]
+        for i in range(count)
+    ]
+    size = max(8.0, min(18.0, 720.0 / max(count, 1)))
+    labels = [f"{position + 1}" for position in range(count)]
+    plot = charts.heat_map(
+        p.tolist(),
+        row_labels=[f"{position + 1}. {name}" for position, name in enumerate(names)],
+        column_labels=labels,
+        fill=fill,
+        titles=titles,
+        cell_width=size,
+        cell_height=size,
+        top=40,
+    )
+    significant = int(np.count_nonzero(np.triu(p < alpha, 1)))
+    return {
+        "plot": plot,
+        "runs": count,
+        "all_runs": len(detail.pair_ids),
+        "pairs": count * (count - 1) // 2,
+        "significant": significant,
+    }
+
+
+def _heat(detail: SignificanceDetail, sort: str) -> dict[str, Any] | None:
+    matrix = detail.per_query
+    if not matrix.size:
+        return None
+    rows = min(HEAT_RUNS, matrix.shape[0])
+    shown = matrix[:rows]
+    columns = list(range(matrix.shape[1]))
+    difficulty = matrix.mean(axis=0)  # every run's mean on the query: low is hard
+    if sort == "difficulty":
+        columns.sort(key=lambda q: (difficulty[q], detail.queries[q][0]))
+    names = [detail.names[run_id] for run_id in detail.row_ids[:rows]]
+    fill = [[charts.score_colour(float(shown[r, q])) for q in columns] for r in range(rows)]
+    titles = [
+        [f"{names[r]} on {detail.queries[q][0]}: nDCG {float(shown[r, q]):.4f}" for q in columns]
+        for r in range(rows)
+    ]
+    plot = charts.heat_map(
+        shown[:, columns].tolist(),
+        row_labels=[f"{r + 1}. {name}" for r, name in enumerate(names)],
+        column_labels=[detail.queries[q][0] for q in columns],
+        fill=fill,
+        titles=titles,
+        cell_width=10,
+        cell_height=12,
+    )
+    hardest = [detail.queries[q] + (float(difficulty[q]),) for q in sorted(
+        columns, key=lambda q: (difficulty[q], detail.queries[q][0]))[:5]]  # fmt: skip
+    return {"plot": plot, "runs": rows, "all_runs": matrix.shape[0], "queries": len(columns),
+            "hardest": hardest}  # fmt: skip
+
+
+def _pair(detail: SignificanceDetail, name_a: str, name_b: str) -> dict[str, Any] | None:
+    significance = detail.significance
+    by_name = {name: run_id for run_id, name in detail.names.items()}
+    if significance is None or name_a not in by_name or name_b not in by_name:
+        return None
+    ids = detail.pair_ids
+    a, b = by_name[name_a], by_name[name_b]
+    if a not in ids or b not in ids or a == b:
+        return None
+    difference = detail.means[a] - detail.means[b]
+    critical = significance.critical
+    p = float(detail.p_adjusted[ids.index(a), ids.index(b)])
+    return {
+        "a": name_a,
+        "b": name_b,
+        "difference": difference,
+        "low": difference - critical if critical is not None else None,
+        "high": difference + critical if critical is not None else None,
+        "p": p,
+        "significant": p < significance.alpha,
+    }
+
+
+@login_first
+def leaderboard_significance(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every pair's HSD-adjusted p-value as a shaded matrix, one pair's difference with its
+    simultaneous interval, and the runs x queries heat map, from the stored snapshot."""
+    collection, access = readable_collection(request, slug, sees="leaderboard")
+    k = selectors.cutoff_from(collection, request.GET.get("k"))
+    board = snapshots.leaderboard_read(collection=collection, k=k)
+    detail = significance_detail(collection=collection, k=k)
+    if detail is None:
+        raise Http404("No leaderboard yet")
+    sort = "difficulty" if request.GET.get("sort") == "difficulty" else "qid"
+    name_a, name_b = request.GET.get("a", ""), request.GET.get("b", "")
+    context = {
+        "collection": collection,
+        "k": k,
+        "board": board,
+        "access": access,
+        "significance": detail.significance,
+        "stamp": detail.stamp,
+        "sort": sort,
+        "matrix": lambda: _matrix(detail),
+        "heat": lambda: _heat(detail, sort),
+        "pair": _pair(detail, name_a, name_b),
+        "name_a": name_a,
+        "name_b": name_b,
+        "run_names": [detail.names[run_id] for run_id in detail.row_ids],
+    }
+    return render(request, "annotations/scores/significance.html", context)
+
+
+@login_first
+def leaderboard_report_download(request: HttpRequest, slug: str) -> HttpResponse:
+    """The leaderboard as CSV or LaTeX (``?as=csv|latex``), as the API and `evaluate` give it."""
+    collection, _ = readable_collection(request, slug, sees="leaderboard")
+    kind = request.GET.get("as", "")
+    if kind not in REPORT_KINDS:
+        raise Http404("Choose ?as=csv or ?as=latex")
+    k = selectors.cutoff_from(collection, request.GET.get("k"))
+    report = leaderboard_report(collection=collection, k=k, kind=kind)
+    response = HttpResponse(report.text, content_type=report.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{report.filename}"'
+    return response

@@ -1,0 +1,101 @@
+"""The leaderboard's pictures in a real browser on a 34-run campaign with 150-character
+names: the CI plot, the pairwise matrix and the per-query heat map render, pass axe and fit
+a 390 px phone (they scroll inside their own focusable regions)."""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from annotations.models import Collection, Membership
+from annotations.scores import snapshots
+from tests.campaigns import RUNS, run_name
+from tests.campaigns import campaign as build_campaign
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.browser
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def campaign(transactional_db: None, write_file: Callable[..., Path], settings: Any) -> Collection:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    collection = build_campaign(write_file)
+    Membership.objects.create(
+        collection=collection, user=UserFactory(username="olga"), role="organiser"
+    )
+    snapshots.leaderboard_read_complete(collection=collection, k=10)
+    return collection
+
+
+def _axe_problems(page: Any) -> list[str]:  # type: ignore[no-untyped-def]
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = []
+    for violation in Axe().run(page).response["violations"]:
+        if violation["impact"] in ("serious", "critical"):
+            targets = [" ".join(node["target"]) for node in violation["nodes"][:3]]
+            found.append(f"{page.url}: {violation['id']} ({violation['impact']}) {targets}")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    if width > PHONE["width"]:
+        found.append(f"{page.url}: {width} px wide at a {PHONE['width']} px viewport")
+    return found
+
+
+def test_plot_matrix_and_heat_map_render_pass_axe_and_fit_a_phone(  # type: ignore[no-untyped-def]
+    campaign: Collection, browser, live_server
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.conftest import browser_page
+
+    with browser_page(browser, live_server, viewport=PHONE) as page:
+        page.goto("/accounts/login/")
+        page.fill("#id_username", "olga")
+        page.fill("#id_password", "pass-word-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+        page.goto(f"/collections/{campaign.slug}/leaderboard/?k=10")
+        expect(page.locator("#leaderboard tbody tr")).to_have_count(RUNS)
+        top = page.locator(f"#leaderboard tbody tr[data-run='{run_name(0)}']")
+        expect(top.locator("td.letters .group")).to_have_text("a")
+        assert page.locator("#leaderboard tbody tr.below-best").count() >= RUNS // 2
+        expect(page.locator("th", has_text="Tier")).to_have_count(0)
+        plot = page.locator("#forest-plot")
+        expect(plot).to_be_visible()
+        expect(plot.locator("g.forest-row")).to_have_count(RUNS)
+        expect(plot.locator("g.forest-row.below-best").first).to_be_attached()
+        box = plot.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > RUNS * 15
+        region = page.locator("#forest-section .scroll.chart")
+        region.focus()
+        assert page.evaluate("document.activeElement.getAttribute('role')") == "region"
+        assert page.evaluate(
+            "document.querySelector('#forest-section .scroll.chart').scrollWidth >"
+            " document.querySelector('#forest-section .scroll.chart').clientWidth"
+        )  # the plot scrolls inside its region at 390 px, the page does not
+        problems = _axe_problems(page)
+
+        page.click("#significance-link")
+        page.wait_for_url(lambda url: "/leaderboard/significance/" in url)
+        matrix = page.locator("#pair-matrix")
+        expect(matrix).to_be_visible()
+        expect(matrix.locator("rect")).to_have_count(RUNS * RUNS)
+        heat = page.locator("#query-heat-map")
+        expect(heat.locator("rect")).to_have_count(RUNS * 50)
+        assert (heat.bounding_box() or {"height": 0})["height"] > RUNS * 10
+        problems += _axe_problems(page)
+
+        page.select_option("#pair-a", run_name(0))
+        page.select_option("#pair-b", run_name(RUNS - 1))
+        page.click("#pair-form button[type=submit]")
+        expect(page.locator("#pair-result")).to_contain_text("significantly different")
+        expect(page.locator("#pair-result")).to_contain_text("simultaneous")
+        page.click("#sort-difficulty")
+        page.wait_for_url(lambda url: "sort=difficulty" in url)
+        expect(page.locator("#sort-difficulty")).to_have_attribute("aria-current", "true")
+        problems += _axe_problems(page)
+    assert not problems, problems
