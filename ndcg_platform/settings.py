@@ -321,6 +321,9 @@ CACHES = {
 NDCG_DERIVED_QUEUE = os.environ.get("NDCG_DERIVED_QUEUE", "derived")
 NDCG_IMPORTS_QUEUE = os.environ.get("NDCG_IMPORTS_QUEUE", "imports")
 NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, minimum=0.0)
+# Under a steady stream of judgements a collection's refreshes take at most this share of a
+# derived worker's time: after a refresh of d seconds the next waits d * (1/share - 1).
+NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (
