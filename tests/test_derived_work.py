@@ -57,7 +57,14 @@ def test_under_steady_judging_a_refresh_rests_as_long_as_the_last_one_ran(
     settings.NDCG_REFRESH_MAX_SHARE = 0.5
     clock = [1000.0]
     monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
-    # a refresh that took 4 s: the next one waits 4 s after it ended, at most
+    # after a quiet spell a refresh of 4 s leaves no rest (a burst is not delayed) ...
+    refresh_pacing.refresh_done(collection_id=trial.id, seconds=4.0)
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+    published.clear()
+    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    # ... the next one, back to back, does: the one after it waits 4 s after it ended
+    clock[0] += 4.2
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=4.0)
     clock[0] += 1.0
     snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
