@@ -10,11 +10,14 @@ services (``bench_scoring``'s helpers). It prints one Markdown table of figures 
 the same run:
 
 * freshness: a judgement through the API every ``--interval`` seconds; POST -> the query's
-  scores stored (Query.scored_version >= judgements_version, polled every 10 ms from this
+  scores stored (Query.scored_version >= judgements_version, polled every 2 ms from this
   process), p50/p95 over ``--judgements`` judgements with 0, 8 and 50 open leaderboard pages
   (threads polling ``leaderboard/state/`` every ``--poll`` s and reloading ``leaderboard/``
-  when the stamp moves). Reference: the same judgements through the services in this
-  process without a broker (inline), commit -> scores stored, as bench_scoring measures it;
+  when the stamp moves). Reference: the inline path, a second gunicorn with the same
+  config and no broker (scores stored before the answer), with as many pages open on it;
+  half an interval after each production judgement the same client posts one there and
+  times it the same way, so both see the same load. The services' call in this process
+  (commit -> stored, as bench_scoring measures it) is printed too;
 * leaderboard snapshot current: bursts of ``--burst`` judgements, then the delay from the
   last one's answer until every stored LeaderboardSnapshot of the collection carries the
   collection's current scores stamp (no query pending);
@@ -23,7 +26,9 @@ the same run:
   ``GET /api/v1/collections/`` by the same clients with the same think time for the same
   duration. Every acknowledged write is reconciled against the database afterwards (history
   rows, created judgements, each pair's last acknowledged grade). The grading form is not
-  exercised: API clients only.
+  exercised: API clients only. CPU seconds per acknowledged request of each process group
+  (gunicorn, each worker, beat) and of the database's backends, from /proc, for both loads:
+  on a shared machine they show where the capacity goes whatever else runs.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ ASSESSOR_PREFIX = "bench-prod-assessor-"
 # The moderate default: Robust04's depth and judgement density, fewer runs and queries.
 MODERATE = {"queries": 100, "runs": 50}
 FLOOR_PATH = "/api/v1/collections/"
+POLL_SECONDS = 0.002  # the scored marker's polling (the same for production and inline)
 K = 10
 
 log = base.log
@@ -228,8 +234,10 @@ def free_port() -> int:
 class Services:
     """gunicorn, two Celery workers and beat, each in its own process group."""
 
-    def __init__(self, args: argparse.Namespace, port: int, logs: Path) -> None:
-        self.args, self.port, self.logs = args, port, logs
+    def __init__(
+        self, args: argparse.Namespace, port: int, logs: Path, *, inline: bool = False
+    ) -> None:
+        self.args, self.port, self.logs, self.inline = args, port, logs, inline
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         broker = f"redis://127.0.0.1:6379/{args.redis_db}"
         self.env = {
@@ -248,6 +256,8 @@ class Services:
             "WEB_CONCURRENCY": str(args.web_concurrency),
         }
         self.env.pop("DJANGO_SETTINGS_MODULE", None)
+        if inline:  # the reference: the same server scoring in the request, no broker
+            self.env.pop("CELERY_BROKER_URL")
 
     def _start(self, name: str, command: list[str]) -> None:
         output = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115  (kept by the child)
@@ -268,6 +278,9 @@ class Services:
             [str(binary / "gunicorn"), "ndcg_platform.wsgi:application",
              "--config", "ndcg_platform/gunicorn.conf.py"],
         )  # fmt: skip
+        if self.inline:
+            self._wait(set())
+            return
         self._start(
             "worker",
             [celery, "-A", "ndcg_platform", "worker", "-Q", "celery", "-c", "2",
@@ -283,8 +296,10 @@ class Services:
             [celery, "-A", "ndcg_platform", "beat", "--loglevel", "INFO",
              "--schedule", str(self.logs / "celerybeat-schedule")],
         )  # fmt: skip
+        self._wait({"worker", "worker-derived"})
+
+    def _wait(self, waiting: set[str]) -> None:
         deadline = time.monotonic() + 120
-        waiting = {"worker", "worker-derived"}
         port_open = False
         while time.monotonic() < deadline:
             for name, proc in self.procs.items():
@@ -319,6 +334,79 @@ class Services:
         for proc in self.procs.values():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu(pid: int) -> tuple[int, float] | None:
+    """(process group, CPU seconds of the process and its reaped children) from /proc."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # after the name: state ppid pgrp session ... utime(12) stime(13) cutime(14) cstime(15)
+    return int(fields[2]), sum(int(value) for value in fields[11:15]) / _TICK
+
+
+class CpuMeter:
+    """CPU seconds spent by each service's process group and by the database's backends
+    during a phase, sampled every 0.5 s (a process that exits between samples loses at most
+    its last half second; gunicorn's and the pools' reaped children count in their parent)."""
+
+    def __init__(self, services: Services, url: str) -> None:
+        self.groups = {proc.pid: name for name, proc in services.procs.items()}
+        self.database = urlsplit(url).path.lstrip("/")
+        self.conn = base.pg_connect(url, autocommit=True)
+        self.done = threading.Event()
+        self.seen: dict[tuple[str, int], tuple[float, float]] = {}  # (group, pid) -> first, last
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        backends = {
+            pid
+            for (pid,) in self.conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                [self.database],
+            ).fetchall()
+        }
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            found = _proc_cpu(pid)
+            if found is None:
+                continue
+            group = "postgres" if pid in backends else self.groups.get(found[0])
+            if group is None:
+                continue
+            first, _ = self.seen.get((group, pid), (found[1], 0.0))
+            self.seen[(group, pid)] = (first, found[1])
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            self._sample()
+            self.done.wait(0.5)
+
+    def __enter__(self) -> CpuMeter:
+        self._sample()
+        self.started = set(self.seen)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+        self._sample()
+        self.conn.close()
+
+    def seconds(self) -> dict[str, float]:
+        """CPU seconds per group during the phase (a process started during it: all of its)."""
+        totals: dict[str, float] = {}
+        for (group, pid), (first, last) in self.seen.items():
+            spent = last - first if (group, pid) in self.started else last
+            totals[group] = totals.get(group, 0.0) + spent
+        return totals
 
 
 def flush_redis(args: argparse.Namespace) -> None:
@@ -511,35 +599,47 @@ class Poller:
             ).fetchone()
             if row and row[0]:
                 return time.perf_counter()
-            time.sleep(0.01)
+            time.sleep(POLL_SECONDS)
         return None
 
 
 def freshness(
-    port: int, judge: Judge, poller: Poller, pairs: list, interval: float
+    ports: tuple[int, int],
+    judge: Judge,
+    poller: Poller,
+    pairs: list,
+    reference: list,
+    interval: float,
 ) -> dict[str, object]:
-    post_to_stored, answer_to_stored, posts = [], [], []
+    """Judgements through the production server, each followed half an interval later by
+    one through the inline server (the reference), under the same load."""
+    figures: dict[str, dict[str, list[float]]] = {
+        side: {"stored": [], "after_answer": [], "post": []} for side in ("production", "inline")
+    }
     timeouts = 0
-    for index, pair in enumerate(pairs):
+    for index, (pair, other) in enumerate(zip(pairs, reference, strict=True)):
         started = time.perf_counter()
-        query_id, seconds, _ = judge.post(port, pair)
-        answered = started + seconds
-        stored = poller.wait_scored(query_id)
-        posts.append(seconds)
-        if stored is None:
-            timeouts += 1
-        else:
-            post_to_stored.append(stored - started)
-            answer_to_stored.append(max(0.0, stored - answered))
+        for side, port, which in (("production", ports[0], pair), ("inline", ports[1], other)):
+            began = time.perf_counter()
+            query_id, seconds, _ = judge.post(port, which)
+            stored = poller.wait_scored(query_id)
+            figures[side]["post"].append(seconds)
+            if stored is None:
+                timeouts += 1
+            else:
+                figures[side]["stored"].append(stored - began)
+                figures[side]["after_answer"].append(max(0.0, stored - began - seconds))
+            if side == "production":
+                time.sleep(max(0.0, started + interval / 2 - time.perf_counter()))
         if (index + 1) % 10 == 0:
             log(f"  {index + 1}/{len(pairs)} judgements")
         time.sleep(max(0.0, started + interval - time.perf_counter()))
-    return {
-        "stored": summary(post_to_stored),
-        "after_answer": summary(answer_to_stored),
-        "post": summary(posts),
-        "timeouts": timeouts,
+    row: dict[str, object] = {
+        side: {name: summary(values) for name, values in measures.items()}
+        for side, measures in figures.items()
     }
+    row["timeouts"] = timeouts
+    return row
 
 
 def snapshot_current(collection) -> bool:  # type: ignore[no-untyped-def]
@@ -560,6 +660,11 @@ def bursts(port: int, judge: Judge, pairs: list, size: int, count: int) -> dict:
     delays: list[float] = []
     timeouts = 0
     for number in range(count):
+        # after a quiet spell: the snapshots current and the last refresh's rest over
+        deadline = time.perf_counter() + 60
+        while time.perf_counter() < deadline and not snapshot_current(collection):
+            time.sleep(0.1)
+        time.sleep(3)
         chunk = pairs[number * size : (number + 1) * size]
         last = 0.0
         for pair in chunk:
@@ -574,7 +679,6 @@ def bursts(port: int, judge: Judge, pairs: list, size: int, count: int) -> dict:
         else:
             delays.append(time.perf_counter() - last)
         log(f"  burst {number + 1}: {delays[-1] if delays else float('nan'):.2f} s")
-        time.sleep(3)
     return {"delays": delays, "timeouts": timeouts}
 
 
@@ -707,24 +811,23 @@ def ms(value: float) -> str:
 
 
 def report(f: dict, args: argparse.Namespace) -> list[str]:
-    inline = f["inline"]["stored"]
     rows = [
         "| measure | production | reference | ratio | target |",
         "|---|---:|---:|---:|---|",
     ]
     for watchers, row in f["freshness"].items():
-        ratio = row["stored"]["p95"] / inline["p95"]
-        target = ""
-        if watchers == max(f["freshness"]):
-            target = f"p95 <= 2x: **{'met' if ratio <= 2 else 'not met'}**"
+        prod, inline = row["production"], row["inline"]
+        ratio = prod["stored"]["p95"] / inline["stored"]["p95"]
+        target = f"p95 <= 2x: **{'met' if ratio <= 2 else 'not met'}**"
         rows.append(
             f"| POST -> scores stored, {watchers} leaderboard pages open, p50 / p95 ms "
             f"(answer -> stored p50 / p95; POST p50) "
-            f"| {ms(row['stored']['p50'])} / {ms(row['stored']['p95'])} "
-            f"({ms(row['after_answer']['p50'])} / {ms(row['after_answer']['p95'])}; "
-            f"{ms(row['post']['p50'])}) "
-            f"| inline commit -> stored {ms(inline['p50'])} / {ms(inline['p95'])} "
-            f"| {ratio:.1f}x | {target} |"
+            f"| {ms(prod['stored']['p50'])} / {ms(prod['stored']['p95'])} "
+            f"({ms(prod['after_answer']['p50'])} / {ms(prod['after_answer']['p95'])}; "
+            f"{ms(prod['post']['p50'])}) "
+            f"| inline server {ms(inline['stored']['p50'])} / {ms(inline['stored']['p95'])} "
+            f"(POST p50 {ms(inline['post']['p50'])}) "
+            f"| {ratio:.2f}x | {target} |"
         )
     b = f["bursts"]
     worst = max(b["delays"]) if b["delays"] and not b["timeouts"] else float("inf")
@@ -794,10 +897,11 @@ def main() -> None:
 
     pool = candidate_pairs(directory, args.seed)
     series = pool[: args.judgements]
-    burst_pairs = pool[args.judgements : args.judgements + args.burst * args.bursts]
-    judge = Judge(ctx, series + burst_pairs, args.seed)
+    reference = pool[args.judgements : 2 * args.judgements]  # the inline server's pairs
+    burst_pairs = pool[2 * args.judgements : 2 * args.judgements + args.burst * args.bursts]
+    judge = Judge(ctx, series + reference + burst_pairs, args.seed)
     log("inline: warm-up (the judge's judgements of the measured pairs exist afterwards)")
-    for pair in series + burst_pairs:
+    for pair in series + reference + burst_pairs:
         if pair not in judge.grades:
             judge.record_inline(pair)
     scores_sweep_stale(collection=ctx["collection"])
@@ -808,23 +912,36 @@ def main() -> None:
     port = free_port()
     logs = Path(tempfile.mkdtemp(prefix="bench-production-"))
     services = Services(args, port, logs)
+    inline_port = free_port()
+    (logs / "inline").mkdir()
+    inline_server = Services(args, inline_port, logs / "inline", inline=True)
+    ports = (port, inline_port)
     poller = Poller(args.database_url)
     try:
         log(f"start: gunicorn on 127.0.0.1:{port}, workers, beat (logs in {logs})")
         services.start()
+        log(f"start: the inline reference, gunicorn without a broker on 127.0.0.1:{inline_port}")
+        inline_server.start()
         for _ in range(5):  # warm every gunicorn worker a little
-            request(port, "GET", FLOOR_PATH, token=ctx["token"])
+            for each in ports:
+                request(each, "GET", FLOOR_PATH, token=ctx["token"])
         request(port, "GET", f"/collections/{SLUG}/leaderboard/?k={K}", session=ctx["session"])
-        warm = freshness(port, judge, poller, series[:3], 0.5)
-        log(f"warm-up judgements stored: {warm['stored']['n']}")
+        warm = freshness(ports, judge, poller, series[:3], reference[:3], 0.5)
+        log(f"warm-up judgements stored: {warm['production']['stored']['n']}")
         figures["freshness"] = {}
         for watchers in (0, 8, 50):
             log(f"freshness with {watchers} leaderboard pages open")
-            with Watchers(port, ctx["session"], watchers, args.poll) as tabs:
+            # as many pages open on the inline server: the reference carries the same load
+            with (
+                Watchers(port, ctx["session"], watchers, args.poll) as tabs,
+                Watchers(inline_port, ctx["session"], watchers, args.poll) as inline_tabs,
+            ):
                 if watchers:
                     time.sleep(args.poll)
-                row = freshness(port, judge, poller, series, args.interval)
+                row = freshness(ports, judge, poller, series, reference, args.interval)
             row["reloads"], row["watch_errors"] = tabs.reloads, tabs.errors
+            row["inline_reloads"] = inline_tabs.reloads
+            row["watch_errors"] += inline_tabs.errors
             figures["freshness"][watchers] = row
         log(f"bursts of {args.burst} judgements")
         figures["bursts"] = bursts(port, judge, burst_pairs, args.burst, args.bursts)
@@ -844,18 +961,23 @@ def main() -> None:
                 assessor_id__in=[u for u, _ in ctx["assessors"]]
             ).values_list("assessor_id", "query__qid", "document__docno", "grade")
         }
-        write = capacity(port, ctx["assessors"], pool, args.duration, True, args.seed, known)
+        with CpuMeter(services, args.database_url) as meter:
+            write = capacity(port, ctx["assessors"], pool, args.duration, True, args.seed, known)
+        write["cpu"] = meter.seconds()
         log(f"  {write['rps']:.1f} judgements/s; waiting for the scores to catch up")
         figures["drain"] = drain(ctx["collection"])
         figures["reconcile"] = reconcile(ctx, before, write)
         log(f"capacity: {args.assessors} clients on GET {FLOOR_PATH} for {args.duration:.0f} s")
-        floor = capacity(port, ctx["assessors"], pool, args.duration, False, args.seed)
+        with CpuMeter(services, args.database_url) as meter:
+            floor = capacity(port, ctx["assessors"], pool, args.duration, False, args.seed)
+        floor["cpu"] = meter.seconds()
         write.pop("acknowledged")
         floor.pop("acknowledged")
         figures["capacity"] = {"write": write, "floor": floor}
     finally:
         log("stop: gunicorn, workers, beat")
         services.stop()
+        inline_server.stop()
         poller.conn.close()
         flush_redis(args)
     figures["load"] = (load_before, os.getloadavg())
@@ -894,15 +1016,29 @@ def main() -> None:
         f"its CPU use {w['client_cpu']:.0%} of one core while judging, {fl['client_cpu']:.0%} on "
         f"the floor; errors {w['errors'] or 'none'} / {fl['errors'] or 'none'}"
     )
+    for label, phase in (("judging", w), ("floor", fl)):
+        spent = phase["cpu"]
+        per = " + ".join(
+            f"{name} {seconds * 1e3 / max(phase['ok'], 1):.1f}"
+            for name, seconds in sorted(spent.items())
+        )
+        print(
+            f"- CPU during the {label} load: {sum(spent.values()):.1f} s of "
+            f"{(os.cpu_count() or 1) * phase['elapsed']:.0f} core-seconds; per "
+            f"acknowledged request, ms: {per}"
+        )
     for watchers, row in figures["freshness"].items():
         print(
-            f"- {watchers} pages: {row['reloads']} table reloads, {row['watch_errors']} errors, "
+            f"- {watchers} pages on each server: {row['reloads']} table reloads (inline server "
+            f"{row['inline_reloads']}), {row['watch_errors']} errors, "
             f"{row['timeouts']} judgements not stored within 60 s"
         )
-    inline = figures["inline"]["call"]
+    inline = figures["inline"]
     print(
-        f"- inline judgement_record call (incl. scoring) p50 / p95 ms: "
-        f"{ms(inline['p50'])} / {ms(inline['p95'])}"
+        f"- in this process, no HTTP (as bench_scoring measures it): commit -> stored p50 / p95 "
+        f"{ms(inline['stored']['p50'])} / {ms(inline['stored']['p95'])} ms; the whole "
+        f"judgement_record call (incl. scoring) {ms(inline['call']['p50'])} / "
+        f"{ms(inline['call']['p95'])} ms"
     )
     lb, la = figures["load"]
     print(f"- 1-min load average before/after the services ran: {lb[0]:.2f} / {la[0]:.2f}")

@@ -345,6 +345,9 @@ NDCG_WEBHOOK_RETRY_SECONDS = [
 NDCG_WEBHOOK_ALLOW_PRIVATE = env_bool("NDCG_WEBHOOK_ALLOW_PRIVATE", False)
 NDCG_WEBHOOK_KEEP_DAYS = env_int("NDCG_WEBHOOK_KEEP_DAYS", 14, minimum=1)
 NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, minimum=0.0)
+# Under a steady stream of judgements a collection's refreshes take at most this share of a
+# derived worker's time: after a refresh of d seconds the next waits d * (1/share - 1).
+NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (

@@ -7,11 +7,19 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotations import services
-from annotations.models import Collection, Judgement, JudgementHistory, Membership, Run
+from annotations import scores, services
+from annotations.models import (
+    Collection,
+    Judgement,
+    JudgementHistory,
+    Membership,
+    Query,
+    Run,
+)
 from tests.factories import UserFactory
 from tests.stored import query_rows
 
@@ -483,6 +491,48 @@ def test_assessor_records_changes_and_deletes_own_judgement_through_the_service(
     assert client.delete(f"{DEMO}/judgements/q2/d4/").status_code == 204
     assert history.last().new_grade is None
     _error(client.delete(f"{DEMO}/judgements/q2/d4/"), 404)
+
+
+def test_a_judgements_answer_is_what_was_stored_and_costs_few_statements(
+    world: World, django_capture_on_commit_callbacks: Capture
+) -> None:
+    """The write's own statements plus the authentication and role lookups every API call
+    makes: the pair without the document's text, no savepoint of the service's own, no
+    re-reading of the judgement and its pair for the answer, only the query's versions."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = world.client("assessor")
+    client.post(f"{DEMO}/judgements/", {"qid": "q1", "docno": "d3", "grade": 1}, format="json")
+    scores.scores_recompute_query(
+        query_id=Query.objects.get(collection=world.collection, qid="q1").id
+    )
+    with CaptureQueriesContext(connection) as statements:
+        answer = client.post(
+            f"{DEMO}/judgements/", {"qid": "q1", "docno": "d3", "grade": 2}, format="json"
+        )
+    assert answer.status_code == 200
+    stored = Judgement.objects.get(
+        query__qid="q1", document__docno="d3", assessor=world.users["assessor"]
+    )
+    body = answer.json()
+    assert (body["qid"], body["docno"], body["assessor"], body["grade"]) == (
+        "q1", "d3", "assessor", 2
+    )  # fmt: skip
+    assert body["updated"] == serializers.DateTimeField().to_representation(stored.updated)
+    assert body["created"] == serializers.DateTimeField().to_representation(stored.created)
+    assert body["pending"] is True  # the query's versions after the write, not before
+    sql = [entry["sql"] for entry in statements.captured_queries]
+    # the view's transaction (a savepoint inside the test's own), none of the service's
+    assert sum(line.startswith("SAVEPOINT") for line in sql) <= 1
+    assert not any('"annotations_document"."text"' in line for line in sql)
+    assert len(sql) <= 13, "\n".join(sql)
+    # scored again: an unchanged grade answers not pending
+    scores.scores_recompute_query(query_id=stored.query_id)
+    same = client.post(
+        f"{DEMO}/judgements/", {"qid": "q1", "docno": "d3", "grade": 2}, format="json"
+    )
+    assert same.status_code == 200 and same.json()["pending"] is False
 
 
 def test_judgement_lists_are_filtered_and_assessors_see_only_their_own(world: World) -> None:

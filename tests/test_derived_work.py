@@ -10,7 +10,7 @@ from django.core.cache import caches
 
 from annotations import publishing, services
 from annotations.models import Collection, ImpactSnapshot, Pool
-from annotations.scores import snapshots
+from annotations.scores import refresh_pacing, snapshots
 from annotations.services import impact
 
 
@@ -48,6 +48,47 @@ def test_a_refresh_while_another_runs_is_queued_again_for_after_it(
     caches["coordination"].delete(snapshots._running_key(trial.id))
     assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
     assert caches["coordination"].get(snapshots._running_key(trial.id)) is None  # released
+
+
+def test_under_steady_judging_a_refresh_rests_as_long_as_the_last_one_ran(
+    trial: Collection, published: list[dict[str, Any]], settings: Any, monkeypatch: Any
+) -> None:
+    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.5
+    settings.NDCG_REFRESH_MAX_SHARE = 0.5
+    clock = [1000.0]
+    monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
+    # after a quiet spell a refresh of 4 s leaves no rest (a burst is not delayed) ...
+    refresh_pacing.refresh_done(collection_id=trial.id, seconds=4.0)
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+    published.clear()
+    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    # ... the next one, back to back, does: the one after it waits 4 s after it ended
+    clock[0] += 4.2
+    refresh_pacing.refresh_done(collection_id=trial.id, seconds=4.0)
+    clock[0] += 1.0
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 3.0}]
+    # one queued before the rest began (while the refresh ran) is queued again for its end
+    published.clear()
+    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) is None
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 3.0}]
+    # the rest over: the debounce alone, and the refresh runs
+    published.clear()
+    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    clock[0] += 3.5
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+
+
+def test_the_rest_follows_the_share_and_is_bounded(settings: Any) -> None:
+    settings.NDCG_REFRESH_MAX_SHARE = 0.25  # three times as long as it ran
+    assert refresh_pacing.rest_seconds(2.0) == 6.0
+    assert refresh_pacing.rest_seconds(100.0) == refresh_pacing.MAX_REST_SECONDS
+    settings.NDCG_REFRESH_MAX_SHARE = 1.0  # no rest
+    assert refresh_pacing.rest_seconds(2.0) == 0.0
 
 
 def test_without_impact_ordered_pools_no_impact_is_refreshed(trial: Collection) -> None:

@@ -76,9 +76,16 @@ class JudgementFilter(StrictFilterSet):
         return queryset.filter(updated__gte=moment)
 
 
+# What a judgement's write and its answer read of the pair (not the document's text).
+_QUERY_FIELDS = ("id", "collection_id", "qid", "judgements_version", "scored_version")
+_DOCUMENT_FIELDS = ("id", "collection_id", "docno")
+
+
 def pair_of(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:
-    query = Query.objects.filter(collection=collection, qid=qid).first()
-    document = Document.objects.filter(collection=collection, docno=docno).first()
+    query = Query.objects.filter(collection=collection, qid=qid).only(*_QUERY_FIELDS).first()
+    document = (
+        Document.objects.filter(collection=collection, docno=docno).only(*_DOCUMENT_FIELDS).first()
+    )
     problems: dict[str, list[str]] = {}
     if query is None:
         problems["qid"] = [f"No query {qid!r} in {collection.slug}."]
@@ -86,6 +93,7 @@ def pair_of(collection: Collection, qid: str, docno: str) -> tuple[Query, Docume
         problems["docno"] = [f"No document {docno!r} in {collection.slug}."]
     if problems:
         raise ValidationError(problems)
+    query.collection = document.collection = collection  # type: ignore[union-attr]
     return cast(Query, query), cast(Document, document)
 
 
@@ -143,7 +151,14 @@ class JudgementListCreateApi(CollectionListApiView):
                 note=data["note"],
                 source="api",
             )
-        judgement.refresh_from_db()
+        # The answer from what was written, and the query's versions after the commit
+        # (`pending`: inline scoring has stored the scores by now).
+        judgement.query, judgement.document = query, document
+        judgement.assessor = calling_user(request)
+        for versions in Query.objects.filter(id=query.id).values_list(
+            "judgements_version", "scored_version"
+        ):
+            query.judgements_version, query.scored_version = versions
         data = JudgementSerializer(judgement).data
         if not is_new:
             return Response(data, status=status.HTTP_200_OK)

@@ -31,7 +31,7 @@ from annotations.models import Run
 from annotations.permissions import (
     ANY_ROLE,
 )
-from annotations.scores import snapshots
+from annotations.scores import leaderboard_reads
 from annotations.scores.reports import REPORT_KINDS, leaderboard_report
 from annotations.selectors import (
     compare_page,
@@ -42,6 +42,7 @@ from annotations.selectors import (
 )
 from annotations.serializers import (
     ComparisonSerializer,
+    LeaderboardComputingSerializer,
     RunScoresSerializer,
 )
 from annotations.serializers.fields import ID_SCHEMA
@@ -128,15 +129,33 @@ class LeaderboardApi(CollectionApiView):
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, significance letters, judged@k, bounds",
         parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        description="With workers (a broker), a cutoff whose first leaderboard is not stored "
+        "yet answers 202 at once while a worker computes it; ask again after `retry_after` "
+        "seconds (the Retry-After header).",
         responses={
             200: LeaderboardFlipsSerializer,
+            202: LeaderboardComputingSerializer,
             **NOT_MODIFIED,
             **documented_errors(400, 401, 403, 404),
         },
     )
     def get(self, request: Request, slug: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
-        board = snapshots.leaderboard_read(collection=self.collection, k=k)
+        board = leaderboard_reads.leaderboard_read_ready(collection=self.collection, k=k)
+        if board is None:
+            wait = leaderboard_reads.RETRY_AFTER_SECONDS
+            body = {
+                "collection": self.collection.slug,
+                "k": k,
+                "computing": True,
+                "retry_after": wait,
+                "detail": f"The leaderboard at k={k} is being computed; ask again in {wait} s.",
+            }
+            return Response(
+                LeaderboardComputingSerializer(body).data,
+                status=202,
+                headers={"Retry-After": str(wait)},
+            )
         impact_services.flips_read_refresh(collection=self.collection, board=board)
         flips = impact.flip_state_stored(collection=self.collection, k=k)
         # The body changes only with the stamps: serialised once per process and stamp.

@@ -45,6 +45,7 @@ from annotations import events, publishing
 from annotations.formats import score_bytes
 from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
 from annotations.models.webhooks import LEADERBOARD_CHANGED
+from annotations.scores import refresh_pacing
 from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
 from annotations.selectors.leaderboards import (
@@ -340,11 +341,16 @@ def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = N
     """
     key = _refresh_key(collection_id)
     countdown = settings.NDCG_REFRESH_DEBOUNCE_SECONDS if delay is None else delay
+    # The mark outlives the longest wait (debounce, or the last refresh's rest: pacing).
+    lifetime = max(_stale_seconds(), 1.0) + countdown + refresh_pacing.MAX_REST_SECONDS
     try:
         if settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
-            key, 1, timeout=max(_stale_seconds(), 1.0) + countdown
+            key, 1, timeout=lifetime
         ):
             return
+        countdown = refresh_pacing.refresh_countdown(
+            collection_id=collection_id, countdown=countdown
+        )
         options: dict[str, Any] = {"retry": False}
         if countdown > 0:
             options["countdown"] = countdown
@@ -363,8 +369,14 @@ def _forget(key: str) -> None:
 
 def leaderboards_refresh_task(*, collection_id: int) -> int | None:
     """What the worker runs, one at a time per collection: while another worker refreshes
-    the collection this one queues the refresh again for when it is done and returns None;
-    otherwise it clears the queued mark first (later changes queue again) and refreshes."""
+    the collection, or the last refresh's rest is not over (`refresh_pacing`), this one
+    queues the refresh again for after it and returns None; otherwise it clears the queued
+    mark first (later changes queue again) and refreshes."""
+    rest = refresh_pacing.refresh_countdown(collection_id=collection_id, countdown=0.0)
+    if rest > 0:  # queued while the last refresh ran: wait out its rest (refresh_pacing)
+        _forget(_refresh_key(collection_id))
+        leaderboards_refresh_schedule(collection_id=collection_id, delay=rest)
+        return None
     running = _running_key(collection_id)
     if settings.NDCG_COORDINATION_SHARED:
         try:
@@ -376,11 +388,15 @@ def leaderboards_refresh_task(*, collection_id: int) -> int | None:
                 return None
         except Exception:  # no coordination: refresh anyway (two at once cost time, not data)
             logger.warning("could not take the refresh lock of collection %s", collection_id)
+    started = time.perf_counter()
     try:
         _forget(_refresh_key(collection_id))
         collection = Collection.objects.filter(id=collection_id).first()
         return leaderboards_refresh(collection=collection) if collection is not None else 0
     finally:
+        refresh_pacing.refresh_done(
+            collection_id=collection_id, seconds=time.perf_counter() - started
+        )
         if settings.NDCG_COORDINATION_SHARED:
             _forget(running)
 

@@ -165,3 +165,18 @@ class ComparisonSerializer(serializers.Serializer):
     ties = serializers.IntegerField()
     losses = serializers.IntegerField()
     per_query = ComparisonRowSerializer(many=True)
+
+
+class LeaderboardComputingSerializer(serializers.Serializer):
+    """202: the cutoff's first leaderboard snapshot is being computed by a worker."""
+
+    collection = serializers.CharField()
+    k = serializers.IntegerField()
+    computing = serializers.BooleanField(
+        help_text="Always true: no leaderboard is stored at this cutoff yet; a worker "
+        "computes it now (queued by this request if it was not)."
+    )
+    retry_after = serializers.IntegerField(
+        help_text="Seconds to wait before asking again (also the Retry-After header)."
+    )
+    detail = serializers.CharField()

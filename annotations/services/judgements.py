@@ -95,7 +95,9 @@ def judgement_upsert(
     if query.collection_id != document.collection_id:
         raise ValidationError({"document": "The document belongs to another collection."})
     grade_check(query.collection, grade)
-    with transaction.atomic():
+    # No savepoint of its own inside the caller's transaction: an error here fails that
+    # transaction as a whole (the API's write, the grading form's), which none catches.
+    with transaction.atomic(savepoint=False):
         judgement = (
             Judgement.objects.select_for_update()
             .filter(query=query, document=document, assessor=assessor)

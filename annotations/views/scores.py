@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import selectors, services
 from annotations.models import Query, Run
-from annotations.scores import snapshots
+from annotations.scores import leaderboard_reads
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
 from annotations.services import impact as impact_services
@@ -35,15 +35,17 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard at k; it refreshes its table by itself when scores change."""
     collection, access = readable_collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    board = snapshots.leaderboard_read(collection=collection, k=k)
-    impact_services.flips_read_refresh(collection=collection, board=board)
+    board = leaderboard_reads.leaderboard_read_ready(collection=collection, k=k)
+    if board is not None:
+        impact_services.flips_read_refresh(collection=collection, board=board)
     context = {
         "collection": collection,
         "k": k,
-        "board": board,
-        "forest": significance.forest_of(board),
-        "flips": impact.flip_state_stored(collection=collection, k=k),
-        "state": board.state,
+        "board": board,  # None: being computed by a worker (the page polls until it is there)
+        "forest": significance.forest_of(board) if board else None,
+        "flips": impact.flip_state_stored(collection=collection, k=k) if board else None,
+        "state": board.state if board else None,
+        "retry_after": leaderboard_reads.RETRY_AFTER_SECONDS,
         "is_member": access.member,
         "access": access,
         "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),

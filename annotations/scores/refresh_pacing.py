@@ -1,0 +1,80 @@
+"""Pacing of leaderboard refreshes under a steady stream of judgements.
+
+A refresh of a collection's snapshots (every cutoff, with its statistics) costs far more
+than the judgements that move them. While assessors judge without pause, each refresh is
+due again as soon as the last one ends, and the derived worker would compute leaderboards
+all the time, on the cores the web workers and the recomputations need. So after a refresh
+that took `d` seconds and started soon after the one before it ended (back to back: the
+judgements did not pause) the next one of the collection waits until `d * (1 / share - 1)`
+seconds have passed since it ended (NDCG_REFRESH_MAX_SHARE, 0.5 by default: rest as long
+as it ran), never less than the debounce. A burst after a quiet spell is not delayed: its
+first refresh, and the one right after it for the burst's last judgements, do not rest.
+The marks are kept in the coordination cache; without one (or with it unreachable)
+refreshes are not paced.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.core.cache import caches
+
+logger = logging.getLogger(__name__)
+
+# A refresh never waits longer than this for the previous one's rest.
+MAX_REST_SECONDS = 30.0
+
+
+def _rest_key(collection_id: int) -> str:
+    return f"ndcg:leaderboards-rest:{collection_id}"
+
+
+def rest_seconds(seconds: float) -> float:
+    """How long the collection rests after a refresh that took `seconds`."""
+    share = float(settings.NDCG_REFRESH_MAX_SHARE)
+    if share >= 1.0 or seconds <= 0:
+        return 0.0
+    return min(MAX_REST_SECONDS, seconds * (1.0 / share - 1.0))
+
+
+def _ended_key(collection_id: int) -> str:
+    return f"ndcg:leaderboards-ended:{collection_id}"
+
+
+# Started within this long (beyond the rest and the debounce) after the previous refresh
+# ended, a refresh counts as back to back.
+BACK_TO_BACK_SLACK_SECONDS = 1.0
+
+
+def refresh_done(*, collection_id: int, seconds: float) -> None:
+    """After a refresh that took `seconds`: when the collection's next one may start."""
+    rest = rest_seconds(seconds)
+    if rest <= 0 or not settings.NDCG_COORDINATION_SHARED:
+        return
+    now = time.time()
+    coordination = caches["coordination"]
+    try:
+        previous = coordination.get(_ended_key(collection_id))
+        coordination.set(_ended_key(collection_id), now, timeout=int(2 * MAX_REST_SECONDS))
+        started = now - seconds
+        window = rest + float(settings.NDCG_REFRESH_DEBOUNCE_SECONDS) + BACK_TO_BACK_SLACK_SECONDS
+        if isinstance(previous, int | float) and started - float(previous) <= window:
+            coordination.set(_rest_key(collection_id), now + rest, timeout=max(1, int(rest) + 1))
+    except Exception:  # unpaced: costs time, not data
+        logger.warning("could not record the refresh pace of collection %s", collection_id)
+
+
+def refresh_countdown(*, collection_id: int, countdown: float) -> float:
+    """The countdown of a refresh being queued now: at least `countdown`, and at least until
+    the previous refresh's rest is over."""
+    if not settings.NDCG_COORDINATION_SHARED:
+        return countdown
+    try:
+        until = caches["coordination"].get(_rest_key(collection_id))
+    except Exception:
+        return countdown
+    if not isinstance(until, int | float):
+        return countdown
+    return max(countdown, min(MAX_REST_SECONDS, float(until) - time.time()))
