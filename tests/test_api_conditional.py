@@ -74,6 +74,10 @@ def test_the_same_validator_gets_a_304_and_a_judgement_a_new_200(
     setup: dict[str, Any], path: str, django_capture_on_commit_callbacks: Any
 ) -> None:
     client = setup["client"]
+    # Inline, the leaderboard's significance pass runs on the read after its rows: the body
+    # is stable from the third read on.
+    for _ in range(2):
+        client.get(f"{DEMO}/{path}")
     first = client.get(f"{DEMO}/{path}")
     assert first.status_code == 200 and first["ETag"].startswith('"')
     body = _body(first)

@@ -40,6 +40,9 @@ def _import(page, section: str, files: list[tuple[str, str]]) -> None:  # type: 
     payload = [
         {"name": name, "mimeType": "text/plain", "buffer": text.encode()} for name, text in files
     ]
+    # Each upload form folds into its section: open it as its reader does, by its summary.
+    if page.locator(f"details#{section}:not([open])").count():
+        page.click(f"#{section} > summary")
     page.set_input_files(f"#{section} input[type=file]", payload)
     with page.expect_navigation():
         page.click(f"#{section} button[type=submit]")

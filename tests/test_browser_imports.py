@@ -130,7 +130,7 @@ def test_the_job_table_holds_a_campaign_at_a_phone_s_width(  # type: ignore[no-u
     from playwright.sync_api import expect
 
     from tests.conftest import browser_page
-    from tests.test_browser_accessibility import PHONE, _problems
+    from tests.test_browser_accessibility import PHONE, page_problems
 
     settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
     settings.CELERY_BROKER_URL = ""
@@ -190,9 +190,9 @@ def test_the_job_table_holds_a_campaign_at_a_phone_s_width(  # type: ignore[no-u
         page.locator(".jobs-finished > summary").click()
         expect(finished).to_have_js_property("open", False)
         expect(page.locator(".pager")).to_contain_text("Page 1 of 3 (46 jobs)")
-        problems = _problems(page, f"/collections/{collection.slug}/import/")
+        problems = page_problems(page, f"/collections/{collection.slug}/import/")
         for number in (2, 3):
-            problems += _problems(page, f"/collections/{collection.slug}/import/?page={number}")
+            problems += page_problems(page, f"/collections/{collection.slug}/import/?page={number}")
         assert not problems, "\n".join(problems)
         expect(page.locator("#import-jobs tbody tr")).to_have_count(6)  # page 3: 46 - 40
         page.goto(f"/collections/{collection.slug}/import/?page=2")

@@ -39,7 +39,19 @@ AWKWARD_BYTES = [
 MEASURES = score_bytes.QUERY_MEASURES  # one bytes column per measure
 QUERY_SCORE_COLUMNS = ("run_id", "query_id", "cutoffs", *MEASURES)
 RUN_SCORE_COLUMNS = ("run_id", "cutoffs", "updated")
-SNAPSHOT_COLUMNS = ("collection_id", "k", "stamp", "rows", "unscored", "computed_at", "seconds")
+SNAPSHOT_COLUMNS = (
+    "collection_id",
+    "k",
+    "stamp",
+    "rows",
+    "unscored",
+    "computed_at",
+    "seconds",
+    "query_ids",
+    "per_query",
+    "significance",
+    "pairs",
+)
 EARLIER = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 12, 30, tzinfo=UTC)
 
@@ -104,7 +116,10 @@ def test_bulk_update_round_trips_texts_floats_json_and_constants() -> None:
     bulk_insert(
         LeaderboardSnapshot,
         SNAPSHOT_COLUMNS,
-        [(collection.id, k, "", "[]", "[]", EARLIER, 0.0) for k in range(1, 9)],
+        [
+            (collection.id, k, "", "[]", "[]", EARLIER, 0.0, "[]", b"", "{}", b"")
+            for k in range(1, 9)
+        ],
     )
     rng = random.Random(3)
     rows = [
