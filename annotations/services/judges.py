@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -144,7 +145,7 @@ def judge_try(*, judge: MachineJudge, pool: Pool | None = None) -> list[Tried]:
     levels = levels_of(judge.collection)
     values = [level.value for level in levels]
     tried = []
-    for pair in _pairs(pool, JudgeRun.ALL)[:TRY_PAIRS]:
+    for pair in _pairs(pool, JudgeRun.ALL, limit=TRY_PAIRS):
         prompt = prompt_for(judge, pair, levels)
         try:
             answer = ask(judge, prompt, attempts=TRY_ATTEMPTS).text
@@ -162,23 +163,29 @@ def judge_try(*, judge: MachineJudge, pool: Pool | None = None) -> list[Tried]:
 # -- runs ----------------------------------------------------------------------------------
 
 
-def _pairs(pool: Pool, scope: str) -> list[Pair]:
-    entries = PoolEntry.objects.filter(pool=pool).select_related("query", "document")
+def _pairs(pool: Pool, scope: str, *, limit: int | None = None, texts: bool = True) -> list[Pair]:
+    """The pool's pairs in asking order (of `scope`), the first `limit` of them; without
+    `texts` the documents' texts are not read (counting needs none)."""
+    entries = (
+        PoolEntry.objects.filter(pool=pool)
+        .select_related("query", "document")
+        .order_by("query__qid", "best_position", "document__docno")
+    )
+    if not texts:
+        entries = entries.defer("document__text")
+    judged: set[tuple[int, int]] = set()
     if scope == JudgeRun.UNJUDGED:
         judged = set(
             Judgement.objects.filter(
                 query__pool_entries__pool=pool, assessor__machine_judge__isnull=True
             ).values_list("query_id", "document_id")
         )
-        return [
-            Pair(entry.query, entry.document)
-            for entry in entries.order_by("query__qid", "best_position", "document__docno")
-            if (entry.query_id, entry.document_id) not in judged
-        ]
-    return [
+    pairs = (
         Pair(entry.query, entry.document)
-        for entry in entries.order_by("query__qid", "best_position", "document__docno")
-    ]
+        for entry in entries.iterator(chunk_size=500)
+        if (entry.query_id, entry.document_id) not in judged
+    )
+    return list(islice(pairs, limit))
 
 
 def judge_run_start(
@@ -194,7 +201,7 @@ def judge_run_start(
         raise ValidationError({"pool": "The judge is already running; cancel that run first."})
     run = JudgeRun.objects.create(
         judge=judge, pool=pool, scope=scope, created_by=created_by,
-        pairs_total=len(_pairs(pool, scope)),
+        pairs_total=len(_pairs(pool, scope, texts=False)),
     )  # fmt: skip
     transaction.on_commit(lambda: _schedule(run.id))
     return run
