@@ -108,6 +108,7 @@ def test_a_failed_save_is_shown_retried_and_lands_on_its_own_pair(
     assert "Not saved yet: grade 3 for q1 / d1" in page.inner_text("#save-error")
     assert "503" in page.inner_text("#save-error")
     assert not Judgement.objects.exists()  # shown as not saved, and it is not
+    page.wait_for_function("() => window.__shown >= 1")  # the next pair may still be loading
     assert _shown_docno(page) == _docno_at(assignment, 2)  # grading goes on meanwhile
     page.keyboard.press("1")  # pair 2, queued behind pair 1
     page.click("#save-retry")

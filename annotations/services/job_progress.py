@@ -77,7 +77,7 @@ class JobProgress:
     def __init__(self, job: ImportJob, reader: CountingReader, lines_total: int) -> None:
         self.size, self.reader, self.lines_total = job.size, reader, lines_total
         self.tally = progress.Tally()
-        self.committed = False  # the import and its "done" committed: scoring follows
+        self.committed = False  # the import and its "done" committed, scoring in this thread
 
     def now(self) -> Progress:
         reader, tally = self.reader, self.tally

@@ -250,7 +250,9 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
             if not marked:
                 raise _Abandoned
             _tell(job, IMPORT_FINISHED, summary=summary)
-            done.committed = True  # what the writer says from the commit on
+            # From the commit on the writer says "scoring" when the scores are computed here;
+            # with a worker they are queued, and the job is simply done.
+            done.committed = scored_here
             path = job.upload_path
             transaction.on_commit(lambda: upload_delete(path))
     except _Abandoned:

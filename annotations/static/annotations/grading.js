@@ -273,6 +273,9 @@
       return Promise.resolve();
     }
     var asked = epoch;
+    // The pairs are rendered after this moment: a save answered later may be newer than
+    // the progress they show.
+    var at = performance.now();
     fetchPromise = getJson(nextUrl(MAX_HELD - held.length)).then(function (data) {
       fetchPromise = null;
       if (asked !== epoch) {
@@ -282,7 +285,6 @@
       if (data.pairs.length === 0) {
         exhausted = true;
       }
-      var at = performance.now();
       data.pairs.forEach(function (pair) {
         if (held.length === 0 || heldChars() + pair.html.length <= MAX_HELD_CHARS) {
           pair.at = at;
