@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.forms import BaseForm
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -21,6 +20,7 @@ from annotations.services.judges import (
     judge_update,
 )
 from annotations.views._collection import acting_user, organised_collection
+from annotations.views._forms import refusal_to_form
 
 FIELDS = MachineJudgeForm.Meta.fields
 
@@ -30,12 +30,6 @@ def _judge(collection: Collection, name: str) -> MachineJudge:
     if found is None:
         raise Http404("No such judge")
     return found
-
-
-def _errors_to_form(form: BaseForm, error: ValidationError) -> None:
-    for field, problems in error.message_dict.items():
-        for problem in problems:
-            form.add_error(field if field in form.fields else None, problem)
 
 
 @login_required
@@ -53,7 +47,7 @@ def judges(request: HttpRequest, slug: str) -> HttpResponse:
                 **values,
             )
         except ValidationError as error:
-            _errors_to_form(form, error)
+            refusal_to_form(form, error)
         else:
             messages.success(request, f"Added the judge {judge.name}. Try it on a few pairs.")
             return redirect("judge-detail", slug=collection.slug, name=judge.name)
@@ -81,7 +75,7 @@ def judge_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         try:
             judge_update(judge=MachineJudge.objects.get(id=judge.id), **changes)
         except ValidationError as error:
-            _errors_to_form(form, error)
+            refusal_to_form(form, error)
         else:
             messages.success(request, f"Saved the judge {judge.name}.")
             return redirect("judge-detail", slug=collection.slug, name=judge.name)

@@ -16,6 +16,7 @@ from annotations import services
 from annotations.forms.members import AccountCreateForm, MemberAddForm, RoleForm
 from annotations.models import Collection, Membership
 from annotations.views._collection import collection_for
+from annotations.views._forms import refusal_to_form
 
 
 def _page(
@@ -74,8 +75,7 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
                     actor=_actor(request),
                 )
             except ValidationError as error:
-                for field, problems in error.message_dict.items():
-                    create_form.add_error(field if field in create_form.fields else None, problems)
+                refusal_to_form(create_form, error)
             else:
                 # Rendered, not redirected: the link is shown once, to this organiser only.
                 return _page(request, collection, link=_link(request, collection, user))
@@ -91,8 +91,7 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
                 actor=_actor(request),
             )
         except ValidationError as error:
-            for field, problems in error.message_dict.items():
-                add_form.add_error(field if field in add_form.fields else None, problems)
+            refusal_to_form(add_form, error)
         else:
             messages.success(request, f"{username} added.")
             return redirect("collection-members", slug=collection.slug)

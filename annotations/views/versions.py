@@ -19,6 +19,7 @@ from annotations.selectors.versions import (
 )
 from annotations.services.versions import qrels_version_tag
 from annotations.views._collection import organised_collection
+from annotations.views._forms import refusal_to_form
 
 
 def _version(collection: Collection, name: str) -> QrelsVersion:
@@ -42,9 +43,7 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
                 created_by=request.user,  # type: ignore[arg-type]
             )
         except ValidationError as error:
-            for field, problems in error.message_dict.items():
-                for problem in problems:
-                    form.add_error(field if field in form.fields else None, problem)
+            refusal_to_form(form, error)
         else:
             messages.success(request, f"Tagged the qrels as {version.name!r}.")
             return redirect("qrels-versions", slug=collection.slug)

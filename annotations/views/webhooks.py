@@ -17,6 +17,7 @@ from annotations.services.webhooks import (
     subscription_test,
 )
 from annotations.views._collection import acting_user, organised_collection
+from annotations.views._forms import refusal_to_form
 
 LOG_ROWS = 20
 
@@ -42,9 +43,7 @@ def webhooks(request: HttpRequest, slug: str) -> HttpResponse:
                 created_by=acting_user(request),
             )
         except ValidationError as error:
-            for field, problems in error.message_dict.items():
-                for problem in problems:
-                    form.add_error(field if field in form.fields else None, problem)
+            refusal_to_form(form, error)
         else:
             messages.success(request, f"Deliveries to {subscription.url} start with the next event")
             return redirect("collection-webhooks", slug=collection.slug)
