@@ -26,6 +26,7 @@ from annotations.models import (
     WebhookSubscription,
 )
 from annotations.scores import scores_updated_emit
+from annotations.selectors.webhooks import subscriptions_with_log
 from annotations.services.versions import qrels_version_tag
 from annotations.services.webhooks import (
     deliveries_send_due,
@@ -343,3 +344,23 @@ def test_the_webhooks_page_adds_tests_and_deletes_for_organisers_only(
     assert b"webhook.test" in shown.content and subscription.deliveries.count() == 1
     organiser.post(reverse("collection-webhook-delete", args=["trial", subscription.id]))
     assert not WebhookSubscription.objects.exists()
+
+
+def test_the_page_shows_each_webhook_s_latest_deliveries_in_two_queries(
+    trial: Collection, django_assert_num_queries
+) -> None:  # type: ignore[no-untyped-def]
+    hooks = [
+        subscription_create(collection=trial, url=f"{PUBLIC}{n}", created_by=None) for n in range(3)
+    ]
+    due = timezone.now()
+    for index, hook in enumerate(hooks):
+        WebhookDelivery.objects.bulk_create(
+            WebhookDelivery(subscription=hook, event_type=f"e{i}", body="{}", next_attempt=due)
+            for i in range(5 + 10 * index)  # 5, 15 and 25 deliveries
+        )
+    with django_assert_num_queries(2):
+        shown = subscriptions_with_log(collection=trial, rows=12)
+    assert [item.id for item in shown] == [hook.id for hook in hooks]
+    logs = [[delivery.event_type for delivery in item.log] for item in shown]
+    assert [len(log) for log in logs] == [5, 12, 12]
+    assert logs[2] == [f"e{i}" for i in range(24, 12, -1)]  # the newest first

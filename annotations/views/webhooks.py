@@ -10,7 +10,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotations.forms.webhooks import WebhookForm
-from annotations.models import Collection, WebhookDelivery, WebhookSubscription
+from annotations.models import Collection, WebhookSubscription
+from annotations.selectors.webhooks import subscriptions_with_log
 from annotations.services.webhooks import (
     subscription_create,
     subscription_delete,
@@ -47,13 +48,7 @@ def webhooks(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(request, f"Deliveries to {subscription.url} start with the next event")
             return redirect("collection-webhooks", slug=collection.slug)
-    subscriptions = list(
-        WebhookSubscription.objects.filter(collection=collection).select_related("created_by")
-    )
-    for subscription in subscriptions:
-        subscription.log = list(  # type: ignore[attr-defined]
-            WebhookDelivery.objects.filter(subscription=subscription).order_by("-id")[:LOG_ROWS]
-        )
+    subscriptions = subscriptions_with_log(collection=collection, rows=LOG_ROWS)
     context = {"collection": collection, "form": form, "subscriptions": subscriptions}
     return render(request, "annotations/webhooks/list.html", context)
 
