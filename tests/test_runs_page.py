@@ -41,9 +41,13 @@ def test_the_list_shows_each_run_with_its_size_and_actions_by_role(owned: Collec
     assert 'data-run="bm25"' in html and 'data-run="dense"' in html
     assert "<td>sam</td>" in html and '<td class="num">7</td>' in html  # bm25: 4 + 3 results
     assert html.count(">Delete</a>") == 2
+    assert "/collections/trial/import/" in html  # organisers add runs on the import page
+    assert 'id="runs-zip" href="/collections/trial/exports/runs.zip"' in html
+    assert "Download all 2 runs as one zip" in html
     owner = as_user("sam").get(RUNS).content.decode()
     assert owner.count(">Delete</a>") == 1 and "/runs/bm25/delete/" in owner
     assert "/runs/dense/delete/" not in owner
+    assert "/import/" not in owner and "runs-zip" not in owner  # both are organisers' pages
     assert as_user("alice").get(RUNS).status_code == 404  # assessors are blinded
     assert as_user("eve").get(RUNS).status_code == 404
 
