@@ -1,6 +1,7 @@
 """Shared fixtures: files on disk, a collection with the worked example, an assessor."""
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -152,7 +153,29 @@ def browser_page(browser, live_server, **options: Any):  # type: ignore[no-untyp
     tab.on("console", record)
     yield tab
     context.close()
+    _wait_for_server_requests()
     assert not violations, violations
+
+
+def _wait_for_server_requests(timeout: float = 10.0) -> None:
+    """Wait until no other connection to the test database is inside a statement or a
+    transaction. Closing the browser cancels its requests, but the live server's threads
+    finish the ones they started; the test's flush (TRUNCATE) must not race them."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state <> 'idle'"
+            )
+            (busy,) = cursor.fetchone()
+        if not busy:
+            return
+        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -85,7 +85,11 @@ def test_plot_matrix_and_heat_map_render_pass_axe_and_fit_a_phone(  # type: igno
         expect(matrix).to_be_visible()
         expect(matrix.locator("rect")).to_have_count(RUNS * RUNS)
         heat = page.locator("#query-heat-map")
-        expect(heat.locator("rect")).to_have_count(RUNS * 50)
+        expect(heat.locator("g.heat-row")).to_have_count(RUNS)
+        assert page.evaluate(  # the bands of every row cover its 50 queries' cells, 10 x 12 px
+            "[...document.querySelectorAll('#query-heat-map g.heat-row')].every(g =>"
+            " g.getBBox().width === 500 && g.getBBox().height === 12)"
+        )
         assert (heat.bounding_box() or {"height": 0})["height"] > RUNS * 10
         problems += _axe_problems(page)
 

@@ -179,7 +179,16 @@ def test_the_significance_page_draws_the_matrix_one_pair_and_the_heat_map(
     assert matrix.count("<rect") == RUNS * RUNS
     assert "significant" in matrix and "not significant" in matrix
     heat = html[html.index('id="query-heat-map"') :]
-    assert heat[: heat.index("</svg>")].count("<rect") == RUNS * 50
+    heat = heat[: heat.index("</svg>")]
+    rows = re.findall(r'<g class="heat-row"><title>(.*?)</title>(.*?)</g>', heat)
+    board = snapshots.leaderboard_read(collection=campaign, k=10)
+    assert [title for title, _ in rows] == [f"{row.rank}. {row.run.name}" for row in board.rows]
+    for _, paths in rows:  # every row's bands cover its 50 queries once, 10 px a query
+        bands = re.findall(r"M([\d.]+) [\d.]+h([\d.]+)v", paths)
+        starts = sorted((float(x), float(w)) for x, w in bands)
+        assert sum(w for _, w in starts) == 50 * 10
+        assert all(a + w == b for (a, w), (b, _) in itertools.pairwise(starts))
+    assert len(html) < 400_000  # short tooltips and banded rows: the page stays small
     assert 'id="pair-result"' in html and "significantly different" in html
     assert "simultaneous" in html and "10000 permutations" in html
     summary = re.search(r"(\d+) of (\d+) pairs", html)

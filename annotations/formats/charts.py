@@ -6,6 +6,7 @@ only (no inline style, no script), so the pages work under the CSP and without J
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 __all__ = [
     "ForestPlot",
     "ForestRow",
-    "HeatCell",
     "HeatMap",
     "Scatter",
     "ScatterPoint",
@@ -23,6 +23,8 @@ __all__ = [
     "p_colour",
     "scatter",
     "score_colour",
+    "score_legend",
+    "score_step_colour",
     "short_label",
 ]
 
@@ -46,6 +48,24 @@ def _mix(stops: Sequence[tuple[int, int, int]], t: float) -> str:
 def score_colour(value: float) -> str:
     """A score in [0, 1] (clamped) as a colour: light for 0, dark blue for 1."""
     return _mix(_SCORE_STOPS, value)
+
+
+SCORE_STEPS = 10
+
+
+def score_step_colour(value: float) -> str:
+    """A score's colour on the palette cut into ``SCORE_STEPS`` steps (0, 0.1, ..., 1; the
+    nearest step), so that a heat map's neighbouring cells of close values share a colour
+    and the legend names every colour it uses."""
+    return score_colour(round(min(1.0, max(0.0, value)) * SCORE_STEPS) / SCORE_STEPS)
+
+
+def score_legend() -> list[tuple[str, str]]:
+    """The steps of ``score_step_colour`` as (label, colour), 0 to 1."""
+    return [
+        (f"{step / SCORE_STEPS:.1f}", score_colour(step / SCORE_STEPS))
+        for step in range(SCORE_STEPS + 1)
+    ]
 
 
 def text_colour(value: float) -> str:
@@ -168,15 +188,10 @@ def forest_plot(rows: Sequence[ForestRow], *, width: int = 640, row_height: int 
 
 
 @dataclass(frozen=True)
-class HeatCell:
-    x: float
-    y: float
-    fill: str
-    title: str
-
-
-@dataclass(frozen=True)
 class HeatMap:
+    """A rows x columns grid drawn as SVG: ``markup`` holds the cells (escaped, ready to be
+    placed inside the ``<svg>``), the labels are drawn by the template."""
+
     width: int
     height: int
     cell_width: float
@@ -185,33 +200,93 @@ class HeatMap:
     top: int
     row_labels: list[tuple[float, str, str]]  # (y, short label, full label)
     column_labels: list[tuple[float, str, str]]
-    cells: list[HeatCell]
+    markup: str
+    cells: int  # how many cells the markup draws
+
+
+def _number(value: float) -> str:
+    """A coordinate as SVG reads it, short: 2 decimals at most, no trailing ``.0``."""
+    return str(round(value, 2)).removesuffix(".0")
+
+
+def _cells_with_titles(
+    fill: Sequence[Sequence[str]],
+    titles: Sequence[Sequence[str]],
+    *,
+    left: int,
+    top: int,
+    cell_width: float,
+    cell_height: float,
+) -> str:
+    width, height = _number(cell_width), _number(cell_height)
+    return "".join(
+        f'<rect x="{_number(left + column * cell_width)}" y="{_number(top + row * cell_height)}"'
+        f' width="{width}" height="{height}" fill="{colour}"><title>'
+        f"{html.escape(titles[row][column])}</title></rect>"
+        for row, colours in enumerate(fill)
+        for column, colour in enumerate(colours)
+    )
+
+
+def _banded_rows(
+    fill: Sequence[Sequence[str]],
+    row_titles: Sequence[str],
+    *,
+    left: int,
+    top: int,
+    cell_width: float,
+    cell_height: float,
+) -> str:
+    """One ``<g>`` per row titled with its label; neighbouring cells of one colour are one
+    rectangle of a path, and each colour of the row is one path: a few hundred bytes a row
+    instead of one element and tooltip per cell."""
+    parts = []
+    for row, colours in enumerate(fill):
+        y = _number(top + row * cell_height)
+        paths: dict[str, list[str]] = {}
+        column = 0
+        while column < len(colours):
+            end = column
+            while end + 1 < len(colours) and colours[end + 1] == colours[column]:
+                end += 1
+            span = _number((end - column + 1) * cell_width)
+            paths.setdefault(colours[column], []).append(
+                f"M{_number(left + column * cell_width)} {y}h{span}v{_number(cell_height)}h-{span}z"
+            )
+            column = end + 1
+        parts.append(
+            f'<g class="heat-row"><title>{html.escape(row_titles[row])}</title>'
+            + "".join(f'<path fill="{colour}" d="{"".join(d)}"/>' for colour, d in paths.items())
+            + "</g>"
+        )
+    return "".join(parts)
 
 
 def heat_map(
-    values: Sequence[Sequence[float]],
     *,
     row_labels: Sequence[str],
     column_labels: Sequence[str],
     fill: Sequence[Sequence[str]],
-    titles: Sequence[Sequence[str]],
+    titles: Sequence[Sequence[str]] | None = None,
     cell_width: float = 14,
     cell_height: float = 14,
     left: int = 210,
     top: int = 110,
 ) -> HeatMap:
-    """Cells of a rows x columns grid with their colours and tooltips, labels beside them
-    (row labels to the left, column labels above, rotated by the template)."""
-    cells = [
-        HeatCell(
-            x=round(left + column * cell_width, 2),
-            y=round(top + row * cell_height, 2),
-            fill=fill[row][column],
-            title=titles[row][column],
+    """A grid of ``fill`` colours (one row per row label), labels beside it (row labels to
+    the left, column labels above, rotated by the template).
+
+    With ``titles`` every cell is its own rectangle with its own tooltip (a pairwise matrix
+    people point at); without, each row is drawn as bands of colour titled by its row label
+    (a large heat map, whose values the exports carry)."""
+    if titles is None:
+        markup = _banded_rows(
+            fill, row_labels, left=left, top=top, cell_width=cell_width, cell_height=cell_height
         )
-        for row in range(len(values))
-        for column in range(len(values[row]))
-    ]
+    else:
+        markup = _cells_with_titles(
+            fill, titles, left=left, top=top, cell_width=cell_width, cell_height=cell_height
+        )
     return HeatMap(
         width=math.ceil(left + len(column_labels) * cell_width + 8),
         height=math.ceil(top + len(row_labels) * cell_height + 8),
@@ -227,7 +302,8 @@ def heat_map(
             (round(left + i * cell_width + cell_width / 2, 2), short_label(label, 16), label)
             for i, label in enumerate(column_labels)
         ],
-        cells=cells,
+        markup=markup,
+        cells=sum(len(row) for row in fill),
     )
 
 

@@ -56,12 +56,14 @@ def _matrix(detail: SignificanceDetail) -> dict[str, Any] | None:
     means = [detail.means.get(run_id, 0.0) for run_id in ids]
     fill = [[charts.p_colour(float(p[i, j]), alpha) if i != j else "#ffffff" for j in range(count)]
             for i in range(count)]  # fmt: skip
+    # Cells are titled by rank number (the rows name the runs): short tooltips, a page that
+    # stays small at 60 runs with 150-character names.
     titles = [
         [
-            f"{names[i]} vs {names[j]}: difference {means[i] - means[j]:+.4f}, adjusted p "
+            f"{i + 1} vs {j + 1}: difference {means[i] - means[j]:+.4f}, adjusted p "
             f"{float(p[i, j]):.4f}, {'significant' if p[i, j] < alpha else 'not significant'}"
             if i != j
-            else names[i]
+            else f"{i + 1}. {names[i]}"
             for j in range(count)
         ]
         for i in range(count)
@@ -69,7 +71,6 @@ def _matrix(detail: SignificanceDetail) -> dict[str, Any] | None:
     size = max(8.0, min(18.0, 720.0 / max(count, 1)))
     labels = [f"{position + 1}" for position in range(count)]
     plot = charts.heat_map(
-        p.tolist(),
         row_labels=[f"{position + 1}. {name}" for position, name in enumerate(names)],
         column_labels=labels,
         fill=fill,
@@ -99,24 +100,18 @@ def _heat(detail: SignificanceDetail, sort: str) -> dict[str, Any] | None:
     if sort == "difficulty":
         columns.sort(key=lambda q: (difficulty[q], detail.queries[q][0]))
     names = [detail.names[run_id] for run_id in detail.row_ids[:rows]]
-    fill = [[charts.score_colour(float(shown[r, q])) for q in columns] for r in range(rows)]
-    titles = [
-        [f"{names[r]} on {detail.queries[q][0]}: nDCG {float(shown[r, q]):.4f}" for q in columns]
-        for r in range(rows)
-    ]
+    steps = [[charts.score_step_colour(float(value)) for value in row] for row in shown[:, columns]]
     plot = charts.heat_map(
-        shown[:, columns].tolist(),
         row_labels=[f"{r + 1}. {name}" for r, name in enumerate(names)],
         column_labels=[detail.queries[q][0] for q in columns],
-        fill=fill,
-        titles=titles,
+        fill=steps,
         cell_width=10,
         cell_height=12,
     )
     hardest = [detail.queries[q] + (float(difficulty[q]),) for q in sorted(
         columns, key=lambda q: (difficulty[q], detail.queries[q][0]))[:5]]  # fmt: skip
     return {"plot": plot, "runs": rows, "all_runs": matrix.shape[0], "queries": len(columns),
-            "hardest": hardest}  # fmt: skip
+            "hardest": hardest, "legend": charts.score_legend()}  # fmt: skip
 
 
 def _pair(detail: SignificanceDetail, name_a: str, name_b: str) -> dict[str, Any] | None:
