@@ -198,6 +198,11 @@ urlpatterns = [
         judging.pool_extend,
         name="judging-pool-extend",
     ),
+    path(
+        "collections/<slug:slug>/pools/<int:pool_id>/assignments/<int:assignment_id>/release/",
+        judging.pool_release,
+        name="judging-pool-release",
+    ),
     path("collections/<slug:slug>/agreement/", judging.agreement, name="judging-agreement"),
     path(
         "collections/<slug:slug>/disagreements/",

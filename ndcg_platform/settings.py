@@ -348,6 +348,10 @@ NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, 
 # Under a steady stream of judgements a collection's refreshes take at most this share of a
 # derived worker's time: after a refresh of d seconds the next waits d * (1/share - 1).
 NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
+# Without a broker the all-pairs significance pass runs in the read that finds it behind;
+# under steady judging one leaderboard's passes take at most this share of a web process's
+# time (after a pass of d seconds the next waits d * (1/share - 1)).
+NDCG_SIGNIFICANCE_MAX_SHARE = env_float("NDCG_SIGNIFICANCE_MAX_SHARE", 0.2, minimum=0.05)
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (

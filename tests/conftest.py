@@ -36,8 +36,9 @@ q1 Q0 d6 6 1.0 example
 @pytest.fixture(autouse=True)
 def _leaderboards_follow_every_change(settings: Any) -> None:
     """Tests read a leaderboard right after each change: no minimum interval between
-    computations (its own test sets one)."""
+    computations and no rest between significance passes (their own tests set them)."""
     settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0
+    settings.NDCG_SIGNIFICANCE_MAX_SHARE = 1.0
 
 
 @pytest.fixture(autouse=True)

@@ -306,6 +306,51 @@ def test_organiser_extends_a_pool_through_the_page(trial: Collection) -> None:
     assert pool.entries.count() == 7
 
 
+def test_organiser_hands_over_then_releases_what_an_assessor_left(
+    assigned: Assignment,
+) -> None:
+    alice = as_user("alice")
+    alice.post(grade_url(assigned, 1), {"grade": "2"})
+    alice.post(grade_url(assigned, 2), {"action": "skip", "note": "unsure"})
+    olga = as_user("olga")
+    pool = assigned.pool
+    page = olga.get(f"/collections/trial/pools/{pool.id}/").content.decode()
+    release = f"/collections/trial/pools/{pool.id}/assignments/{assigned.id}/release/"
+    assert f'action="{release}"' in page and "Release 3 left" in page
+    options = page[page.index(f'id="release-{assigned.id}"') :]
+    options = options[: options.index("</select>")]
+    assert '<option value="bob">' in options and '<option value="alice">' not in options
+
+    response = olga.post(release, {"to": "bob"}, follow=True)
+    assert "3 pairs alice had left are handed to bob." in response.content.decode()
+    bobs = Assignment.objects.get(pool=pool, assessor__username="bob")
+    assert bobs.items.count() == 3 and assigned.items.count() == 1
+    assert alice_grades() == {"d1": 2}  # the grade given stays with alice
+
+    response = olga.post(
+        f"/collections/trial/pools/{pool.id}/assignments/{bobs.id}/release/",
+        {"to": ""},
+        follow=True,
+    )
+    assert "3 pairs bob had left are back in the pool" in response.content.decode()
+    assert bobs.items.count() == 0
+    again = olga.post(release, {"to": ""}, follow=True).content.decode()
+    assert "alice has nothing left to release in this pool." in again
+
+
+def test_release_refuses_unknown_people_and_non_organisers(assigned: Assignment) -> None:
+    pool = assigned.pool
+    release = f"/collections/trial/pools/{pool.id}/assignments/{assigned.id}/release/"
+    assert as_user("alice").post(release, {"to": "bob"}).status_code == 403
+    assert as_user("eve").post(release, {"to": "bob"}).status_code == 404
+    response = as_user("olga").post(release, {"to": "eve"}, follow=True)
+    assert "Not released: Select a valid choice." in response.content.decode()
+    assert assigned.items.count() == 4
+    other = services.pool_build(collection=assigned.pool.collection, name="other", depth=1)[0]
+    wrong_pool = f"/collections/trial/pools/{other.id}/assignments/{assigned.id}/release/"
+    assert as_user("olga").post(wrong_pool, {"to": ""}).status_code == 404
+
+
 def test_agreement_page_shows_alpha_kappa_and_the_confusion_matrix(trial: Collection) -> None:
     q1 = trial.queries.get(qid="q1")
     for docno, alice, bob in [("d1", 3, 3), ("d2", 0, 2), ("d3", 1, 1)]:

@@ -108,6 +108,41 @@ def test_the_first_read_after_a_judgement_leaves_the_hsd_to_a_later_pass(
     assert calls == [1] and third.significance_current  # stored: never per request
 
 
+def test_inline_passes_rest_in_proportion_to_their_time_under_steady_judging(
+    campaign: Collection, settings: Any
+) -> None:
+    import time
+
+    from django.core.cache import caches
+
+    settings.NDCG_SIGNIFICANCE_MAX_SHARE = 0.2  # rest 4 times as long as a pass took
+    rest_key = f"ndcg:significance-rest:{campaign.id}:10"
+    coordination = caches["coordination"]
+    coordination.delete(rest_key)
+    snapshots.leaderboard_read(collection=campaign, k=10)
+    started = time.time()
+    passed = time.perf_counter()
+    assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
+    took = time.perf_counter() - passed
+    until = coordination.get(rest_key)
+    assert until is not None and started + 3 * took < until <= time.time() + 4 * took
+
+    coordination.set(rest_key, time.time() + 60)  # as if the last pass had just ended
+    services.judgement_record(
+        query=campaign.queries.get(qid="q001"),
+        document=campaign.documents.get(docno="n0-0"),
+        assessor=UserFactory(),
+        grade=2,
+        source="api",
+    )
+    rows = snapshots.leaderboard_read(collection=campaign, k=10)
+    resting = snapshots.leaderboard_read(collection=campaign, k=10)
+    assert resting.computed_stamp == rows.computed_stamp
+    assert not resting.significance_current and resting.rows[0].letters  # the last letters
+    coordination.delete(rest_key)  # the rest is over
+    assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
+
+
 def test_the_worker_refresh_runs_both_passes(campaign: Collection) -> None:
     snapshots.leaderboards_refresh(collection=campaign)
     for k in (5, 10):
@@ -210,6 +245,31 @@ def test_the_significance_page_draws_the_matrix_one_pair_and_the_heat_map(
     )
     hard = [means[full] for _, _, full in heat_hard["plot"].column_labels]
     assert hard == sorted(hard)
+
+
+def test_the_matrix_and_the_heat_map_draw_the_best_runs_up_to_their_caps(
+    campaign: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from annotations.views import significance as page
+
+    monkeypatch.setattr(page, "MATRIX_RUNS", 10)
+    monkeypatch.setattr(page, "HEAT_RUNS", 12)
+    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    html = _as("olga").get(f"/collections/{campaign.slug}/leaderboard/significance/?k=10")
+    text = html.content.decode()
+    matrix = text[text.index('id="pair-matrix"') : text.index("</svg>", text.index("pair-matrix"))]
+    assert matrix.count("<rect") == 10 * 10
+    assert f"the matrix shows the best 10 of {RUNS} runs" in text
+    assert "45 pairs of the 10 best runs" in text
+    heat = text[text.index('id="query-heat-map"') :]
+    assert heat[: heat.index("</svg>")].count('<g class="heat-row">') == 12
+    assert f"the best 12 of {RUNS}" in text
+    board = snapshots.leaderboard_read(collection=campaign, k=10)
+    best = [row.run.name for row in board.rows]
+    assert best[9] in matrix and best[10] not in matrix  # the best ten, in rank order
+    start = text.index('id="pair-a"')
+    run_select = text[start : text.index("</select>", start)]
+    assert run_select.count("<option") == RUNS  # one pair of any two runs stays reachable
 
 
 def test_the_pictures_are_blinded_as_the_leaderboard_is(campaign: Collection) -> None:

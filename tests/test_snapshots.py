@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, QueryBound
-from annotations.scores import snapshots
+from annotations.scores import bounds_cache, snapshots
 from annotations.selectors import leaderboards
 from tests.factories import CollectionFactory, UserFactory
 
@@ -84,6 +84,25 @@ def test_a_read_stores_the_snapshot_and_the_next_read_serves_it_without_computin
     assert again.computed_at == stored.computed_at
 
 
+def test_a_refresh_reads_as_many_queries_for_twelve_runs_as_for_two(
+    collection: Collection,
+    write_file: Callable[..., Path],
+    django_assert_max_num_queries: Callable[..., Any],
+) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    snapshots.leaderboard_refresh(collection=collection, k=2)  # bounds cached
+    with CaptureQueriesContext(connection) as two:
+        snapshots.leaderboard_refresh(collection=collection, k=2)
+    for n in range(10):
+        run = RUN_B.replace(" B\n", f" C{n}\n")
+        services.run_import(collection=collection, source=write_file(f"c{n}.run", run))
+    snapshots.leaderboard_refresh(collection=collection, k=2)
+    with django_assert_max_num_queries(len(two)):  # no query per run (a deferred field read)
+        board = snapshots.leaderboard_refresh(collection=collection, k=2)
+    assert len(board.rows) == 12 and not any(row.pending for row in board.rows)
+
+
 def test_the_snapshot_equals_a_computation_from_scratch_after_every_change(
     collection: Collection,
 ) -> None:
@@ -101,13 +120,13 @@ def test_after_a_judgement_only_that_querys_bounds_are_recomputed(
 ) -> None:
     snapshots.leaderboard_read(collection=collection, k=2)
     asked: list[set[int]] = []
-    real = snapshots.top_grade_bounds_by_query
+    real = bounds_cache.top_grade_bounds_by_query
 
     def spy(**kwargs: Any) -> Any:
         asked.append(set(kwargs["query_ids"]))
         return real(**kwargs)
 
-    monkeypatch.setattr(snapshots, "top_grade_bounds_by_query", spy)
+    monkeypatch.setattr(bounds_cache, "top_grade_bounds_by_query", spy)
     _judge(collection, "q2", "d4", 2)
     board = snapshots.leaderboard_read(collection=collection, k=2)
     assert asked == [{collection.queries.get(qid="q2").id}]
@@ -125,9 +144,9 @@ def test_a_changed_run_invalidates_every_cached_bound(
         replace=True,
     )
     asked: list[set[int]] = []
-    real = snapshots.top_grade_bounds_by_query
+    real = bounds_cache.top_grade_bounds_by_query
     monkeypatch.setattr(
-        snapshots,
+        bounds_cache,
         "top_grade_bounds_by_query",
         lambda **kw: asked.append(set(kw["query_ids"])) or real(**kw),
     )

@@ -7,6 +7,7 @@ from annotations.forms.judging import (
     GradeForm,
     PoolBuildForm,
     PoolExtendForm,
+    ReleaseForm,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "GradeForm",
     "PoolBuildForm",
     "PoolExtendForm",
+    "ReleaseForm",
 ]

@@ -113,6 +113,19 @@ class AssignmentForm(_CollectionForm):
         )
 
 
+class ReleaseForm(forms.Form):
+    """What an assessor has left of an assignment: back to the pool (``to`` empty) or handed
+    to another member of the collection."""
+
+    to = forms.ChoiceField(required=False, label="Hand to")
+
+    def __init__(self, *args: Any, assessors: list[Any], holder: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["to"]).choices = [("", "back to the pool")] + [
+            (user.get_username(), user.get_username()) for user in assessors if user.pk != holder.pk
+        ]
+
+
 class GradeForm(forms.Form):
     """One POST from the grading page: a grade, or "skip" (unsure) with an optional note."""
 

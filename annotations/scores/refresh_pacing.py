@@ -31,9 +31,10 @@ def _rest_key(collection_id: int) -> str:
     return f"ndcg:leaderboards-rest:{collection_id}"
 
 
-def rest_seconds(seconds: float) -> float:
-    """How long the collection rests after a refresh that took `seconds`."""
-    share = float(settings.NDCG_REFRESH_MAX_SHARE)
+def rest_seconds(seconds: float, *, share: float | None = None) -> float:
+    """How long the collection rests after a refresh that took `seconds`, so that its
+    refreshes take at most `share` of the time (NDCG_REFRESH_MAX_SHARE by default)."""
+    share = float(settings.NDCG_REFRESH_MAX_SHARE if share is None else share)
     if share >= 1.0 or seconds <= 0:
         return 0.0
     return min(MAX_REST_SECONDS, seconds * (1.0 / share - 1.0))

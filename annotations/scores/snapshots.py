@@ -19,18 +19,18 @@ aggregates plus one row:
 The all-pairs significance (randomised Tukey HSD, `scores.significance`) is a second pass,
 run after the rows are stored: by the worker's refresh right after them, inline by the next
 read that finds the rows current, so the first read after a judgement costs what the rows
-cost. The top-grade bounds are the costly part of the rows; they are kept per (query, k) in
-`QueryBound` under a key of everything they depend on, so after one judgement only that
-query's bounds are recomputed.
+cost; inline, one leaderboard's passes take at most ``NDCG_SIGNIFICANCE_MAX_SHARE`` of the
+time under steady judging (the letters of the last pass are served meanwhile, marked as
+being recomputed). The top-grade bounds are the costly part of the rows, cached per query
+(`scores.bounds_cache`).
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -38,26 +38,23 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import caches
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from annotations import events, publishing
 from annotations.formats import score_bytes
-from annotations.models import Collection, LeaderboardSnapshot, Query, QueryBound, Run
+from annotations.models import Collection, LeaderboardSnapshot, Run
 from annotations.models.webhooks import LEADERBOARD_CHANGED
 from annotations.scores import refresh_pacing
+from annotations.scores.bounds_cache import bounds_cached
 from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
 from annotations.selectors.leaderboards import (
-    BoundsByQuery,
     Leaderboard,
     LeaderboardRow,
     RunRef,
     leaderboard_compute,
-    top_grade_bounds_by_query,
 )
 from annotations.selectors.scores_state import ScoresState, scores_state
-from annotations.selectors.stored_scores import evaluated_queries
 
 logger = logging.getLogger(__name__)
 
@@ -152,18 +149,32 @@ def _significance_pass(
         leaderboards_refresh_schedule(collection_id=collection.id)
         return snapshot
     key = f"ndcg:significance-pass:{collection.id}:{snapshot.k}"
+    rest_key = f"ndcg:significance-rest:{collection.id}:{snapshot.k}"
+    coordination = caches["coordination"]
     try:
-        taken = caches["coordination"].add(key, 1, timeout=_REFRESH_LOCK_SECONDS)
+        resting = float(coordination.get(rest_key) or 0.0) > time.time()
+        taken = not resting and coordination.add(key, 1, timeout=_REFRESH_LOCK_SECONDS)
     except Exception:  # no coordination: compute anyway (two at once cost time, not data)
-        taken = True
+        resting, taken = False, True
     if not taken:
-        return snapshot  # another read is computing it
+        return snapshot  # another read is computing it, or the last pass's rest is not over
+    started = time.perf_counter()
     try:
         if significance_refresh(collection=collection, k=snapshot.k) is None:
             leaderboard_refresh(collection=collection, k=snapshot.k)
             significance_refresh(collection=collection, k=snapshot.k)
     finally:
         _forget(key)
+    # Pages reloading after every judgement would otherwise keep a web process computing
+    # the HSD (seconds at a hundred runs) on the cores the judgements need: the next pass
+    # of this leaderboard waits d * (1/share - 1) after one of d seconds; meanwhile the
+    # letters of the last pass are served, marked as being recomputed.
+    rest = refresh_pacing.rest_seconds(
+        time.perf_counter() - started, share=settings.NDCG_SIGNIFICANCE_MAX_SHARE
+    )
+    if rest > 0:
+        with contextlib.suppress(Exception):  # unpaced: costs time, not data
+            coordination.set(rest_key, time.time() + rest, timeout=int(rest) + 1)
     return _snapshot(collection, snapshot.k) or snapshot
 
 
@@ -422,64 +433,3 @@ def statistics_warm() -> int:
     for size in counts:
         significance_arrays.draws_warm(size)
     return len(counts)
-
-
-# --- bounds cache -------------------------------------------------------------------------
-
-
-def _bounds_context(collection: Collection, run_ids: Sequence[int]) -> str:
-    """Everything but the query's own judgements that a query's bounds depend on."""
-    top = collection.grades.aggregate(top=Max("value"))["top"]
-    runs = list(
-        Run.objects.filter(id__in=list(run_ids)).order_by("id").values_list("id", "updated")
-    )
-    return repr((collection.gain, collection.aggregation, top, runs))
-
-
-def _key(context: str, version: int) -> str:
-    return hashlib.sha256(f"{context}|{version}".encode()).hexdigest()[:32]
-
-
-def bounds_cached(*, collection: Collection, k: int, run_ids: Sequence[int]) -> BoundsByQuery:
-    """query id -> run id -> top-grade nDCG@k for every evaluated query, recomputing only the
-    queries whose cached bounds no longer match their inputs (and storing those)."""
-    evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
-    versions = dict(Query.objects.filter(id__in=evaluated).values_list("id", "judgements_version"))
-    context = _bounds_context(collection, run_ids)
-    wanted = {query_id: _key(context, versions[query_id]) for query_id in evaluated}
-    cached = {
-        query_id: (key, values)
-        for query_id, key, values in QueryBound.objects.filter(
-            query_id__in=evaluated, k=k
-        ).values_list("query_id", "key", "values")
-    }
-    bounds: BoundsByQuery = {}
-    missing: list[int] = []
-    for query_id, key in wanted.items():
-        hit = cached.get(query_id)
-        if hit is not None and hit[0] == key:
-            bounds[query_id] = {int(run_id): value for run_id, value in hit[1].items()}
-        else:
-            missing.append(query_id)
-    if missing:
-        fresh = top_grade_bounds_by_query(
-            collection=collection, k=k, run_ids=run_ids, query_ids=set(missing)
-        )
-        _store_bounds(k, ((q, wanted[q], fresh.get(q, {})) for q in missing))
-        for query_id in missing:
-            bounds[query_id] = dict(fresh.get(query_id, {}))
-    return bounds
-
-
-def _store_bounds(k: int, rows: Iterable[tuple[int, str, dict[int, float]]]) -> None:
-    objects: list[Any] = [
-        QueryBound(query_id=query_id, k=k, key=key, values={str(r): v for r, v in values.items()})
-        for query_id, key, values in rows
-    ]
-    QueryBound.objects.bulk_create(
-        objects,
-        batch_size=500,
-        update_conflicts=True,
-        unique_fields=["query", "k"],
-        update_fields=["key", "values"],
-    )

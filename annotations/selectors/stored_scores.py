@@ -222,7 +222,7 @@ def run_means_and_ndcg(
     layout, _, _ = found
     rows = (
         RunScore.objects.filter(cutoffs=layout)
-        .only("run", "updated", "run__name", "run__owner", "run__collection")
+        .only("run", "updated", "run__name", "run__owner", "run__collection", "run__scored_at")
         .select_related("run", "run__owner")
     )
     if runs is not None:

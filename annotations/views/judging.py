@@ -19,8 +19,10 @@ from annotations.forms import (
     AssignmentForm,
     PoolBuildForm,
     PoolExtendForm,
+    ReleaseForm,
 )
 from annotations.models import (
+    Assignment,
     Collection,
     Document,
     Pool,
@@ -30,6 +32,7 @@ from annotations.selectors import cutoff_from
 from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
 from annotations.selectors.sensitivity import assessor_sensitivity
+from annotations.services.assignments import assignment_release
 from annotations.services.stale import stale_pairs
 from annotations.views._collection import acting_user, organised_collection
 from annotations.views.grading import own_assignment
@@ -115,7 +118,10 @@ def _pool_page(
         "top_entries": selectors.pool_top_entries(pool=pool) if pool.order == Pool.IMPACT else [],
         "entry_count": pool.entries.count(),
         "unassigned": selectors.pool_unassigned_count(pool=pool),
-        "assignments": selectors.pool_assignments(pool=pool),
+        "assignments": [
+            (assignment, progress, ReleaseForm(assessors=assessors, holder=assignment.assessor))
+            for assignment, progress in selectors.pool_assignments(pool=pool)
+        ],
         "assign_form": assign_form
         or AssignmentForm(
             collection=collection, assessors=assessors, initial={"overlap": pool.overlap}
@@ -181,6 +187,50 @@ def pool_extend(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
             messages.success(request, f"Pool extended: {added} new pairs (assign them below).")
             return redirect("judging-pool", slug=collection.slug, pool_id=pool.id)
     return _pool_page(request, collection, pool, extend_form=form)
+
+
+@login_required
+@require_POST
+def pool_release(request: HttpRequest, slug: str, pool_id: int, assignment_id: int) -> HttpResponse:
+    """Release what an assessor has left of a pool's assignment, or hand it to another member
+    (the API's `assignments/<id>/release/`, through the same service)."""
+    collection = organised_collection(request, slug)
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("pool__collection", "assessor"),
+        id=assignment_id,
+        pool_id=pool_id,
+        pool__collection=collection,
+    )
+    assessors = selectors.collection_assessors(collection=collection)
+    form = ReleaseForm(request.POST, assessors=assessors, holder=assignment.assessor)
+    holder = assignment.assessor.get_username()
+    if not form.is_valid():
+        messages.error(
+            request, "Not released: " + " ".join(str(e) for e in form.errors.get("to", []))
+        )
+        return redirect("judging-pool", slug=collection.slug, pool_id=pool_id)
+    name = form.cleaned_data["to"]
+    to = next((user for user in assessors if user.get_username() == name), None)
+    try:
+        released, handed = assignment_release(
+            assignment=assignment, actor=acting_user(request), to=to
+        )
+    except ValidationError as error:
+        messages.error(request, f"Not released: {_error_text(error)}")
+    else:
+        if not released:
+            messages.info(request, f"{holder} has nothing left to release in this pool.")
+        elif to is None:
+            messages.success(
+                request, f"{released} pairs {holder} had left are back in the pool (assign them)."
+            )
+        else:
+            kept = released - handed
+            also = f"; {kept} {name} already held" if kept else ""
+            messages.success(
+                request, f"{handed} pairs {holder} had left are handed to {name}{also}."
+            )
+    return redirect("judging-pool", slug=collection.slug, pool_id=pool_id)
 
 
 # --- organisers: agreement and adjudication ---------------------------------------------
