@@ -7,12 +7,14 @@ query per judgement and write history for rows that are about to disappear.
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import F
-from django.db.models.signals import post_save, pre_save
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
-from annotations.models import Judgement, JudgementHistory, Query
+from annotations.models import ImportJob, Judgement, JudgementHistory, Query
 from annotations.scores import scores_schedule
+from annotations.services.upload_store import upload_delete
 
 
 def _by_service(instance: Judgement) -> bool:
@@ -53,3 +55,11 @@ def _record(instance: Judgement, old: int | None, new: int | None) -> None:
         judgements_version=F("judgements_version") + 1
     )
     scores_schedule(query_ids=[instance.query_id])
+
+
+@receiver(post_delete, sender=ImportJob, dispatch_uid="import-job-upload-delete")
+def import_job_upload_delete(sender: type, instance: ImportJob, **kwargs: Any) -> None:
+    """A job deleted (in the admin, or with its collection) takes its kept upload along."""
+    if instance.upload_path:
+        name = instance.upload_path
+        transaction.on_commit(lambda: upload_delete(name))

@@ -1,5 +1,6 @@
 """Settings, all read from the environment; bad values stop the process with a clear message."""
 
+import json
 import os
 from pathlib import Path
 
@@ -248,11 +249,40 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # The import page: one upload (a track's run files together) may hold up to this many MB
 # and files (each file still at most NDCG_MAX_UPLOAD_MB). Uploads are kept in
-# NDCG_UPLOAD_DIR until their import job succeeds, fails on the file itself, or is dismissed
-# (a job failed otherwise keeps its upload for Retry); workers must see the same directory.
+# the uploads storage until their import job succeeds, fails on the file itself, or is
+# dismissed (a job failed otherwise keeps its upload for Retry); workers must see the same
+# storage.
 NDCG_IMPORT_MAX_MB = env_int("NDCG_IMPORT_MAX_MB", 4096, minimum=1)
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("NDCG_IMPORT_MAX_FILES", 500, minimum=1)
 NDCG_UPLOAD_DIR = Path(os.environ.get("NDCG_UPLOAD_DIR") or BASE_DIR / "var" / "uploads")
+# Where uploads are kept: the directory above (one machine, or a directory every machine
+# mounts), or any Django storage backend named by NDCG_UPLOAD_STORAGE with the keyword
+# options of NDCG_UPLOAD_STORAGE_OPTIONS (a JSON object), so that web servers and workers
+# on different hosts share import jobs; e.g. django-storages' S3 backend
+# (storages.backends.s3.S3Storage, {"bucket_name": ..., "endpoint_url": ...}).
+NDCG_UPLOAD_STORAGE = os.environ.get("NDCG_UPLOAD_STORAGE", "").strip()
+
+
+def _storage_options(name: str) -> dict[str, object]:
+    raw = os.environ.get(name, "").strip() or "{}"
+    try:
+        options = json.loads(raw)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} is not JSON: {error}") from None
+    if not isinstance(options, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object of the backend's options")
+    return options
+
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "uploads": (
+        {"BACKEND": NDCG_UPLOAD_STORAGE, "OPTIONS": _storage_options("NDCG_UPLOAD_STORAGE_OPTIONS")}
+        if NDCG_UPLOAD_STORAGE
+        else {"BACKEND": "annotations.services.upload_store.UploadDirectory"}
+    ),
+}
 # Import jobs. A running job writes a heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
 # (with its progress, twice a second while that moves); one whose heartbeat is older than
 # NDCG_IMPORT_DEAD_SECONDS is failed by the sweep (its worker stopped) and offered again with
@@ -352,6 +382,8 @@ NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
 # under steady judging one leaderboard's passes take at most this share of a web process's
 # time (after a pass of d seconds the next waits d * (1/share - 1)).
 NDCG_SIGNIFICANCE_MAX_SHARE = env_float("NDCG_SIGNIFICANCE_MAX_SHARE", 0.2, minimum=0.05)
+# ... and it waits until the scores have been still this long (judgements streaming in).
+NDCG_SIGNIFICANCE_QUIET_SECONDS = env_float("NDCG_SIGNIFICANCE_QUIET_SECONDS", 2.0, minimum=0.0)
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (

@@ -39,6 +39,7 @@ def _leaderboards_follow_every_change(settings: Any) -> None:
     computations and no rest between significance passes (their own tests set them)."""
     settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0
     settings.NDCG_SIGNIFICANCE_MAX_SHARE = 1.0
+    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
 
 
 @pytest.fixture(autouse=True)
@@ -307,3 +308,10 @@ def load_trec(transactional_db: None, write_file: Callable[..., Path]) -> Callab
         return collection
 
     return load
+
+
+def stored_upload(job: Any) -> Path:
+    """Where the default uploads storage (the directory NDCG_UPLOAD_DIR) keeps a job's upload."""
+    from django.conf import settings
+
+    return Path(settings.NDCG_UPLOAD_DIR) / job.upload_path

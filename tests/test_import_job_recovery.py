@@ -39,6 +39,7 @@ from tests.conftest import celery_broker, require_component
 from tests.factories import CollectionFactory, MembershipFactory, UserFactory
 from tests.waiting import wait_until
 from tests.workers import BROKER, ROOT, redis_reachable, worker_start
+from tests.conftest import stored_upload
 
 DEAD = 45
 
@@ -126,7 +127,7 @@ def test_a_silent_running_job_is_failed_after_the_dead_limit_and_not_before(
     assert (job.state, job.error) == ("failed", WORKER_STOPPED)
     assert WORKER_STOPPED.endswith("Press Retry to import it again.")
     assert job.finished is not None
-    assert job.retryable and Path(job.upload_path).is_file()  # the upload is kept
+    assert job.retryable and stored_upload(job).is_file()  # the upload is kept
     assert not Judgement.objects.exists()
     assert import_jobs_sweep() == 0
 
@@ -176,7 +177,7 @@ def test_the_heartbeat_beats_on_its_interval_while_the_progress_stands_still(
     monkeypatch.setattr(job_progress, "import_job_progress_write", record)
     job = _running(collection, silent_for=0)
     assert job.started is not None
-    reader = CountingReader(open(job.upload_path, "rb"))  # noqa: SIM115
+    reader = CountingReader(stored_upload(job).open("rb"))  # noqa: SIM115
     writer = job_progress.ProgressWriter(job, job_progress.JobProgress(job, reader, 1), job.started)
     writer.start()
     try:
@@ -223,7 +224,7 @@ def test_retry_imports_the_same_upload_as_the_same_assessor_and_then_deletes_it(
 ) -> None:
     alice = UserFactory(username="alice")
     job = _stopped(collection, content=_qrels(120), assessor=alice)
-    upload = Path(job.upload_path)
+    upload = stored_upload(job)
     page = olga.get(reverse("collection-imports", args=["demo"])).content.decode()
     assert reverse("collection-import-retry", args=["demo", job.id]) in page
     assert reverse("collection-import-dismiss", args=["demo", job.id]) in page
@@ -278,7 +279,7 @@ def test_a_job_failed_by_an_error_keeps_its_upload_until_a_retry_succeeds(
     job_queue.import_jobs_start(jobs=[job])
     job.refresh_from_db()
     assert job.state == "failed" and "the import failed (RuntimeError)" in job.error
-    assert job.retryable and Path(job.upload_path).is_file()
+    assert job.retryable and stored_upload(job).is_file()
     assert not Judgement.objects.exists()
     monkeypatch.setattr(jobs, "_import", real_import)
     _post(olga, "retry", job)
@@ -315,7 +316,7 @@ def test_retry_with_a_broker_queues_the_job_again(
     )
     if in_cache:
         assert caches["coordination"].get(job_progress.progress_key(job)) is None
-    assert Path(job.upload_path).is_file()
+    assert stored_upload(job).is_file()
     # queued anew: the stale limit counts from the retry, not from the upload
     ImportJob.objects.filter(id=job.id).update(created=timezone.now() - timedelta(hours=1))
     assert import_jobs_sweep() == 0 and published == [job.id]
@@ -323,7 +324,7 @@ def test_retry_with_a_broker_queues_the_job_again(
 
 def test_retry_of_a_job_whose_upload_is_gone_says_so(collection: Collection, olga: Client) -> None:
     job = _stopped(collection)
-    Path(job.upload_path).unlink()
+    stored_upload(job).unlink()
     response = _post(olga, "retry", job)
     assert _messages(response) == [f"q.qrels: {UPLOAD_GONE}"]
     assert UPLOAD_GONE in response.content.decode()
@@ -342,7 +343,7 @@ def test_only_a_failed_job_is_retried_or_dismissed(collection: Collection, olga:
         assert response.status_code == 200
         assert _messages(response) == [f"q.qrels: only a failed import can be {done}."]
     job.refresh_from_db()
-    assert job.state == "running" and Path(job.upload_path).is_file()
+    assert job.state == "running" and stored_upload(job).is_file()
 
 
 # --- Dismiss -------------------------------------------------------------------------------
@@ -352,7 +353,7 @@ def test_dismiss_deletes_the_upload_and_leaves_the_job_listed_dismissed(
     collection: Collection, olga: Client
 ) -> None:
     job = _stopped(collection)
-    upload = Path(job.upload_path)
+    upload = stored_upload(job)
     response = _post(olga, "dismiss", job)
     assert _messages(response) == ["q.qrels: dismissed; its upload is deleted."]
     job.refresh_from_db()
@@ -368,7 +369,7 @@ def test_dismiss_deletes_the_upload_and_leaves_the_job_listed_dismissed(
 
 def test_deleting_a_failed_job_deletes_its_kept_upload(collection: Collection) -> None:
     job = _stopped(collection)
-    upload = Path(job.upload_path)
+    upload = stored_upload(job)
     job.delete()
     assert not upload.exists()
 
@@ -393,7 +394,7 @@ def test_only_an_organiser_retries_or_dismisses(collection: Collection, olga: Cl
     other = _member(CollectionFactory(slug="other"), "oscar", "organiser")
     assert other.post(reverse("collection-import-retry", args=["other", job.id])).status_code == 404
     job.refresh_from_db()
-    assert job.state == "failed" and Path(job.upload_path).is_file()
+    assert job.state == "failed" and stored_upload(job).is_file()
 
 
 @pytest.mark.browser
@@ -497,7 +498,7 @@ def test_a_worker_killed_mid_import_is_noticed_within_the_dead_limit_and_retried
             assert (failed.state, failed.error) == ("failed", WORKER_STOPPED)
             assert dead - 1.5 <= noticed <= dead + sweep_every + 1.5, noticed
             assert not Judgement.objects.exists()
-            assert failed.retryable and Path(failed.upload_path).is_file()
+            assert failed.retryable and stored_upload(failed).is_file()
 
             assert _messages(_post(olga, "retry", failed))[-1] == "big.qrels: queued for import."
             with _worker(queue, env):
@@ -511,6 +512,6 @@ def test_a_worker_killed_mid_import_is_noticed_within_the_dead_limit_and_retried
             assert (done.state, done.error, done.retries) == ("done", "", 1)
             assert done.summary == f"judgements as trec: {lines} created, 0 updated, 0 unchanged"
             assert Judgement.objects.filter(query__collection=collection).count() == lines
-            assert done.upload_path == "" and not Path(failed.upload_path).exists()
+            assert done.upload_path == "" and not stored_upload(failed).exists()
     finally:
         caches["coordination"].close()

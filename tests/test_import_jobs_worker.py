@@ -139,7 +139,7 @@ def test_a_killed_worker_leaves_the_job_failed_and_nothing_imported(
     assert not Query.objects.filter(collection=collection).exists()
     assert not get_user_model().objects.filter(username="trec").exists()
     job.refresh_from_db()  # the upload is kept for Retry
-    assert [str(path) for path in Path(settings.NDCG_UPLOAD_DIR).iterdir()] == [job.upload_path]
+    assert [path.name for path in Path(settings.NDCG_UPLOAD_DIR).iterdir()] == [job.upload_path]
 
 
 def test_a_job_whose_task_the_broker_lost_is_queued_again_and_imported(

@@ -21,6 +21,7 @@ from annotations.services.job_queue import import_jobs_held, import_jobs_wait, i
 from annotations.services.job_recovery import NOT_STARTED, import_jobs_sweep
 from annotations.services.jobs import import_job_create
 from tests.factories import MembershipFactory, UserFactory
+from tests.conftest import stored_upload
 
 QUERIES, DEPTH, FILES = 60, 1000, 6
 
@@ -155,14 +156,15 @@ def test_a_job_a_restart_cut_off_while_it_waited_for_a_thread_is_failed(
     assert states[held_dead.id] == ("failed", NOT_STARTED)
     assert states[never_held.id] == ("queued", "")
     failed = ImportJob.objects.get(id=held_dead.id)
-    assert failed.retryable and Path(failed.upload_path).is_file()  # Retry can run it
+    assert failed.retryable and stored_upload(failed).is_file()  # Retry can run it
 
 
 def test_the_lines_of_a_file_are_counted_with_or_without_a_last_newline(tmp_path: Path) -> None:
     path = tmp_path / "f"
     for content, lines in ((b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"a\n" * 3_000_000, 3_000_000)):
         path.write_bytes(content)
-        assert lines_count(str(path)) == lines
+        with path.open("rb") as raw:
+            assert lines_count(raw) == lines
 
 
 def test_queued_jobs_a_stopped_process_left_are_taken_over_by_the_threads_of_the_sweeper(

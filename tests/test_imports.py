@@ -17,6 +17,7 @@ from annotations.models import Collection, Document, ImportJob, Judgement, Query
 from annotations.services.job_recovery import NOT_STARTED, WORKER_STOPPED, import_jobs_sweep
 from annotations.services.jobs import NOT_QUEUED, CountingReader, import_job_create
 from tests.conftest import celery_broker
+from tests.conftest import stored_upload
 
 pytestmark = pytest.mark.django_db
 
@@ -292,7 +293,7 @@ def test_a_running_job_not_heard_of_is_failed_when_the_page_is_read(
     assert WORKER_STOPPED in page
     assert alive.state == "running"
     # the stopped job's upload is kept for Retry
-    assert stale.retryable and Path(stale.upload_path).is_file()
+    assert stale.retryable and stored_upload(stale).is_file()
     assert {path.name for path in upload_dir.iterdir()} == {
         f"{stale.token}.upload",
         f"{alive.token}.upload",

@@ -108,6 +108,16 @@ def test_the_first_read_after_a_judgement_leaves_the_hsd_to_a_later_pass(
     assert calls == [1] and third.significance_current  # stored: never per request
 
 
+def _judge(campaign: Collection, qid: str, grade: int) -> None:
+    services.judgement_record(
+        query=campaign.queries.get(qid=qid),
+        document=campaign.documents.get(docno="n0-0"),
+        assessor=UserFactory(),
+        grade=grade,
+        source="api",
+    )
+
+
 def test_inline_passes_rest_in_proportion_to_their_time_under_steady_judging(
     campaign: Collection, settings: Any
 ) -> None:
@@ -128,19 +138,40 @@ def test_inline_passes_rest_in_proportion_to_their_time_under_steady_judging(
     assert until is not None and started + 3 * took < until <= time.time() + 4 * took
 
     coordination.set(rest_key, time.time() + 60)  # as if the last pass had just ended
-    services.judgement_record(
-        query=campaign.queries.get(qid="q001"),
-        document=campaign.documents.get(docno="n0-0"),
-        assessor=UserFactory(),
-        grade=2,
-        source="api",
-    )
+    _judge(campaign, "q001", 2)
     rows = snapshots.leaderboard_read(collection=campaign, k=10)
     resting = snapshots.leaderboard_read(collection=campaign, k=10)
     assert resting.computed_stamp == rows.computed_stamp
     assert not resting.significance_current and resting.rows[0].letters  # the last letters
     coordination.delete(rest_key)  # the rest is over
     assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
+
+
+def test_inline_the_pass_waits_for_still_scores_and_the_open_page_is_told_when_due(
+    campaign: Collection, settings: Any
+) -> None:
+    client = _as("olga")
+    page_url = f"/collections/{campaign.slug}/leaderboard/?k=10"
+    state_url = f"/collections/{campaign.slug}/leaderboard/state/?k=10"
+
+    def page_stamp() -> str:
+        html = client.get(page_url).content.decode()
+        found = re.search(r'id="leaderboard-live" data-stamp="([^"]*)"', html)
+        assert found
+        return found.group(1)
+
+    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 3600  # judgements keep coming
+    _judge(campaign, "q002", 1)
+    shown = page_stamp()  # the rows at the new stamp, their significance pending
+    state = client.get(state_url).json()
+    assert shown == f"{state['stamp']}+significance" == state["table"]  # nothing to reload
+    assert page_stamp() == shown  # a reload would not run the pass either
+
+    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0  # the scores are still now
+    assert client.get(state_url).json()["table"] == f"{state['stamp']}+significance-due"
+    assert page_stamp() == state["stamp"]  # the reload the page makes runs the pass
+    assert client.get(state_url).json()["table"] == state["stamp"]  # and then rests
 
 
 def test_the_worker_refresh_runs_both_passes(campaign: Collection) -> None:

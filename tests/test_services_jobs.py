@@ -43,7 +43,7 @@ def test_an_import_whose_job_was_failed_meanwhile_rolls_back(
     job.refresh_from_db()
     if connection.vendor == "postgresql":
         assert failed == 1  # the import does not lock the job's row until it finishes
-    stored = [str(path) for path in Path(settings.NDCG_UPLOAD_DIR).iterdir()]
+    stored = [path.name for path in Path(settings.NDCG_UPLOAD_DIR).iterdir()]
     if failed:
         assert (job.state, job.error) == ("failed", WORKER_STOPPED)
         assert not Judgement.objects.exists()  # the import saw the failure and rolled back

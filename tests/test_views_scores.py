@@ -56,8 +56,10 @@ def test_leaderboard_page_shows_ci_groups_judged_and_best_case(scored: Collectio
 
 def test_state_document_carries_the_stamp_and_pending(scored: Collection) -> None:
     state = _as("owner").get("/collections/pages/leaderboard/state/").json()
-    assert set(state) == {"stamp", "pending", "pending_queries", "pending_runs", "last_recomputed"}
+    fields = {"stamp", "table", "pending", "pending_queries", "pending_runs", "last_recomputed"}
+    assert set(state) == fields
     assert state["pending"] is False and len(state["stamp"]) == 16
+    assert state["table"] == state["stamp"]  # no leaderboard stored yet: a read computes it
 
 
 def test_private_pages_need_a_member_and_public_leaderboards_open_to_all(

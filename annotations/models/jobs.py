@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
-from typing import Any
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 
 from annotations.models.collections import ID_MAX_LENGTH
 
@@ -156,15 +154,3 @@ class ImportJob(models.Model):
         if self.state == self.RUNNING:
             return done, total, f"parsing {done:,} of {total:,} lines"
         return done, total, f"stopped after {done:,} of {total:,} lines"
-
-
-def _upload_delete_with_job(sender: type[ImportJob], instance: ImportJob, **kwargs: Any) -> None:
-    """A job deleted (in the admin, or with its collection) takes its kept upload along."""
-    if instance.upload_path:
-        path = Path(instance.upload_path)
-        transaction.on_commit(lambda: path.unlink(missing_ok=True))
-
-
-models.signals.post_delete.connect(
-    _upload_delete_with_job, sender=ImportJob, dispatch_uid="import-job-upload-delete"
-)

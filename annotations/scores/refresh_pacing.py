@@ -11,15 +11,24 @@ as it ran), never less than the debounce. A burst after a quiet spell is not del
 first refresh, and the one right after it for the burst's last judgements, do not rest.
 The marks are kept in the coordination cache; without one (or with it unreachable)
 refreshes are not paced.
+
+Without a broker the leaderboard's second pass (the all-pairs significance) runs in a read;
+it waits until the scores have been still for NDCG_SIGNIFICANCE_QUIET_SECONDS (judgements
+streaming in would otherwise start one after each) and, after a pass of `d` seconds, for
+`d * (1 / NDCG_SIGNIFICANCE_MAX_SHARE - 1)`; the marks are per process when the coordination
+cache is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import caches
+from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
@@ -79,3 +88,30 @@ def refresh_countdown(*, collection_id: int, countdown: float) -> float:
     if not isinstance(until, int | float):
         return countdown
     return max(countdown, min(MAX_REST_SECONDS, float(until) - time.time()))
+
+
+def _significance_rest_key(collection_id: int, k: int) -> str:
+    return f"ndcg:significance-rest:{collection_id}:{k}"
+
+
+def significance_due(*, collection_id: int, k: int, rows_computed_at: datetime) -> bool:
+    """Whether a read may run the significance pass of rows computed at `rows_computed_at`
+    (current rows: no change since): the scores still long enough, the last rest over."""
+    quiet = float(settings.NDCG_SIGNIFICANCE_QUIET_SECONDS)
+    if quiet > 0 and (timezone.now() - rows_computed_at).total_seconds() < quiet:
+        return False
+    try:
+        until = caches["coordination"].get(_significance_rest_key(collection_id, k))
+    except Exception:  # unpaced: costs time, not data
+        return True
+    return not (isinstance(until, int | float) and until > time.time())
+
+
+def significance_done(*, collection_id: int, k: int, seconds: float) -> None:
+    """After an inline significance pass that took `seconds`: its rest."""
+    rest = rest_seconds(seconds, share=settings.NDCG_SIGNIFICANCE_MAX_SHARE)
+    if rest > 0:
+        with contextlib.suppress(Exception):  # unpaced: costs time, not data
+            caches["coordination"].set(
+                _significance_rest_key(collection_id, k), time.time() + rest, timeout=int(rest) + 1
+            )

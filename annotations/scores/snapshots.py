@@ -27,7 +27,6 @@ being recomputed). The top-grade bounds are the costly part of the rows, cached 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
@@ -144,20 +143,23 @@ def _significance_pass(
     collection: Collection, snapshot: LeaderboardSnapshot
 ) -> LeaderboardSnapshot:
     """The rows are current but their significance is not: with a broker a worker computes it
-    (queued), inline this read does, one at a time per (collection, k) and process."""
+    (queued); inline this read does, one at a time per (collection, k) and process, once
+    the scores have been still for NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest
+    is over (`refresh_pacing.significance_due`)."""
     if settings.CELERY_BROKER_URL:
         leaderboards_refresh_schedule(collection_id=collection.id)
         return snapshot
+    if not refresh_pacing.significance_due(
+        collection_id=collection.id, k=snapshot.k, rows_computed_at=snapshot.computed_at
+    ):
+        return snapshot
     key = f"ndcg:significance-pass:{collection.id}:{snapshot.k}"
-    rest_key = f"ndcg:significance-rest:{collection.id}:{snapshot.k}"
-    coordination = caches["coordination"]
     try:
-        resting = float(coordination.get(rest_key) or 0.0) > time.time()
-        taken = not resting and coordination.add(key, 1, timeout=_REFRESH_LOCK_SECONDS)
+        taken = caches["coordination"].add(key, 1, timeout=_REFRESH_LOCK_SECONDS)
     except Exception:  # no coordination: compute anyway (two at once cost time, not data)
-        resting, taken = False, True
+        taken = True
     if not taken:
-        return snapshot  # another read is computing it, or the last pass's rest is not over
+        return snapshot  # another read is computing it
     started = time.perf_counter()
     try:
         if significance_refresh(collection=collection, k=snapshot.k) is None:
@@ -165,17 +167,30 @@ def _significance_pass(
             significance_refresh(collection=collection, k=snapshot.k)
     finally:
         _forget(key)
-    # Pages reloading after every judgement would otherwise keep a web process computing
-    # the HSD (seconds at a hundred runs) on the cores the judgements need: the next pass
-    # of this leaderboard waits d * (1/share - 1) after one of d seconds; meanwhile the
-    # letters of the last pass are served, marked as being recomputed.
-    rest = refresh_pacing.rest_seconds(
-        time.perf_counter() - started, share=settings.NDCG_SIGNIFICANCE_MAX_SHARE
+    refresh_pacing.significance_done(
+        collection_id=collection.id, k=snapshot.k, seconds=time.perf_counter() - started
     )
-    if rest > 0:
-        with contextlib.suppress(Exception):  # unpaced: costs time, not data
-            coordination.set(rest_key, time.time() + rest, timeout=int(rest) + 1)
     return _snapshot(collection, snapshot.k) or snapshot
+
+
+def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
+    """What the open leaderboard page's table should carry as its stamp (``data-stamp``):
+    the scores stamp, with ``+significance`` while its significance pass has not run for
+    them. The page reloads its table when this differs from its own; while the pass is
+    only waiting (for a worker, or inline for the rest or a still moment) nothing changes,
+    and inline, once a reload would run the pass, ``+significance-due`` asks for one."""
+    stored = LeaderboardSnapshot.objects.filter(collection=collection, k=k)
+    found = stored.values_list("stamp", "computed_at", "significance__stamp").first()
+    if found is None:
+        return state.stamp
+    stamp, computed_at, significance_stamp = found
+    if stamp != state.stamp or significance_stamp == stamp or stored.filter(rows=[]).exists():
+        return state.stamp
+    if not settings.CELERY_BROKER_URL and refresh_pacing.significance_due(
+        collection_id=collection.id, k=k, rows_computed_at=computed_at
+    ):
+        return f"{state.stamp}+significance-due"
+    return f"{state.stamp}+significance"
 
 
 def _readable(snapshot: LeaderboardSnapshot) -> bool:

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from datetime import datetime
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from django.conf import settings
 from django.core.cache import caches
@@ -58,14 +58,14 @@ class CountingReader:
 LINE_CHUNK = 1024 * 1024
 
 
-def lines_count(path: str) -> int:
-    """The lines of a stored upload (a last line without its newline counts): the "of N" of
-    the parsing stage, counted before the import reads the file (about 0.1 s per 100 MB)."""
+def lines_count(raw: IO[bytes]) -> int:
+    """The lines of a stored upload, read to its end (a last line without its newline
+    counts): the "of N" of the parsing stage, counted before the import reads the file
+    (about 0.1 s per 100 MB on a local disk)."""
     count, last = 0, b"\n"
-    with open(path, "rb") as raw:
-        while chunk := raw.read(LINE_CHUNK):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
+    while chunk := raw.read(LINE_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
     return count + (last != b"\n")
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -27,7 +26,8 @@ from annotations.services.job_queue import (
     import_jobs_start,
     import_threads,
 )
-from annotations.services.jobs import RETRY, upload_delete
+from annotations.services.jobs import RETRY
+from annotations.services.upload_store import upload_delete, upload_exists
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -131,7 +131,7 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
 
     if job.state != ImportJob.FAILED:
         raise ValidationError(f"{job.file_name}: only a failed import can be retried.")
-    if not job.upload_path or not Path(job.upload_path).is_file():
+    if not upload_exists(job.upload_path):
         ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED).update(
             upload_path="", error=UPLOAD_GONE
         )

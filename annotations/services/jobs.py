@@ -9,12 +9,10 @@ from __future__ import annotations
 import codecs
 import logging
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -35,6 +33,7 @@ from annotations.services.job_progress import (
 from annotations.services.judgements import import_assessor, judgements_import
 from annotations.services.run_storage import RunCheck
 from annotations.services.runs import run_files_import
+from annotations.services.upload_store import upload_delete, upload_open, upload_save
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -42,12 +41,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RETRY = "Press Retry to import it again."
-
-
-def upload_delete(path: str) -> None:
-    """Delete a stored upload its job no longer names."""
-    if path:
-        Path(path).unlink(missing_ok=True)
 
 
 NOT_QUEUED = (
@@ -79,18 +72,6 @@ def upload_text_problem(upload: UploadedFile) -> str | None:
     return None
 
 
-def _upload_store(upload: UploadedFile, path: Path) -> None:
-    """Move (a large upload, already on disk) or copy (a small one, in memory) to `path`."""
-    temporary = getattr(upload, "temporary_file_path", None)
-    if temporary is not None:
-        file_move_safe(temporary(), str(path))  # a rename within one file system
-        upload.close()
-        return
-    with open(path, "wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
-
-
 def import_job_create(
     *,
     collection: Collection,
@@ -103,10 +84,8 @@ def import_job_create(
     run_name: str = "",
     description: str = "",
 ) -> ImportJob:
-    """Store an uploaded file under NDCG_UPLOAD_DIR and record its job, queued (start it
-    with `job_queue.import_jobs_start` once it is committed)."""
-    directory = Path(settings.NDCG_UPLOAD_DIR)
-    directory.mkdir(parents=True, exist_ok=True)
+    """Store an uploaded file in the uploads storage (`upload_store`) and record its job,
+    queued (start it with `job_queue.import_jobs_start` once it is committed)."""
     job = ImportJob(
         collection=collection,
         kind=kind,
@@ -120,13 +99,11 @@ def import_job_create(
         description=description if kind == ImportJob.RUN else "",
     )
     job.full_clean(exclude=["upload_path"])
-    path = directory / f"{job.token}.upload"
-    _upload_store(upload, path)
-    job.upload_path = str(path)
+    job.upload_path = upload_save(upload, f"{job.token}.upload")
     try:
         job.save()
     except BaseException:
-        path.unlink(missing_ok=True)
+        upload_delete(job.upload_path)
         raise
     return job
 
@@ -215,10 +192,12 @@ def import_job_run(*, job_id: int) -> str:
 
 def _run_claimed(job: ImportJob, attempt: datetime) -> str:
     try:
-        raw = open(job.upload_path, "rb")  # noqa: SIM115  (closed in the finally below)
-        lines_total = lines_count(job.upload_path)
+        with upload_open(job.upload_path) as counted:
+            lines_total = lines_count(counted)
+        raw = upload_open(job.upload_path)
     except OSError as error:
-        text = f"{job.file_name}: the upload is gone ({error.strerror}); nothing was imported"
+        reason = error.strerror or str(error)
+        text = f"{job.file_name}: the upload is gone ({reason}); nothing was imported"
         _finish_failed(job, text, attempt=attempt, keep_upload=False)
         return ImportJob.FAILED
     ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=attempt).update(

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import selectors, services
 from annotations.models import Query, Run
-from annotations.scores import leaderboard_reads
+from annotations.scores import leaderboard_reads, snapshots
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
 from annotations.services import impact as impact_services
@@ -55,14 +55,17 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_first
 def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
-    """A small JSON document the open leaderboard polls: reload the table when `stamp` moves."""
+    """A small JSON document the open leaderboard polls: it reloads its table when `table`
+    (the scores stamp, marked while the significance pass is pending) differs from its own."""
     collection, _ = readable_collection(request, slug, sees="leaderboard")
     state = scores_state.scores_state(collection=collection)
     if scores_heal_pending(collection=collection, state=state):
         state = scores_state.scores_state(collection=collection)
+    k = selectors.cutoff_from(collection, request.GET.get("k"))
     return JsonResponse(
         {
             "stamp": state.stamp,
+            "table": snapshots.table_stamp(collection=collection, k=k, state=state),
             "pending": state.pending,
             "pending_queries": state.pending_queries,
             "pending_runs": state.pending_runs,

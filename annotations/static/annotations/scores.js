@@ -111,7 +111,7 @@
       busy = true;
       fetch(live.dataset.stateUrl, { credentials: "same-origin", headers: { "Accept": "application/json" } })
         .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
-        .then(function (state) { if (state.stamp !== live.dataset.stamp) return refresh(); })
+        .then(function (state) { if ((state.table || state.stamp) !== live.dataset.stamp) return refresh(); })
         .catch(function () { /* offline or logged out: try again at the next tick */ })
         .then(function () { busy = false; });
     };
