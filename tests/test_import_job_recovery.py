@@ -35,11 +35,10 @@ from annotations.services.job_recovery import (
     import_jobs_sweep,
 )
 from annotations.services.jobs import CountingReader, import_job_create
-from tests.conftest import celery_broker, require_component
+from tests.conftest import celery_broker, require_component, stored_upload
 from tests.factories import CollectionFactory, MembershipFactory, UserFactory
 from tests.waiting import wait_until
 from tests.workers import BROKER, ROOT, redis_reachable, worker_start
-from tests.conftest import stored_upload
 
 DEAD = 45
 
@@ -177,7 +176,7 @@ def test_the_heartbeat_beats_on_its_interval_while_the_progress_stands_still(
     monkeypatch.setattr(job_progress, "import_job_progress_write", record)
     job = _running(collection, silent_for=0)
     assert job.started is not None
-    reader = CountingReader(stored_upload(job).open("rb"))  # noqa: SIM115
+    reader = CountingReader(stored_upload(job).open("rb"))
     writer = job_progress.ProgressWriter(job, job_progress.JobProgress(job, reader, 1), job.started)
     writer.start()
     try:

@@ -39,11 +39,13 @@ def organiser(collection: Collection, settings, tmp_path: Path) -> Client:  # ty
 
 
 @pytest.fixture
-def worker(collection: Collection, settings) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
-    """A real worker on the test database; this process queues tasks on Redis and reads the
-    progress a worker writes to the coordination cache (the broker's Redis) on SQLite."""
+def worker(collection: Collection, settings, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
+    """A real worker on the test database and the test's upload directory; this process
+    queues tasks on Redis and reads the progress a worker writes to the coordination cache
+    (the broker's Redis) on SQLite."""
     if not redis_reachable():
         require_component(f"Redis is not reachable at {BROKER}")
+    settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
     queue = f"ndcg-test-imports-{os.getpid()}"
     process = worker_start(
         queue, {"NDCG_IMPORT_HEARTBEAT_SECONDS": "1"}, without=["DJANGO_CACHE_URL"]

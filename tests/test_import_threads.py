@@ -20,8 +20,8 @@ from annotations.services.job_progress import lines_count
 from annotations.services.job_queue import import_jobs_held, import_jobs_wait, import_threads
 from annotations.services.job_recovery import NOT_STARTED, import_jobs_sweep
 from annotations.services.jobs import import_job_create
-from tests.factories import MembershipFactory, UserFactory
 from tests.conftest import stored_upload
+from tests.factories import MembershipFactory, UserFactory
 
 QUERIES, DEPTH, FILES = 60, 1000, 6
 

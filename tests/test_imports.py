@@ -16,8 +16,7 @@ from django.utils.html import escape
 from annotations.models import Collection, Document, ImportJob, Judgement, Query, Run
 from annotations.services.job_recovery import NOT_STARTED, WORKER_STOPPED, import_jobs_sweep
 from annotations.services.jobs import NOT_QUEUED, CountingReader, import_job_create
-from tests.conftest import celery_broker
-from tests.conftest import stored_upload
+from tests.conftest import celery_broker, stored_upload
 
 pytestmark = pytest.mark.django_db
 

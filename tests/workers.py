@@ -37,13 +37,17 @@ def worker_start(
     queue: str, extra: Mapping[str, str] | None = None, without: Iterable[str] = ()
 ) -> subprocess.Popen[bytes]:
     """A solo worker reading only `queue` (no other test run's worker takes its tasks), on
-    the test database and the test broker; `extra` adds to the environment, `without`
-    names variables it leaves out."""
+    the test database, the test broker and the test's upload directory; `extra` adds to the
+    environment, `without` names variables it leaves out."""
+    from django.conf import settings
+
     environment = {
         **os.environ,
         "C_FORCE_ROOT": "1",
         "CELERY_BROKER_URL": BROKER,
         "DATABASE_URL": database_url(),
+        # the uploads storage the test's web side stores into (as every worker is configured)
+        "NDCG_UPLOAD_DIR": str(settings.NDCG_UPLOAD_DIR),
         **(extra or {}),
     }
     for name in without:
