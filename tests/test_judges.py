@@ -4,6 +4,8 @@ judge on a few pairs without storing anything."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -169,6 +171,12 @@ def test_a_run_grades_the_pool_retries_records_failures_and_caches(
         assert grades.count() == pairs - failing and {g.grade for g in grades} == {2}
         history = JudgementHistory.objects.filter(assessor=judge.account)
         assert {row.source for row in history} == {"machine"}
+        for row in history:  # provenance: model, prompt version, tokens, time, the answer
+            assert re.fullmatch(
+                rf"{re.escape(judge.model)}, prompt v1, \d+\+7 tokens, \d+\.\d s: ##final score: 2",
+                row.note,
+            ), row.note
+        assert {g.note for g in grades} == {row.note for row in history}
         assert JudgeAnswer.objects.filter(judge=judge, grade__isnull=True).count() == failing
         # Again: every answer comes from the cache, nothing is asked.
         again = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))

@@ -5,6 +5,7 @@ generated from the schema addresses run "manual/v1" as it is."""
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -116,3 +117,82 @@ def test_a_generated_client_addresses_manual_v1_as_it_is(
     assert response.parsed.name == "manual/v1"
     response = retrieve.sync_detailed("demo", "manual~2Fv1", client=client)  # the escape
     assert response.status_code == 200 and response.parsed.name == "manual/v1"
+
+
+@pytest.fixture
+def gunicorn_server(transactional_db: None) -> Iterator[int]:
+    """The production server as `make serve` runs it (gunicorn with the project's config,
+    production settings), one worker on a free port of 127.0.0.1, on the test database."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.workers import ROOT, database_url
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or "gunicorn"
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "DJANGO_ENV": "production",
+        "DJANGO_SECRET_KEY": "raw-path-test-" + "x" * 40,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DJANGO_SECURE_HSTS_SECONDS": "0",
+    }
+    environment.pop("CELERY_BROKER_URL", None)
+    server = subprocess.Popen(
+        [gunicorn, "ndcg_platform.wsgi:application", "--config", "ndcg_platform/gunicorn.conf.py",
+         "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
+        cwd=ROOT, env=environment,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail("gunicorn did not start")
+                time.sleep(0.2)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_under_gunicorn_a_percent_encoded_slash_reaches_the_run(
+    organiser: Any, gunicorn_server: int
+) -> None:
+    import http.client
+
+    token = Token.objects.create(user=organiser).key
+
+    def get(path: str) -> tuple[int, Any]:
+        connection = http.client.HTTPConnection("127.0.0.1", gunicorn_server, timeout=30)
+        try:
+            connection.request("GET", path, headers={"Authorization": f"Token {token}"})
+            response = connection.getresponse()
+            body = response.read()
+            return response.status, body
+        finally:
+            connection.close()
+
+    for raw, name in [
+        ("manual%2Fv1", "manual/v1"),
+        ("a~b%2Fc%2Fd", "a~b/c/d"),
+        ("manual", "manual"),
+    ]:
+        status, body = get(f"{RUN}/{raw}/")
+        assert status == 200, body[:300]
+        assert json.loads(body)["name"] == name
+        assert json.loads(get(f"{RUN}/{raw.replace('%2F', '~2F')}/")[1])["name"] == name
+    status, _ = get(f"{RUN}/manual%2Fv2/")
+    assert status == 404  # an encoded slash names one segment: no such run, not a 5xx

@@ -129,6 +129,22 @@ def excerpt(answer: str) -> str:
     return answer if len(answer) <= MAX_EXCERPT_CHARS else answer[: MAX_EXCERPT_CHARS - 1] + "…"
 
 
+def provenance(
+    *,
+    model: str,
+    prompt_version: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    seconds: float,
+    excerpt: str,
+) -> str:
+    """What a machine grade is stored with (its judgement's note, in the history like any
+    assessor's note): the model, the prompt's version, tokens, time and the answer's
+    excerpt, e.g. ``gpt-4o, prompt v2, 812+9 tokens, 1.4 s: ##final score: 2``."""
+    head = f"{model}, prompt v{prompt_version}, {prompt_tokens}+{completion_tokens} tokens"
+    return f"{head}, {seconds:.1f} s: {excerpt}"
+
+
 def cache_key(*, model: str, prompt_version: int, query_text: str, document_hash: str) -> str:
     """What an answer depends on: the model, the prompt's version, the query as the prompt
     shows it, and the document's content (a changed document is asked again)."""

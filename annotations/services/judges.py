@@ -328,8 +328,14 @@ def _grade(
         counters["pairs_failed"] = F("pairs_failed") + 1
     else:
         pair.query.collection = judge.collection
+        note = judge_prompts.provenance(
+            model=answer_row.model, prompt_version=answer_row.prompt_version,
+            prompt_tokens=answer_row.prompt_tokens,
+            completion_tokens=answer_row.completion_tokens, seconds=answer_row.seconds,
+            excerpt=answer_row.excerpt,
+        )  # fmt: skip
         judgement_record(
             query=pair.query, document=pair.document, assessor=judge.account,
-            grade=answer_row.grade, note="", source="machine",
+            grade=answer_row.grade, note=note, source="machine",
         )  # fmt: skip
     JudgeRun.objects.filter(id=run.id).update(**counters)
