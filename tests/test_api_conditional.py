@@ -102,6 +102,51 @@ def test_the_same_validator_gets_a_304_and_a_judgement_a_new_200(
     assert after.status_code == 200 and after["ETag"] != first["ETag"]
 
 
+def test_a_leaderboard_served_as_stored_answers_without_reading_its_rows(
+    setup: dict[str, Any],
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotations.models import ImpactSnapshot, LeaderboardSnapshot
+
+    client = setup["client"]
+    url = f"{DEMO}/leaderboard/?k=5"
+    for _ in range(3):  # the rows, then their significance pass (inline), then stored
+        first = client.get(url)
+    with CaptureQueriesContext(connection) as fast:
+        again = client.get(url)
+    cache.clear()  # the rendering kept for the stored board is gone: the full read
+    with CaptureQueriesContext(connection) as full:
+        assert client.get(url).content == first.content
+    assert len(fast) < len(full)
+    assert not [q for q in fast.captured_queries if "rows" in q["sql"].split("FROM")[0]]
+    assert again.status_code == 200 and again.content == first.content
+    assert (again["ETag"], again["Content-Type"]) == (first["ETag"], first["Content-Type"])
+    assert again["Last-Modified"] == first["Last-Modified"]
+    assert client.get(url, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+
+    # Flip marks rewritten under the same rows (queued counts follow assignments): the body
+    # follows them, not the rendering kept for the marks before.
+    board = LeaderboardSnapshot.objects.get(collection=setup["collection"], k=5)
+    marks = [{"upper": "run-00", "lower": "run-01", "can_flip": True, "queued": 7}]
+    stored = {"adjacent": marks, "leaderboard_stamp": board.stamp, "computed_at": board.computed_at}
+    ImpactSnapshot.objects.update_or_create(collection=setup["collection"], k=5, defaults=stored)
+    changed = client.get(url)
+    assert changed.content != first.content and changed["ETag"] != first["ETag"]
+    assert client.get(url).content == changed.content
+
+    services.judgement_upsert(
+        query=setup["collection"].queries.get(qid="q5"),
+        document=setup["collection"].documents.get(docno="d1"),
+        assessor=setup["organiser"],
+        grade=2,
+        source="api",
+    )
+    scores_run = client.get(url)
+    assert scores_run.status_code == 200 and scores_run["ETag"] != changed["ETag"]
+
+
 def test_a_tagged_versions_qrels_keep_their_validator(
     setup: dict[str, Any], django_capture_on_commit_callbacks: Any
 ) -> None:

@@ -11,10 +11,13 @@ the read computes the snapshot itself, as before.
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import TextField
+from django.db.models.functions import MD5, Cast
 
-from annotations.models import Collection, LeaderboardSnapshot
+from annotations.models import Collection, ImpactSnapshot, LeaderboardSnapshot
 from annotations.scores import snapshots
 from annotations.selectors.leaderboards import Leaderboard
+from annotations.selectors.scores_state import scores_state
 
 # What a "being computed" answer suggests as the wait before asking again (Retry-After).
 RETRY_AFTER_SECONDS = 2
@@ -30,3 +33,36 @@ def leaderboard_read_ready(*, collection: Collection, k: int) -> Leaderboard | N
         snapshots.leaderboards_refresh_schedule(collection_id=collection.id, delay=0.0)
         return None
     return snapshots.leaderboard_read(collection=collection, k=k)
+
+
+def stored_read_key(*, collection: Collection, k: int) -> str | None:
+    """A name for what a read of the leaderboard at k serves, when it would serve what is
+    stored as it is: no score pending, the rows and their significance at the current scores
+    stamp, the flip marks (if any) for those rows. None when the read has work to do.
+
+    Four small reads, none of them the rows: a page or endpoint can answer from a body it
+    rendered under this name without decoding the stored rows (hundreds of runs)."""
+    state = scores_state(collection=collection)
+    if state.pending:
+        return None
+    header = (
+        LeaderboardSnapshot.objects.filter(collection=collection, k=k)
+        .values_list("stamp", "computed_at", "significance__stamp", "significance__computed_at")
+        .first()
+    )
+    if header is None:
+        return None
+    stamp, computed_at, significance_stamp, significance_at = header
+    if stamp != state.stamp or significance_stamp != stamp:
+        return None
+    flips = (
+        ImpactSnapshot.objects.filter(collection=collection, k=k)
+        .annotate(digest=MD5(Cast("adjacent", TextField())))
+        .values_list("leaderboard_stamp", "digest")
+        .first()
+    )
+    if flips is not None and flips[0] != stamp:
+        return None  # the marks trail the rows: the read refreshes them
+    marks = flips[1] if flips is not None else "none"
+    parts = (collection.id, k, stamp, computed_at.timestamp(), significance_at, marks)
+    return ":".join(map(str, parts))
