@@ -174,6 +174,24 @@ def test_inline_the_pass_waits_for_still_scores_and_the_open_page_is_told_when_d
     assert client.get(state_url).json()["table"] == state["stamp"]  # and then rests
 
 
+def test_the_open_page_holding_a_stale_board_waits_for_its_recomputation(
+    campaign: Collection, settings: Any
+) -> None:
+    client = _as("olga")
+    page_url = f"/collections/{campaign.slug}/leaderboard/?k=10"
+    state_url = f"/collections/{campaign.slug}/leaderboard/state/?k=10"
+    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 3_600_000  # judgements faster than that
+    _judge(campaign, "q003", 3)
+    html = client.get(page_url).content.decode()
+    shown = re.search(r'id="leaderboard-live" data-stamp="([^"]*)"', html)
+    assert shown and 'id="leaderboard-stale"' in html  # the last board, marked refreshing
+    state = client.get(state_url).json()
+    assert state["table"] == shown.group(1) != state["stamp"]  # a reload shows nothing new
+    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0  # the interval is over: a read computes
+    assert client.get(state_url).json()["table"] == state["stamp"]
+
+
 def test_the_worker_refresh_runs_both_passes(campaign: Collection) -> None:
     snapshots.leaderboards_refresh(collection=campaign)
     for k in (5, 10):

@@ -6,18 +6,25 @@ queued by the recomputations). A read that comes before it, at a cutoff with no 
 stored yet, queues that refresh (once, however many ask) and answers "being computed" at
 once instead of computing for seconds. Without a broker (inline mode) there is no worker:
 the read computes the snapshot itself, as before.
+
+Also what reads cost little by: `stored_read_key` names a leaderboard served as stored (for
+the API's rendered body), and `table_stamp` tells the open page when reloading its table
+would show something new.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db.models import TextField
 from django.db.models.functions import MD5, Cast
+from django.utils import timezone
 
 from annotations.models import Collection, ImpactSnapshot, LeaderboardSnapshot
-from annotations.scores import snapshots
+from annotations.scores import refresh_pacing, snapshots
 from annotations.selectors.leaderboards import Leaderboard
-from annotations.selectors.scores_state import scores_state
+from annotations.selectors.scores_state import ScoresState, scores_state
 
 # What a "being computed" answer suggests as the wait before asking again (Retry-After).
 RETRY_AFTER_SECONDS = 2
@@ -66,3 +73,39 @@ def stored_read_key(*, collection: Collection, k: int) -> str | None:
     marks = flips[1] if flips is not None else "none"
     parts = (collection.id, k, stamp, computed_at.timestamp(), significance_at, marks)
     return ":".join(map(str, parts))
+
+
+def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
+    """What the open leaderboard page's table should carry as its stamp (``data-stamp``):
+    the scores stamp, with ``+significance`` while its significance pass has not run for
+    them. The page reloads its table when this differs from its own; while the pass is
+    only waiting (for a worker, or inline for the rest or a still moment) nothing changes,
+    and inline, once a reload would run the pass, ``+significance-due`` asks for one. A
+    snapshot behind the scores that a read would still serve names itself, so that pages
+    reload once it is computed again, not at every poll meanwhile."""
+    stored = LeaderboardSnapshot.objects.filter(collection=collection, k=k)
+    found = stored.values_list("stamp", "computed_at", "significance__stamp").first()
+    if found is None:
+        return state.stamp
+    stamp, computed_at, significance_stamp = found
+    if stamp != state.stamp:
+        # Behind the scores. While a read would still serve it (a worker is refreshing it,
+        # or inline the last computation is younger than the minimum interval) the page
+        # holding it has nothing to reload: its stamp, as the page carries a stale board's.
+        age = timezone.now() - computed_at
+        young = (
+            age < timedelta(seconds=snapshots.stale_seconds())
+            if settings.CELERY_BROKER_URL
+            else age < timedelta(milliseconds=snapshots.min_interval_ms())
+        )
+        if not young:
+            return state.stamp
+        pending = significance_stamp != stamp and not stored.filter(rows=[]).exists()
+        return f"{stamp}+significance" if pending else stamp
+    if significance_stamp == stamp or stored.filter(rows=[]).exists():
+        return state.stamp
+    if not settings.CELERY_BROKER_URL and refresh_pacing.significance_due(
+        collection_id=collection.id, k=k, rows_computed_at=computed_at
+    ):
+        return f"{state.stamp}+significance-due"
+    return f"{state.stamp}+significance"

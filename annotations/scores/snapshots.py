@@ -67,11 +67,11 @@ _ROW_FIELDS = (
 _READ_FIELDS = ("id", "k", "stamp", "rows", "unscored", "computed_at", "significance")
 
 
-def _min_interval_ms() -> float:
+def min_interval_ms() -> float:
     return float(getattr(settings, "NDCG_LEADERBOARD_MIN_INTERVAL_MS", DEFAULT_MIN_INTERVAL_MS))
 
 
-def _stale_seconds() -> float:
+def stale_seconds() -> float:
     return float(getattr(settings, "NDCG_LEADERBOARD_STALE_SECONDS", DEFAULT_STALE_SECONDS))
 
 
@@ -99,10 +99,10 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
             snapshot = _significance_pass(collection, snapshot)
         return _from_snapshot(collection, snapshot, state)
     age = timezone.now() - snapshot.computed_at
-    if settings.CELERY_BROKER_URL and age < timedelta(seconds=_stale_seconds()):
+    if settings.CELERY_BROKER_URL and age < timedelta(seconds=stale_seconds()):
         leaderboards_refresh_schedule(collection_id=collection.id)
         return _from_snapshot(collection, snapshot, state)
-    if age < timedelta(milliseconds=_min_interval_ms()):
+    if age < timedelta(milliseconds=min_interval_ms()):
         # Judgements arriving faster than this would otherwise keep one process computing
         # leaderboards for the pages that watch them; they see the last one, marked stale.
         return _from_snapshot(collection, snapshot, state)
@@ -171,26 +171,6 @@ def _significance_pass(
         collection_id=collection.id, k=snapshot.k, seconds=time.perf_counter() - started
     )
     return _snapshot(collection, snapshot.k) or snapshot
-
-
-def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
-    """What the open leaderboard page's table should carry as its stamp (``data-stamp``):
-    the scores stamp, with ``+significance`` while its significance pass has not run for
-    them. The page reloads its table when this differs from its own; while the pass is
-    only waiting (for a worker, or inline for the rest or a still moment) nothing changes,
-    and inline, once a reload would run the pass, ``+significance-due`` asks for one."""
-    stored = LeaderboardSnapshot.objects.filter(collection=collection, k=k)
-    found = stored.values_list("stamp", "computed_at", "significance__stamp").first()
-    if found is None:
-        return state.stamp
-    stamp, computed_at, significance_stamp = found
-    if stamp != state.stamp or significance_stamp == stamp or stored.filter(rows=[]).exists():
-        return state.stamp
-    if not settings.CELERY_BROKER_URL and refresh_pacing.significance_due(
-        collection_id=collection.id, k=k, rows_computed_at=computed_at
-    ):
-        return f"{state.stamp}+significance-due"
-    return f"{state.stamp}+significance"
 
 
 def _readable(snapshot: LeaderboardSnapshot) -> bool:
@@ -368,7 +348,7 @@ def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = N
     key = _refresh_key(collection_id)
     countdown = settings.NDCG_REFRESH_DEBOUNCE_SECONDS if delay is None else delay
     # The mark outlives the longest wait (debounce, or the last refresh's rest: pacing).
-    lifetime = max(_stale_seconds(), 1.0) + countdown + refresh_pacing.MAX_REST_SECONDS
+    lifetime = max(stale_seconds(), 1.0) + countdown + refresh_pacing.MAX_REST_SECONDS
     try:
         if settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
             key, 1, timeout=lifetime

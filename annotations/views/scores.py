@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import selectors, services
 from annotations.models import Query, Run
-from annotations.scores import leaderboard_reads, snapshots
+from annotations.scores import leaderboard_reads
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
 from annotations.services import impact as impact_services
@@ -65,7 +65,7 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(
         {
             "stamp": state.stamp,
-            "table": snapshots.table_stamp(collection=collection, k=k, state=state),
+            "table": leaderboard_reads.table_stamp(collection=collection, k=k, state=state),
             "pending": state.pending,
             "pending_queries": state.pending_queries,
             "pending_runs": state.pending_runs,
