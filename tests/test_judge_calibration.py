@@ -64,14 +64,14 @@ def test_agreement_with_each_person_is_kappa_alpha_and_the_matrix_by_hand() -> N
 
 def test_the_adjudicated_grades_count_only_where_the_judge_graded() -> None:
     adjudicated = _worked().adjudicated
-    assert adjudicated is not None
     # One pair, judge 2 and adjudicated 1: observed and expected disagreement are equal.
     assert adjudicated.items == 1 and adjudicated.matrix == [[0, 0, 0], [0, 0, 0], [0, 1, 0]]
     assert adjudicated.kappa == pytest.approx(0.0) and adjudicated.alpha == pytest.approx(0.0)
     nothing_settled = judge_calibration(
         judge=JUDGE, people={}, adjudicated={("q9", "d9"): 2}, levels=LEVELS
     )
-    assert nothing_settled.adjudicated is None
+    assert nothing_settled.adjudicated == reference_agreement("adjudicated", [], LEVELS)
+    assert nothing_settled.adjudicated.items == 0 and nothing_settled.adjudicated.kappa is None
 
 
 def test_bias_per_grade_and_the_mean_difference_by_hand() -> None:
@@ -135,7 +135,8 @@ def test_no_common_pairs_gives_empty_agreement_and_no_means() -> None:
         levels=LEVELS,
     )  # fmt: skip
     assert calibration == Calibration(
-        levels=LEVELS, pairs=0, comparisons=0, people=[], adjudicated=None, bias=[],
+        levels=LEVELS, pairs=0, comparisons=0, people=[],
+        adjudicated=reference_agreement("adjudicated", [], LEVELS), bias=[],
         mean_difference=None, queries=[],
     )  # fmt: skip
     empty = reference_agreement("nobody", [], LEVELS)
@@ -150,7 +151,7 @@ def test_a_single_level_has_a_matrix_but_no_kappa_or_alpha() -> None:
     )  # fmt: skip
     (alice,) = calibration.people
     assert alice.matrix == [[2]] and alice.kappa is None and alice.alpha is None
-    assert calibration.adjudicated is not None and calibration.adjudicated.kappa is None
+    assert calibration.adjudicated.items == 1 and calibration.adjudicated.kappa is None
     assert calibration.bias == [GradeBias(grade=1, items=2, judge_mean=1.0, difference=0.0)]
     assert calibration.mean_difference == 0.0 and calibration.queries == []
 
@@ -237,7 +238,7 @@ def test_the_selector_calibrates_each_judge_against_people_only(
     calibration = found.calibration
     assert [row.reference for row in calibration.people] == ["alice", "bob"]
     assert [row.items for row in calibration.people] == [3, 3]
-    assert calibration.adjudicated is not None and calibration.adjudicated.items == 1
+    assert calibration.adjudicated.items == 1
     # judge - person: alice 2, 0, 0; bob 2, -3, 3: mean 4/6. q2: |0-3|, |3-0| over 2 pairs;
     # q1: d1 (2 + 2) / 2, d2 0, d3 0 over 3 pairs.
     assert calibration.mean_difference == pytest.approx(4 / 6)

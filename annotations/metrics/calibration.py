@@ -78,7 +78,7 @@ class Calibration:
     pairs: int
     comparisons: int
     people: list[ReferenceAgreement]
-    adjudicated: ReferenceAgreement | None
+    adjudicated: ReferenceAgreement
     bias: list[GradeBias]
     mean_difference: float | None
     queries: list[QueryDispute]
@@ -149,8 +149,9 @@ def judge_calibration(
     - A *comparison* is one (pair, person) both the judge and that person graded; a pair two
       people graded is two comparisons. ``pairs`` counts the distinct pairs behind them.
     - ``people`` lists, by name, each person with at least one pair in common (no entry for
-      a person with none); ``adjudicated`` is None unless the judge graded an adjudicated
-      pair. Kappa and alpha as ``reference_agreement`` gives them.
+      a person with none); ``adjudicated`` is the judge against the adjudicated grades, with
+      ``items`` 0 when it graded no adjudicated pair (an object either way: the API's schema
+      has no nullable object). Kappa and alpha as ``reference_agreement`` gives them.
     - ``bias``: per grade a person gave (ascending, only grades given on common pairs), the
       judge's mean grade over those comparisons and the mean difference judge - person, in
       grade values (not level positions). ``mean_difference`` is the mean of judge - person
@@ -204,7 +205,7 @@ def judge_calibration(
         pairs=len(differences),
         comparisons=len(signed),
         people=agreements,
-        adjudicated=reference_agreement(ADJUDICATED, settled, scale) if settled else None,
+        adjudicated=reference_agreement(ADJUDICATED, settled, scale),
         bias=bias,
         mean_difference=math.fsum(signed) / len(signed) if signed else None,
         queries=_disputes(differences, top=top, min_pairs=min_pairs),

@@ -10,10 +10,10 @@ MATRIX_HELP = "Confusion matrix over the levels: rows the judge's grades, column
 class _AgreementFields(serializers.Serializer):
     items = serializers.IntegerField(help_text="Pairs both graded.")
     kappa = serializers.FloatField(
-        allow_null=True, help_text="Cohen's kappa, quadratic weights (null: one level only)."
+        allow_null=True, help_text="Cohen's kappa, quadratic weights (null: one level, no pair)."
     )
     alpha = serializers.FloatField(
-        allow_null=True, help_text="Krippendorff's alpha, ordinal (null: one level only)."
+        allow_null=True, help_text="Krippendorff's alpha, ordinal (null: one level, no pair)."
     )
 
 
@@ -62,8 +62,7 @@ class JudgeCalibrationSerializer(serializers.Serializer):
     )
     adjudicated = AdjudicatedAgreementSerializer(
         source="calibration.adjudicated",
-        allow_null=True,
-        help_text="Against the adjudicated grades; null when the judge graded none of them.",
+        help_text="Against the adjudicated grades; items 0 when the judge graded none of them.",
     )
     bias = GradeBiasSerializer(source="calibration.bias", many=True)
     mean_difference = serializers.FloatField(
