@@ -332,3 +332,64 @@ def test_the_agreement_api_gives_each_judge_calibrated(judged: MachineJudge) -> 
     assert judge["queries"][0] == {"qid": "q2", "pairs": 2, "mean_absolute_difference": 3.0}
     refused = api.get("/api/v1/collections/trial/agreement/?judge=umbrela")
     assert refused.status_code == 400 and "judge" in refused.json()["error"]["fields"]
+
+
+# --- in a real browser ---------------------------------------------------------------------
+
+LONG = "person-" + "x" * 143  # 150 characters, the longest username Django allows
+# Every table of the section and whether it sits in a focusable region of its own.
+TABLES = """[...document.querySelectorAll('#machine-judges table')].map(t => {
+  const region = t.closest('.scroll[tabindex="0"]');
+  return region !== null && region.parentElement.closest('.scroll') === null; })"""
+
+
+@pytest.mark.browser
+def test_the_section_passes_axe_wraps_long_names_and_scrolls_its_tables_at_390_px(  # type: ignore[no-untyped-def]
+    trial: Collection, browser, live_server
+) -> None:
+    from axe_playwright_python.sync_playwright import Axe
+
+    from tests.conftest import browser_page
+    from tests.factories import MembershipFactory, UserFactory
+    from tests.test_browser_accessibility import PHONE, page_problems
+
+    person = UserFactory(username=LONG)
+    MembershipFactory(collection=trial, user=person, role="assessor")
+    judge = _judge(trial, "judge-" + "y" * 54)  # 60 characters, the longest judge name
+    pairs = [(q, d) for q in ("q1", "q2") for d in ("d1", "d3", "d5")]
+    _grade(trial, judge.account, {pair: number % 4 for number, pair in enumerate(pairs)})
+    _grade(trial, person, {pair: (number * 3) % 4 for number, pair in enumerate(pairs)})
+    services.adjudication_record(
+        query=trial.queries.get(qid="q1"), document=trial.documents.get(docno="d1"),
+        organiser=_user("olga"), grade=2,
+    )  # fmt: skip
+    with browser_page(browser, live_server, viewport=PHONE) as page:
+        page.goto("/accounts/login/")
+        page.fill("#id_username", "olga")
+        page.fill("#id_password", "pass-word-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        problems = page_problems(page, "/collections/trial/agreement/")
+        summaries = page.locator("#machine-judges details summary")
+        summaries.first.focus()
+        page.keyboard.press("Enter")  # a matrix opens from the keyboard
+        assert page.locator("#machine-judges details").first.get_attribute("open") is not None
+        for summary in summaries.all()[1:]:
+            summary.click()  # every confusion matrix open: they must pass and fit as well
+        problems += [
+            f"open matrices: {violation['id']} ({violation['impact']})"
+            for violation in Axe().run(page).response["violations"]
+            if violation["impact"] in ("serious", "critical")
+        ]
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"the page is {width} px wide"
+        in_regions = page.evaluate(TABLES)
+        assert len(in_regions) == 5 and all(in_regions), in_regions
+        region = page.locator("#machine-judges .scroll[tabindex='0']").first
+        region.focus()
+        assert page.evaluate("document.activeElement.classList.contains('scroll')")
+        heading = page.locator(f"#judge-{judge.name}-title")
+        assert heading.bounding_box()["width"] <= PHONE["width"]  # type: ignore[index]
+        name_cell = page.locator("table.calibration-agreement th[scope=row]").first
+        assert name_cell.inner_text() == LONG
+    assert not problems, "\n".join(problems)
