@@ -35,7 +35,7 @@ class ReferenceAgreement:
     """The judge against one reference (a person, or the adjudicated grades) on the pairs both
     graded. ``matrix[i][j]`` counts the pairs the judge graded ``levels[i]`` and the reference
     ``levels[j]``: rows are the judge's. ``kappa`` and ``alpha`` are None with fewer than two
-    levels (no scale to agree on)."""
+    levels (no scale to agree on) or no pair in common (``items`` 0)."""
 
     reference: str
     items: int
