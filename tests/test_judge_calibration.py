@@ -392,4 +392,5 @@ def test_the_section_passes_axe_wraps_long_names_and_scrolls_its_tables_at_390_p
         assert heading.bounding_box()["width"] <= PHONE["width"]  # type: ignore[index]
         name_cell = page.locator("table.calibration-agreement th[scope=row]").first
         assert name_cell.inner_text() == LONG
+        assert name_cell.bounding_box()["width"] < PHONE["width"] / 2  # type: ignore[index]
     assert not problems, "\n".join(problems)
