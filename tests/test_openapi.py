@@ -13,7 +13,8 @@ from openapi_core.contrib.django import DjangoOpenAPIRequest
 from openapi_core.testing import MockRequest, MockResponse
 from rest_framework.test import APIClient
 
-from annotations.models import Collection, Membership
+from annotations import services
+from annotations.models import Collection, MachineJudge, Membership
 from tests.factories import UserFactory
 
 Capture = Callable[..., AbstractContextManager[Any]]
@@ -326,6 +327,16 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(organiser, "get", f"{judges}j1/runs/", 200)
     call(organiser, "post", f"{judges}j1/runs/", 400, data={"pool": 1}, format="json")
     call(organiser, "post", f"{judges}j1/runs/1/cancel/", 404)
+    # The judge beside a person, first on a pair nobody adjudicated, then on one adjudicated:
+    # the agreement's calibration matches the schema without and with adjudicated grades.
+    machine = MachineJudge.objects.get(name="j1").account
+    for qid, docno, settled in (("q2", "d2", 0), ("q1", "d1", 1)):
+        services.judgement_upsert(
+            query=collection.queries.get(qid=qid), document=collection.documents.get(docno=docno),
+            assessor=machine, grade=0, source="machine",
+        )  # fmt: skip
+        (calibrated,) = call(organiser, "get", f"{DEMO}/agreement/", 200).json()["machine_judges"]
+        assert calibrated["people"] and calibrated["adjudicated"]["items"] == settled
     settings.NDCG_MAX_UPLOAD_MB = 1
     big = {"file": SimpleUploadedFile("big.run", trec * 80_000)}
     call(owner, "post", f"{DEMO}/runs/", 413, data=big, format="multipart")

@@ -25,6 +25,7 @@ from annotations.apis.judgements import pair_of
 from annotations.models import Adjudication, JudgementHistory
 from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging
+from annotations.selectors.calibration import judges_calibration
 from annotations.serializers.campaign import (
     AdjudicationInputSerializer,
     AdjudicationSerializer,
@@ -56,7 +57,8 @@ class AgreementApi(CollectionApiView):
     roles = {"GET": STAFF_ROLES}
 
     @extend_schema(
-        summary="Inter-assessor agreement: ordinal alpha, and kappa per pair of assessors",
+        summary="Agreement among people (ordinal alpha, kappa per pair of them) and each "
+        "machine judge calibrated against them",
         responses={200: AgreementSerializer, **documented_errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
@@ -67,6 +69,7 @@ class AgreementApi(CollectionApiView):
             "units": summary.units,
             "alpha": summary.alpha,
             "pairs": [vars(pair) for pair in summary.pairs],
+            "machine_judges": judges_calibration(collection=self.collection),
         }
         return Response(AgreementSerializer(body).data)
 

@@ -306,12 +306,13 @@ class AgreementSummary:
 def _grades_by_pair(
     collection: Collection, levels: list[int]
 ) -> dict[tuple[int, int], dict[str, int]]:
-    """(query id, document id) -> {assessor username: grade}, grades off the scale left out."""
+    """(query id, document id) -> {assessor username: grade}, grades off the scale left out,
+    and so are machine judges' (calibrated against people apart: `selectors.calibration`)."""
     by_pair: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     on_scale = set(levels)
-    rows = Judgement.objects.filter(query__collection=collection).values_list(
-        "query_id", "document_id", "assessor__username", "grade"
-    )
+    rows = Judgement.objects.filter(
+        query__collection=collection, assessor__machine_judge__isnull=True
+    ).values_list("query_id", "document_id", "assessor__username", "grade")
     for query_id, document_id, username, grade in rows:
         if grade in on_scale:
             by_pair[(query_id, document_id)][username] = grade
@@ -319,7 +320,7 @@ def _grades_by_pair(
 
 
 def agreement_summary(*, collection: Collection) -> AgreementSummary:
-    """Inter-assessor agreement over every pair judged by two or more assessors."""
+    """Agreement among people over every pair judged by two or more of them."""
     levels = sorted(collection.grades.values_list("value", flat=True))
     by_pair = _grades_by_pair(collection, levels)
     units = [list(grades.values()) for grades in by_pair.values() if len(grades) >= 2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotations.models import JudgementHistory
+from annotations.serializers.calibration import JudgeCalibrationSerializer
 from annotations.serializers.collections import GRADE_RANGE
 from annotations.serializers.fields import IdField, QidField
 from annotations.serializers.inputs import StrictInputMixin
@@ -68,7 +69,10 @@ class AgreementSerializer(serializers.Serializer):
     levels = serializers.ListField(child=serializers.IntegerField())
     units = serializers.IntegerField(help_text="Pairs judged by two assessors or more.")
     alpha = serializers.FloatField(allow_null=True, help_text="Krippendorff's alpha, ordinal.")
-    pairs = PairAgreementSerializer(many=True)
+    pairs = PairAgreementSerializer(many=True, help_text="Pairs of people (no machine judge).")
+    machine_judges = JudgeCalibrationSerializer(
+        many=True, help_text="Each machine judge, by name, calibrated against the people."
+    )
 
 
 class HistorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

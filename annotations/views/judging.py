@@ -31,6 +31,7 @@ from annotations.models import (
 from annotations.selectors import cutoff_from
 from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
+from annotations.selectors.calibration import judges_calibration
 from annotations.selectors.sensitivity import assessor_sensitivity
 from annotations.services.assignments import assignment_release
 from annotations.services.stale import stale_pairs
@@ -243,6 +244,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "collection": collection,
         "summary": selectors.agreement_summary(collection=collection),
+        "judges": judges_calibration(collection=collection),
         "k": k,
         "sensitivity": assessor_sensitivity(collection=collection, k=k),
     }
