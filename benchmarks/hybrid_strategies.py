@@ -23,7 +23,7 @@ from annotations.metrics import rank_correlation
 from annotations.metrics.impact import UNJUDGED, estimated_idcg, impact_compute, pair_weights
 
 LEVEL = 0.9
-STRATEGIES = ("depth", "impact", "hybrid")
+STRATEGIES = ("depth", "impact", "hybrid", "hybrid-depth")
 
 
 @dataclass
@@ -133,8 +133,10 @@ def simulate(
     growth: float = 0.03,
     checks: int = 3,
 ) -> Curve:
-    """Add people-judgements by ``strategy`` until every pool pair is judged."""
-    if strategy not in STRATEGIES or (strategy == "hybrid") != (judge is not None):
+    """Add people-judgements by ``strategy`` until every pool pair is judged: ``depth``,
+    ``impact`` (people only), ``hybrid`` (``hybrid_priority``) or ``hybrid-depth`` (the
+    machine everywhere, people in depth order: the priority's ablation)."""
+    if strategy not in STRATEGIES or strategy.startswith("hybrid") != (judge is not None):
         raise ValueError(f"unknown strategy {strategy!r} or a judge where none fits")
     names = [f"run{r:03d}" for r in range(collection.runs)]
     truth_ranking = rank_correlation.ranking(dict(zip(names, truth_means.tolist(), strict=True)))
@@ -163,7 +165,7 @@ def simulate(
     priority: Callable[[], list[FloatArray]] | None = None
     if strategy == "impact":
         priority = lambda: people_impact(collection, judged)  # noqa: E731
-    elif judge is not None:
+    elif strategy == "hybrid" and judge is not None:
         priority = lambda: hybrid_priority(collection, judged, judge)  # noqa: E731
     record()
     while count < total:
