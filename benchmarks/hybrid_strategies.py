@@ -181,13 +181,15 @@ def simulate(
                 priority = None  # nothing can move the leaderboard any more: depth order
             best = positive[np.argsort(-flat[positive], kind="stable")[:size]]
             chosen = list(zip(owner[best].tolist(), index[best].tolist(), strict=True))
-        while len(chosen) < size:
+            judged[owner[best], index[best]] = True
+        while len(chosen) < size:  # the rest of the batch in depth order
             q, d = collection.depth_order[cursor].tolist()
             cursor += 1
             if not judged[q, d]:
+                judged[q, d] = True
                 chosen.append((q, d))
-        for q, d in chosen:
-            judged[q, d] = True
         count += len(chosen)
+        if count != int(judged.sum()):
+            raise SystemExit(f"{strategy}: {count} judgements counted, {judged.sum()} made")
         record()
     return curve
