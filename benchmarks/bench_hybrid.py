@@ -111,6 +111,8 @@ def run_seed(args: argparse.Namespace, sizes: Sizes, seed: int) -> dict[str, obj
             overconfidence=args.overconfidence,
             style_bias=args.style_bias,
         )
+        if abs(judge.kappa - target) > 0.01:  # e.g. a style bias alone below the target
+            print(f"  warning: the judge reaches kappa {judge.kappa:.3f}, not {target}")
         machine = engine_means(collection, judge.grades)
         tau = rank_correlation.kendall_tau_b(machine.tolist(), truth_means.tolist())
         names = [f"run{r:03d}" for r in range(collection.runs)]
