@@ -373,6 +373,9 @@ NDCG_WEBHOOK_RETRY_SECONDS = [
     for value in env_list("NDCG_WEBHOOK_RETRY_SECONDS", ["5", "30", "120", "600", "3600", "21600"])
 ]
 NDCG_WEBHOOK_ALLOW_PRIVATE = env_bool("NDCG_WEBHOOK_ALLOW_PRIVATE", False)
+# Machine judges' endpoints follow the same rule: a model server on this machine or a
+# private network (vLLM, Ollama, a llama.cpp server) needs NDCG_JUDGE_ALLOW_PRIVATE=true.
+NDCG_JUDGE_ALLOW_PRIVATE = env_bool("NDCG_JUDGE_ALLOW_PRIVATE", False)
 NDCG_WEBHOOK_KEEP_DAYS = env_int("NDCG_WEBHOOK_KEEP_DAYS", 14, minimum=1)
 NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, minimum=0.0)
 # Under a steady stream of judgements a collection's refreshes take at most this share of a

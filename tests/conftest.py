@@ -43,6 +43,13 @@ def _leaderboards_follow_every_change(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _judges_on_this_machine(settings: Any) -> None:
+    """The tests' model servers listen on 127.0.0.1 (tests/fake_llm.py): allowed, as for a
+    local model server; the outbound rule's own tests turn it off."""
+    settings.NDCG_JUDGE_ALLOW_PRIVATE = True
+
+
+@pytest.fixture(autouse=True)
 def _import_jobs_in_the_request(settings: Any) -> None:
     """Without a broker, tests run import jobs in the request (a test's transaction is not
     visible to another thread); the tests of the web process's import threads ask for them

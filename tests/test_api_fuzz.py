@@ -81,9 +81,9 @@ STATE_400 = {
     "POST /api/v1/collections/{slug}/webhooks/": "the URL's host does not resolve or is a "
     "private address; the collection has its 20 webhooks",
     "POST /api/v1/collections/{slug}/judges/": "the name is taken; the prompt names a field "
-    "the platform does not fill",
+    "the platform does not fill; the endpoint's host does not resolve or is a private address",
     "PATCH /api/v1/collections/{slug}/judges/{name}/": "the prompt names a field the platform "
-    "does not fill",
+    "does not fill; the endpoint's host does not resolve or is a private address",
     "POST /api/v1/collections/{slug}/judges/{name}/try/": "no pool yet; the key's variable is "
     "unset; the endpoint refuses",
     "POST /api/v1/collections/{slug}/judges/{name}/runs/": "no such pool; the key's variable "

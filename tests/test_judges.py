@@ -5,6 +5,7 @@ judge on a few pairs without storing anything."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -125,6 +126,31 @@ def test_a_judge_gets_a_system_account_the_default_prompt_and_versions(
         judge_update(judge=judge, prompt_template="{document} {query_text}")
     with pytest.raises(ValidationError, match="exists"):
         _judge(trial, "http://127.0.0.1:9/v1")
+
+
+def test_a_judge_on_an_internal_address_needs_the_setting_at_creation_and_at_every_call(
+    transactional_db: None, trial: Collection, pool: Pool, key: None, settings: Any
+) -> None:
+    settings.NDCG_JUDGE_ALLOW_PRIVATE = False
+    for url, says_ in [
+        ("http://127.0.0.1:11434/v1", "NDCG_JUDGE_ALLOW_PRIVATE=true"),
+        ("http://10.0.0.7/v1", "private, loopback or internal"),
+        ("ftp://93.184.216.34/v1", "http:// or https://"),
+        ("http://user:pw@93.184.216.34/v1", "the key comes from the server's environment"),
+    ]:
+        with pytest.raises(ValidationError, match=re.escape(says_)):
+            _judge(trial, url)
+    assert not MachineJudge.objects.exists()
+    public = _judge(trial, "http://93.184.216.34/v1")  # a global address literal: no DNS
+    assert public.base_url == "http://93.184.216.34/v1"
+
+    with fake_llm() as llm:  # allowed once; later the rule is checked again before a call
+        settings.NDCG_JUDGE_ALLOW_PRIVATE = True
+        local = judge_update(judge=public, base_url=llm.url)
+        settings.NDCG_JUDGE_ALLOW_PRIVATE = False
+        with pytest.raises(ValidationError, match="the endpoint is not called"):
+            judge_try(judge=local, pool=pool)
+        assert llm.prompts == []  # nothing was sent
 
 
 def test_without_its_key_in_the_environment_a_judge_does_not_start(

@@ -36,6 +36,8 @@ def test_organisers_add_try_run_and_cancel_a_judge_and_assessors_cannot(
     listing = reverse("collection-judges", args=["trial"])
     assert _client(trial, "alice").get(listing).status_code in (403, 404)
     olga = _client(trial, "olga")
+    page = olga.get(listing).content.decode()
+    assert "texts are sent to that endpoint" in page and "NDCG_JUDGE_ALLOW_PRIVATE" in page
     with fake_llm(FakeLlm(lambda prompt, number: says("##final score: 3"))) as llm:
         refused = olga.post(listing, {"name": "bad", **_fields(llm.url, prompt_template="{x}")})
         assert refused.status_code == 200 and b"Unknown fields" in refused.content

@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import openai
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from annotations.models import MachineJudge
+from annotations.services.outbound import outbound_refusal
 
 ATTEMPTS = 6
 TIMEOUT_SECONDS = 60.0
@@ -31,6 +33,18 @@ class Answer:
 
 class EndpointFailed(Exception):
     """The endpoint refused the request or kept failing: a message for the run's error."""
+
+
+def endpoint_refusal(url: str) -> str | None:
+    """Why the platform will not call a judge at `url`, or None: the rule of every outbound
+    call (`outbound.outbound_refusal`); a model server on this machine or a private network
+    (vLLM, Ollama, llama.cpp) needs NDCG_JUDGE_ALLOW_PRIVATE=true."""
+    return outbound_refusal(
+        url,
+        allow_private=settings.NDCG_JUDGE_ALLOW_PRIVATE,
+        setting="NDCG_JUDGE_ALLOW_PRIVATE",
+        credentials="the key comes from the server's environment",
+    )
 
 
 def api_key(judge: MachineJudge) -> str:
@@ -79,6 +93,9 @@ def ask(
 ) -> Answer:
     """The endpoint's answer to one prompt; EndpointFailed when it refuses the request
     (4xx other than 429) or still fails after `attempts` tries."""
+    refusal = endpoint_refusal(judge.base_url)  # again: the name may resolve elsewhere now
+    if refusal is not None:
+        raise EndpointFailed(f"the endpoint is not called: {refusal}")
     client = openai.OpenAI(
         base_url=judge.base_url, api_key=api_key(judge), max_retries=0, timeout=TIMEOUT_SECONDS
     )

@@ -38,7 +38,13 @@ from annotations.models import (
     PoolEntry,
     Query,
 )
-from annotations.services.judge_client import EndpointFailed, Pace, api_key, ask
+from annotations.services.judge_client import (
+    EndpointFailed,
+    Pace,
+    api_key,
+    ask,
+    endpoint_refusal,
+)
 from annotations.services.judgements import judgement_record
 from annotations.services.members import system_account
 
@@ -61,6 +67,9 @@ def _checked(judge: MachineJudge) -> None:
     if problem is not None:
         raise ValidationError({"prompt_template": problem})
     judge.full_clean(exclude=["account", "collection", "created_by"], validate_unique=False)
+    refusal = endpoint_refusal(judge.base_url)
+    if refusal is not None:
+        raise ValidationError({"base_url": refusal})
 
 
 def judge_create(

@@ -10,14 +10,11 @@ given up as failed. At least once: a receiver deduplicates by `webhook-id`.
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -29,6 +26,7 @@ from standardwebhooks import Webhook
 from annotations import events
 from annotations.models import Collection, WebhookDelivery, WebhookSubscription
 from annotations.models.webhooks import EVENT_TYPES
+from annotations.services.outbound import outbound_refusal
 
 USER_AGENT = "ndcg-platform-webhooks/1"
 BATCH = 50
@@ -37,31 +35,14 @@ MAX_SUBSCRIPTIONS = 20
 
 
 def target_refusal(url: str) -> str | None:
-    """Why the platform will not send to `url`, or None. Only http(s); a host that resolves
-    to a private, loopback, link-local or otherwise internal address is refused unless
-    NDCG_WEBHOOK_ALLOW_PRIVATE (so a subscription cannot reach the platform's own network)."""
-    parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"}:
-        return "Give an http:// or https:// URL."
-    if not parts.hostname:
-        return "The URL names no host."
-    if parts.username or parts.password:
-        return "Give the URL without a user name or password (deliveries are signed)."
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        found = socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)
-    except (OSError, ValueError, UnicodeError):
-        return f"The host {parts.hostname!r} does not resolve."
-    if settings.NDCG_WEBHOOK_ALLOW_PRIVATE:
-        return None
-    for *_, address in found:
-        ip = ipaddress.ip_address(str(address[0]).split("%")[0])
-        if not ip.is_global or ip.is_multicast:
-            return (
-                f"{parts.hostname} resolves to {ip}, a private, loopback or internal address; "
-                "set NDCG_WEBHOOK_ALLOW_PRIVATE=true to allow such targets."
-            )
-    return None
+    """Why the platform will not send to `url`, or None (`outbound.outbound_refusal`; internal
+    addresses allowed by NDCG_WEBHOOK_ALLOW_PRIVATE)."""
+    return outbound_refusal(
+        url,
+        allow_private=settings.NDCG_WEBHOOK_ALLOW_PRIVATE,
+        setting="NDCG_WEBHOOK_ALLOW_PRIVATE",
+        credentials="deliveries are signed",
+    )
 
 
 def subscription_create(
