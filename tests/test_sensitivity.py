@@ -137,3 +137,28 @@ def test_the_api_gives_organisers_the_same_figures(load_trec: Callable[..., Coll
     client.force_authenticate(olga)
     error = client.get("/api/v1/collections/campaign/sensitivity/?k=7").json()["error"]
     assert error["status"] == 400 and "k" in error["fields"]
+
+
+def test_a_machine_judge_is_one_of_the_assessors_the_ranking_is_tested_against(
+    load_trec: Callable[..., Collection],
+) -> None:
+    from annotations.services.judges import judge_create
+
+    campaign = load_trec("machines", ALICE, RUNS)
+    judge = judge_create(
+        collection=campaign, name="umbrela", created_by=None, base_url="http://127.0.0.1:9/v1",
+        model="m", api_key_env="NDCG_TEST_LLM_KEY",
+    )  # fmt: skip
+    for (qid, docno), grade in BOB.items():  # the grades a run of the judge records
+        services.judgement_record(
+            query=campaign.queries.get(qid=qid),
+            document=campaign.documents.get(docno=docno),
+            assessor=judge.account,
+            grade=grade,
+            source="machine",
+        )
+    bobs_qrels = ALICE.replace("q1 0 d1 3", "q1 0 d1 0").replace("q1 0 d2 0", "q1 0 d2 3")
+    result = assessor_sensitivity(collection=campaign, k=2)
+    machine = {row.assessor: row for row in result.assessors}[judge.account.username]
+    assert (machine.judged, machine.differing, machine.queries) == (3, 1, 1)
+    assert machine.means == _means(load_trec("as-judged", bobs_qrels, RUNS))
