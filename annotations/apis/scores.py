@@ -143,10 +143,10 @@ class LeaderboardApi(CollectionApiView):
     def get(self, request: Request, slug: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
         # Served as stored: the JSON rendered for it before, without reading the rows.
-        stored = leaderboard_reads.stored_read_key(collection=self.collection, k=k)
-        served = f"leaderboard-served:{stored}" if stored else None
         json_asked = getattr(request.accepted_renderer, "format", "") == "json"
-        hit = cache.get(served) if served and json_asked else None
+        stored = leaderboard_reads.stored_read(collection=self.collection, k=k)
+        served = f"leaderboard-served:{stored.key}" if stored and json_asked else None
+        hit = cache.get(served) if served else None
         if hit is not None:
             etag, changed_at, content = hit
             validators = Validators(etag, changed_at)
@@ -204,10 +204,10 @@ class LeaderboardApi(CollectionApiView):
             cache.set(key, body, timeout=600)
         as_stored = (
             stored is not None
-            and stored.split(":")[2] == board.computed_stamp == board.state.stamp
+            and stored.stamp == board.computed_stamp == board.state.stamp
             and board.significance_current
         )
-        if served and json_asked and as_stored:
+        if served and as_stored:
             content = JSONRenderer().render(body)
             cache.set(served, (validators.etag, validators.last_modified, content), 600)
         return validators.stamped(Response(body))

@@ -7,19 +7,18 @@ stored yet, queues that refresh (once, however many ask) and answers "being comp
 once instead of computing for seconds. Without a broker (inline mode) there is no worker:
 the read computes the snapshot itself, as before.
 
-Also what reads cost little by: `stored_read_key` names a leaderboard served as stored (for
+Also what reads cost little by: `stored_read` names a leaderboard served as stored (for
 the API's rendered body), and `table_stamp` tells the open page when reloading its table
 would show something new.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import TextField
 from django.db.models.functions import MD5, Cast
-from django.utils import timezone
 
 from annotations.models import Collection, ImpactSnapshot, LeaderboardSnapshot
 from annotations.scores import refresh_pacing, snapshots
@@ -42,10 +41,19 @@ def leaderboard_read_ready(*, collection: Collection, k: int) -> Leaderboard | N
     return snapshots.leaderboard_read(collection=collection, k=k)
 
 
-def stored_read_key(*, collection: Collection, k: int) -> str | None:
-    """A name for what a read of the leaderboard at k serves, when it would serve what is
-    stored as it is: no score pending, the rows and their significance at the current scores
-    stamp, the flip marks (if any) for those rows. None when the read has work to do.
+@dataclass(frozen=True)
+class StoredRead:
+    """What a read of a leaderboard would serve as stored: its name (``key``, for a body
+    rendered for it) and the scores stamp of its rows."""
+
+    key: str
+    stamp: str
+
+
+def stored_read(*, collection: Collection, k: int) -> StoredRead | None:
+    """What a read of the leaderboard at k serves, when it would serve what is stored as it
+    is: no score pending, the rows and their significance at the current scores stamp, the
+    flip marks (if any) for those rows. None when the read has work to do.
 
     Four small reads, none of them the rows: a page or endpoint can answer from a body it
     rendered under this name without decoding the stored rows (hundreds of runs)."""
@@ -72,7 +80,7 @@ def stored_read_key(*, collection: Collection, k: int) -> str | None:
         return None  # the marks trail the rows: the read refreshes them
     marks = flips[1] if flips is not None else "none"
     parts = (collection.id, k, stamp, computed_at.timestamp(), significance_at, marks)
-    return ":".join(map(str, parts))
+    return StoredRead(key=":".join(map(str, parts)), stamp=stamp)
 
 
 def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
@@ -89,16 +97,10 @@ def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
         return state.stamp
     stamp, computed_at, significance_stamp = found
     if stamp != state.stamp:
-        # Behind the scores. While a read would still serve it (a worker is refreshing it,
-        # or inline the last computation is younger than the minimum interval) the page
-        # holding it has nothing to reload: its stamp, as the page carries a stale board's.
-        age = timezone.now() - computed_at
-        young = (
-            age < timedelta(seconds=snapshots.stale_seconds())
-            if settings.CELERY_BROKER_URL
-            else age < timedelta(milliseconds=snapshots.min_interval_ms())
-        )
-        if not young:
+        # Behind the scores. While a read would still serve it as it is (a worker is
+        # refreshing it, or the last computation is younger than the minimum interval) the
+        # page holding it has nothing to reload: its stamp, as the page carries a stale one.
+        if not snapshots.served_stale(computed_at):
             return state.stamp
         pending = significance_stamp != stamp and not stored.filter(rows=[]).exists()
         return f"{stamp}+significance" if pending else stamp

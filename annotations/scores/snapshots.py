@@ -31,7 +31,7 @@ import logging
 import math
 import time
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -75,6 +75,18 @@ def stale_seconds() -> float:
     return float(getattr(settings, "NDCG_LEADERBOARD_STALE_SECONDS", DEFAULT_STALE_SECONDS))
 
 
+def served_stale(computed_at: datetime) -> bool:
+    """Whether a read serves a snapshot computed at `computed_at` that the scores have moved
+    past as it is, marked stale, instead of computing it: with a broker while it is younger
+    than NDCG_LEADERBOARD_STALE_SECONDS (a worker refreshes it), and in any mode while it is
+    younger than NDCG_LEADERBOARD_MIN_INTERVAL_MS (judgements arriving faster would
+    otherwise keep one process computing leaderboards for the pages that watch them)."""
+    age = timezone.now() - computed_at
+    if settings.CELERY_BROKER_URL and age < timedelta(seconds=stale_seconds()):
+        return True
+    return age < timedelta(milliseconds=min_interval_ms())
+
+
 # --- reading ------------------------------------------------------------------------------
 
 
@@ -98,13 +110,9 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
         if (snapshot.significance or {}).get("stamp") != snapshot.stamp:
             snapshot = _significance_pass(collection, snapshot)
         return _from_snapshot(collection, snapshot, state)
-    age = timezone.now() - snapshot.computed_at
-    if settings.CELERY_BROKER_URL and age < timedelta(seconds=stale_seconds()):
-        leaderboards_refresh_schedule(collection_id=collection.id)
-        return _from_snapshot(collection, snapshot, state)
-    if age < timedelta(milliseconds=min_interval_ms()):
-        # Judgements arriving faster than this would otherwise keep one process computing
-        # leaderboards for the pages that watch them; they see the last one, marked stale.
+    if served_stale(snapshot.computed_at):
+        if settings.CELERY_BROKER_URL:
+            leaderboards_refresh_schedule(collection_id=collection.id)
         return _from_snapshot(collection, snapshot, state)
     with transaction.atomic():
         locked = (
