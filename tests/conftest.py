@@ -194,16 +194,21 @@ def page(browser, live_server):  # type: ignore[no-untyped-def]
         yield tab
 
 
+def log_in(page: Any, username: str, password: str = "pass-word-123") -> None:
+    """Log `username` in on a browser page through the real login form."""
+    page.goto("/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
 @pytest.fixture
 def login(page):  # type: ignore[no-untyped-def]
     """Log a user in through the real login form."""
 
     def do_login(username: str, password: str = "pass-word-123") -> None:
-        page.goto("/accounts/login/")
-        page.fill("#id_username", username)
-        page.fill("#id_password", password)
-        page.click("button[type=submit]")
-        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        log_in(page, username, password)
 
     return do_login
 

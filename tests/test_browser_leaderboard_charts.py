@@ -49,14 +49,10 @@ def test_plot_matrix_and_heat_map_render_pass_axe_and_fit_a_phone(  # type: igno
 ) -> None:
     from playwright.sync_api import expect
 
-    from tests.conftest import browser_page
+    from tests.conftest import browser_page, log_in
 
     with browser_page(browser, live_server, viewport=PHONE) as page:
-        page.goto("/accounts/login/")
-        page.fill("#id_username", "olga")
-        page.fill("#id_password", "pass-word-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        log_in(page, "olga")
 
         page.goto(f"/collections/{campaign.slug}/leaderboard/?k=10")
         expect(page.locator("#leaderboard tbody tr")).to_have_count(RUNS)

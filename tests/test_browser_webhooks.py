@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 def test_the_webhooks_page_passes_axe_and_fits_a_phone_with_long_urls(  # type: ignore[no-untyped-def]
     trial: Collection, browser, live_server
 ) -> None:
-    from tests.conftest import browser_page
+    from tests.conftest import browser_page, log_in
 
     now = timezone.now()
     for number in range(12):
@@ -39,11 +39,7 @@ def test_the_webhooks_page_passes_axe_and_fits_a_phone_with_long_urls(  # type: 
             for attempt in range(25)
         )
     with browser_page(browser, live_server, viewport=PHONE) as page:
-        page.goto("/accounts/login/")
-        page.fill("#id_username", "olga")
-        page.fill("#id_password", "pass-word-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        log_in(page, "olga")
         problems = page_problems(page, "/collections/trial/webhooks/")
         assert page.locator("section.webhook").count() == 12
         assert page.locator("table.deliveries tbody tr").count() == 12 * 20  # the latest 20 each

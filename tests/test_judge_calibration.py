@@ -349,7 +349,7 @@ def test_the_section_passes_axe_wraps_long_names_and_scrolls_its_tables_at_390_p
 ) -> None:
     from axe_playwright_python.sync_playwright import Axe
 
-    from tests.conftest import browser_page
+    from tests.conftest import browser_page, log_in
     from tests.factories import MembershipFactory, UserFactory
     from tests.test_browser_accessibility import PHONE, page_problems
 
@@ -364,11 +364,7 @@ def test_the_section_passes_axe_wraps_long_names_and_scrolls_its_tables_at_390_p
         organiser=_user("olga"), grade=2,
     )  # fmt: skip
     with browser_page(browser, live_server, viewport=PHONE) as page:
-        page.goto("/accounts/login/")
-        page.fill("#id_username", "olga")
-        page.fill("#id_password", "pass-word-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        log_in(page, "olga")
         problems = page_problems(page, "/collections/trial/agreement/")
         summaries = page.locator("#machine-judges details summary")
         summaries.first.focus()

@@ -77,7 +77,7 @@ def test_organisers_add_try_run_and_cancel_a_judge_and_assessors_cannot(
 def test_the_judge_pages_pass_axe_and_fit_a_phone(  # type: ignore[no-untyped-def]
     trial: Collection, browser, live_server, monkeypatch
 ) -> None:
-    from tests.conftest import browser_page
+    from tests.conftest import browser_page, log_in
     from tests.test_browser_accessibility import PHONE, page_problems
 
     monkeypatch.setenv("NDCG_TEST_LLM_KEY", "sk-test")
@@ -91,11 +91,7 @@ def test_the_judge_pages_pass_axe_and_fit_a_phone(  # type: ignore[no-untyped-de
             JudgeRun.objects.create(judge=judge, pool=trial.pools.get(), state="done",
                                     pairs_total=7, pairs_done=7, error="e" * 150)  # fmt: skip
         with browser_page(browser, live_server, viewport=PHONE) as page:
-            page.goto("/accounts/login/")
-            page.fill("#id_username", "olga")
-            page.fill("#id_password", "pass-word-123")
-            page.click("button[type=submit]")
-            page.wait_for_url(lambda url: "/accounts/login/" not in url)
+            log_in(page, "olga")
             problems = page_problems(page, "/collections/trial/judges/")
             detail = f"/collections/trial/judges/{judge.name}/"
             problems += page_problems(page, detail)

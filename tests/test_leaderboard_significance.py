@@ -147,18 +147,22 @@ def test_inline_passes_rest_in_proportion_to_their_time_under_steady_judging(
     assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
 
 
+def _shown_stamp(client: Client, campaign: Collection) -> tuple[str, str]:
+    """The stamp the leaderboard page's table carries (``data-stamp``), and the page."""
+    html = client.get(f"/collections/{campaign.slug}/leaderboard/?k=10").content.decode()
+    found = re.search(r'id="leaderboard-live" data-stamp="([^"]*)"', html)
+    assert found
+    return found.group(1), html
+
+
 def test_inline_the_pass_waits_for_still_scores_and_the_open_page_is_told_when_due(
     campaign: Collection, settings: Any
 ) -> None:
     client = _as("olga")
-    page_url = f"/collections/{campaign.slug}/leaderboard/?k=10"
     state_url = f"/collections/{campaign.slug}/leaderboard/state/?k=10"
 
     def page_stamp() -> str:
-        html = client.get(page_url).content.decode()
-        found = re.search(r'id="leaderboard-live" data-stamp="([^"]*)"', html)
-        assert found
-        return found.group(1)
+        return _shown_stamp(client, campaign)[0]
 
     snapshots.leaderboard_read_complete(collection=campaign, k=10)
     settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 3600  # judgements keep coming
@@ -178,16 +182,14 @@ def test_the_open_page_holding_a_stale_board_waits_for_its_recomputation(
     campaign: Collection, settings: Any
 ) -> None:
     client = _as("olga")
-    page_url = f"/collections/{campaign.slug}/leaderboard/?k=10"
     state_url = f"/collections/{campaign.slug}/leaderboard/state/?k=10"
     snapshots.leaderboard_read_complete(collection=campaign, k=10)
     settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 3_600_000  # judgements faster than that
     _judge(campaign, "q003", 3)
-    html = client.get(page_url).content.decode()
-    shown = re.search(r'id="leaderboard-live" data-stamp="([^"]*)"', html)
-    assert shown and 'id="leaderboard-stale"' in html  # the last board, marked refreshing
+    shown, html = _shown_stamp(client, campaign)
+    assert 'id="leaderboard-stale"' in html  # the last board, marked refreshing
     state = client.get(state_url).json()
-    assert state["table"] == shown.group(1) != state["stamp"]  # a reload shows nothing new
+    assert state["table"] == shown != state["stamp"]  # a reload shows nothing new
     settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0  # the interval is over: a read computes
     assert client.get(state_url).json()["table"] == state["stamp"]
 

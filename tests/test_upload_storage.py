@@ -38,7 +38,7 @@ QRELS = "".join(f"q{i % 7} 0 doc{i} {i % 4}\n" for i in range(300)).encode()
 def bucket(settings: Any, tmp_path: Path) -> Iterator[dict[str, str]]:
     """An S3 bucket on moto's server, the uploads storage of this process; the options."""
     try:
-        import boto3
+        import boto3  # noqa: F401  (the S3 backend needs it)
         from moto.server import ThreadedMotoServer
     except ImportError:
         require_component("boto3 and moto[server] are not installed (make install)")
@@ -52,14 +52,7 @@ def bucket(settings: Any, tmp_path: Path) -> Iterator[dict[str, str]]:
         "secret_key": "test-secret",
         "region_name": "us-east-1",
     }
-    client = boto3.client(
-        "s3",
-        endpoint_url=options["endpoint_url"],
-        aws_access_key_id=options["access_key"],
-        aws_secret_access_key=options["secret_key"],
-        region_name=options["region_name"],
-    )
-    client.create_bucket(Bucket=options["bucket_name"])
+    _s3(options).create_bucket(Bucket=options["bucket_name"])
     settings.STORAGES = {**settings.STORAGES, "uploads": {"BACKEND": S3, "OPTIONS": options}}
     settings.NDCG_UPLOAD_DIR = tmp_path / "web-uploads"  # not the uploads' storage here
     try:
@@ -68,17 +61,21 @@ def bucket(settings: Any, tmp_path: Path) -> Iterator[dict[str, str]]:
         server.stop()
 
 
-def _objects(options: dict[str, str]) -> list[str]:
+def _s3(options: dict[str, str]) -> Any:
+    """A boto3 client of the storage's endpoint, with its options' credentials."""
     import boto3
 
-    client = boto3.client(
+    return boto3.client(
         "s3",
         endpoint_url=options["endpoint_url"],
         aws_access_key_id=options["access_key"],
         aws_secret_access_key=options["secret_key"],
         region_name=options["region_name"],
     )
-    listed = client.list_objects_v2(Bucket=options["bucket_name"])
+
+
+def _objects(options: dict[str, str]) -> list[str]:
+    listed = _s3(options).list_objects_v2(Bucket=options["bucket_name"])
     return [item["Key"] for item in listed.get("Contents", [])]
 
 
