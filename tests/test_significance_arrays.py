@@ -1,6 +1,9 @@
 """batch_statistics equals the one-run statistics bit for bit, on any data."""
 
+import contextlib
 import itertools
+from collections.abc import Iterator
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -92,3 +95,45 @@ def test_identical_pairs_give_one_and_bad_input_is_refused() -> None:
         significance_arrays.bootstrap_cis([[0.1, float("nan")]])
     with pytest.raises(ValueError, match="confidence"):
         significance_arrays.bootstrap_cis([[0.1, 0.2]], confidence=1.0)
+
+
+@contextlib.contextmanager
+def _streamed() -> Iterator[None]:
+    """No draws kept and one run ordered at a time: the path of 2,500-query collections."""
+    with (
+        mock.patch.object(significance_arrays, "_CACHE_ELEMENTS", 0),
+        mock.patch.object(significance_arrays, "_GROUP_ELEMENTS", 1),
+    ):
+        yield
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=_rows, seed=st.integers(min_value=0, max_value=3))
+def test_streamed_draws_give_the_same_bits(rows: list[list[float]], seed: int) -> None:
+    expected = [significance.bootstrap_ci(row, resamples=700, seed=seed) for row in rows]
+    pairs = [(a, b) for a, b in zip(rows, rows[1:] + rows[:1], strict=True)]
+    tests = [
+        significance.paired_randomization_test(a, b, permutations=400, seed=seed) for a, b in pairs
+    ]
+    with _streamed():
+        got = significance_arrays.bootstrap_cis(rows, resamples=700, seed=seed)
+        assert (
+            significance_arrays.paired_randomization_tests(pairs, permutations=400, seed=seed)
+            == tests
+        )
+    assert np.array(got).tobytes() == np.array(expected).tobytes()
+
+
+def test_at_2500_queries_nothing_is_kept_and_the_numbers_are_the_same() -> None:
+    # Past the kept size the draws stream block by block (bounded memory); same numbers.
+    rng = np.random.default_rng(11)
+    matrix = np.round(rng.beta(2, 3, size=(4, 2500)), 4)
+    matrix[:, rng.random(2500) < 0.1] = 0.0
+    rows = [list(row) for row in matrix]
+    assert significance_arrays._CACHE_ELEMENTS < 2500 * 10_000
+    significance_arrays._cached_indices.cache_clear()
+    got = significance_arrays.bootstrap_cis(rows)
+    assert significance_arrays._cached_indices.cache_info().currsize == 0
+    assert (
+        np.array(got).tobytes() == np.array([significance.bootstrap_ci(r) for r in rows]).tobytes()
+    )

@@ -33,9 +33,15 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 # Draws are kept (per process) only while one set stays under this many elements: 249 queries
-# x 10,000 resamples is 2.5 M (about 30 MB with the counts); far larger sets are regenerated
-# per call, which is still one generation for all runs.
+# x 10,000 resamples is 2.5 M (about 30 MB with the counts). Larger sets are never held
+# whole: they are generated block by block from the seeded stream, as the one-run functions
+# draw them, and generated again for the few resamples the exact pass redoes, so memory stays
+# at a block (``CHUNK_ELEMENTS``) plus the runs x resamples means whatever the query count.
 _CACHE_ELEMENTS = 1 << 23
+
+# Runs whose resample means are ordered at once: bounds the sort's copy and the masks to
+# about this many doubles each, whatever the run count.
+_GROUP_ELEMENTS = 1 << 21
 
 # Double rounding bound per unit of sum|x|: a sum of n terms computed in any order is within
 # n * u * sum|x| of the exact sum (u = 2^-53); two such sums differ by at most twice that. A
@@ -87,16 +93,40 @@ def _cached_signs(size: int, permutations: int, seed: int) -> FloatArray:
     return signs
 
 
-def _indices(size: int, resamples: int, seed: int) -> tuple[IntArray, FloatArray]:
-    if size * resamples <= _CACHE_ELEMENTS:
-        return _cached_indices(size, resamples, seed)
-    return _draw_indices(size, resamples, seed)
+def _cached(size: int, draws: int) -> bool:
+    return size * draws <= _CACHE_ELEMENTS
 
 
-def _signs(size: int, permutations: int, seed: int) -> FloatArray:
-    if size * permutations <= _CACHE_ELEMENTS:
-        return _cached_signs(size, permutations, seed)
-    return _draw_signs(size, permutations, seed)
+def _index_blocks(
+    size: int, resamples: int, seed: int
+) -> Iterator[tuple[int, int, IntArray, FloatArray]]:
+    """(start, stop, indices, counts) for each block of resamples, in stream order: slices of
+    the kept draws when they are small, else each block generated and dropped in turn."""
+    if _cached(size, resamples):
+        indices, counts = _cached_indices(size, resamples, seed)
+        for start, stop in _chunks(resamples, size):
+            yield start, stop, indices[start:stop], counts[start:stop]
+        return
+    rng = seeded_generator(seed)
+    for start, stop in _chunks(resamples, size):
+        block = rng.integers(0, size, size=(stop - start, size))
+        offsets = block + (np.arange(stop - start, dtype=np.int64) * size)[:, None]
+        tally = np.bincount(offsets.ravel(), minlength=(stop - start) * size)
+        yield start, stop, block, tally.reshape(stop - start, size).astype(np.float64)
+
+
+def _sign_blocks(size: int, permutations: int, seed: int) -> Iterator[tuple[int, int, FloatArray]]:
+    """(start, stop, signs) for each block of permutations, in stream order (kept or not, as
+    ``_index_blocks``)."""
+    if _cached(size, permutations):
+        signs = _cached_signs(size, permutations, seed)
+        for start, stop in _chunks(permutations, size):
+            yield start, stop, signs[start:stop]
+        return
+    rng = seeded_generator(seed)
+    for start, stop in _chunks(permutations, size):
+        draws = rng.integers(0, 2, size=(stop - start, size))
+        yield start, stop, np.where(draws != 0, -1.0, 1.0)
 
 
 def draws_warm(
@@ -104,9 +134,10 @@ def draws_warm(
 ) -> None:
     """Make (and keep) the draws for `size` queries now, so the first leaderboard a process
     computes does not pay for them (a web worker calls this as it starts)."""
-    if size >= 1:
-        _indices(size, resamples, seed)
-        _signs(size, permutations, seed)
+    if size >= 1 and _cached(size, resamples):
+        _cached_indices(size, resamples, seed)
+    if size >= 1 and _cached(size, permutations):
+        _cached_signs(size, permutations, seed)
 
 
 def _by_size(lengths: Sequence[int]) -> dict[int, list[int]]:
@@ -158,35 +189,59 @@ def bootstrap_cis(
     needed = _order_positions(resamples, quantiles)
     for size, members in _by_size([data[p].size for p in varying]).items():
         positions = [varying[m] for m in members]
-        indices, counts = _indices(size, resamples, seed)
         matrix = np.stack([data[p] for p in positions], axis=1)  # (size, runs)
-        # (runs, resamples), each run's means contiguous
-        means = np.ascontiguousarray(((counts @ matrix) / size).T)
-        # numpy sorts doubles with SIMD, three times faster than it partitions them. Equal
-        # doubles have equal bits except 0.0 and -0.0, whose places a sort and a partition
-        # may settle differently: with a zero mean anywhere, the partition is kept.
-        by_sorting = not (means == 0.0).any()
-        if by_sorting:
-            order = np.sort(means, axis=1)[:, needed]  # (runs, positions)
-        else:
-            order = np.partition(means, needed, axis=1)[:, needed]
+        # (runs, resamples), each run's means contiguous, block by block of the stream
+        means = np.empty((len(positions), resamples), dtype=np.float64)
+        for start, stop, _, counts in _index_blocks(size, resamples, seed):
+            means[:, start:stop] = ((counts @ matrix) / size).T
         margins = 16.0 * size * _UNIT * np.abs(matrix).max(axis=0)  # per run
-        near = np.zeros(means.shape, dtype=bool)
-        for cluster in _clusters(needed):
-            low = order[:, cluster].min(axis=1) - margins
-            high = order[:, cluster].max(axis=1) + margins
-            near |= (means >= low[:, None]) & (means <= high[:, None])
-        for column, position in enumerate(positions):
-            chosen = np.flatnonzero(near[column])
-            means[column, chosen] = data[position][indices[chosen]].mean(axis=1)
-        # One call for all runs: numpy's quantile works row by row, the same way. It reads
-        # order statistics only, so sorted rows give the same quantiles, faster.
-        if by_sorting and not (means == 0.0).any():
-            means.sort(axis=1)
-        bounds = np.quantile(means, quantiles, axis=1)  # (2, runs)
-        for column, position in enumerate(positions):
-            results[position] = (float(bounds[0, column]), float(bounds[1, column]))
+        group = max(1, _GROUP_ELEMENTS // resamples)
+        chosen: list[IntArray] = []
+        for first in range(0, len(positions), group):
+            chosen.extend(
+                _near_order(means[first : first + group], margins[first : first + group], needed)
+            )
+        # The chosen resamples' means again, as bootstrap_ci takes them, block by block.
+        if any(picked.size for picked in chosen):
+            for start, stop, indices, _ in _index_blocks(size, resamples, seed):
+                for column, position in enumerate(positions):
+                    picked = chosen[column]
+                    inside = picked[(picked >= start) & (picked < stop)]
+                    if inside.size:
+                        exact = data[position][indices[inside - start]].mean(axis=1)
+                        means[column, inside] = exact
+        for first in range(0, len(positions), group):
+            part = means[first : first + group]
+            # numpy's quantile works row by row and reads order statistics only, so sorted
+            # rows give the same quantiles, faster (unless a zero's sign could move, as in
+            # ``_near_order``).
+            if not (part == 0.0).any():
+                part.sort(axis=1)
+            bounds = np.quantile(part, quantiles, axis=1)  # (2, runs in the group)
+            for offset in range(part.shape[0]):
+                results[positions[first + offset]] = (
+                    float(bounds[0, offset]),
+                    float(bounds[1, offset]),
+                )
     return [result for result in results if result is not None]
+
+
+def _near_order(means: FloatArray, margins: FloatArray, needed: Sequence[int]) -> list[IntArray]:
+    """Per row of approximate ``means``, the resamples within ``margins`` of the order
+    statistics at ``needed`` that a quantile reads: those the exact pass recomputes."""
+    # numpy sorts doubles with SIMD, three times faster than it partitions them. Equal
+    # doubles have equal bits except 0.0 and -0.0, whose places a sort and a partition may
+    # settle differently: with a zero mean anywhere, the partition is kept.
+    if not (means == 0.0).any():
+        order = np.sort(means, axis=1)[:, needed]  # (runs, positions)
+    else:
+        order = np.partition(means, needed, axis=1)[:, needed]
+    near = np.zeros(means.shape, dtype=bool)
+    for cluster in _clusters(needed):
+        low = order[:, cluster].min(axis=1) - margins
+        high = order[:, cluster].max(axis=1) + margins
+        near |= (means >= low[:, None]) & (means <= high[:, None])
+    return [np.flatnonzero(row) for row in near]
 
 
 def _clusters(positions: Sequence[int]) -> list[list[int]]:
@@ -236,7 +291,6 @@ def paired_randomization_tests(
     active = [p for p, d in enumerate(differences) if np.any(d)]
     for size, members in _by_size([differences[p].size for p in active]).items():
         positions = [active[m] for m in members]
-        signs = _signs(size, permutations, seed)
         matrix = np.stack([differences[p] for p in positions], axis=1)  # (size, pairs)
         # One-dimensional sums, as the one-pair function takes them (same rounding).
         absolute = np.array([float(np.abs(differences[p]).sum()) for p in positions])
@@ -248,12 +302,12 @@ def paired_randomization_tests(
         )
         margins = 8.0 * size * _UNIT * absolute
         hits = np.zeros(len(positions), dtype=np.int64)
-        for start, stop in _chunks(permutations, size):
-            block = np.abs(signs[start:stop] @ matrix)  # (rows, pairs)
+        for _, _, signs in _sign_blocks(size, permutations, seed):
+            block = np.abs(signs @ matrix)  # (rows, pairs)
             hits += np.count_nonzero(block >= thresholds, axis=0)
             unsure = np.abs(block - thresholds) <= margins
             for column in np.flatnonzero(unsure.any(axis=0)):
-                exact = np.abs(signs[start:stop] @ matrix[:, column])
+                exact = np.abs(signs @ matrix[:, column])
                 approximate_hits = np.count_nonzero(block[:, column] >= thresholds[column])
                 hits[column] += np.count_nonzero(exact >= thresholds[column]) - approximate_hits
         for index, position in enumerate(positions):
