@@ -101,3 +101,48 @@ def test_shade_steps_a_confusion_matrix_by_its_largest_count() -> None:
     rows = [(0, [4, 0]), (1, [1, 8])]
     assert [shade(count, rows) for count in (0, 1, 4, 8)] == [0, 1, 3, 5]
     assert shade(3, [(0, [0, 0])]) == 0 and shade("x", rows) == 0
+
+
+def _body(response: Any) -> bytes:
+    """The page between its cutoff links and its scripts (the head carries per-request
+    nonces and tokens)."""
+    return bytes(response.content).split(b'<nav class="cutoffs">')[1].split(b"<script")[0]
+
+
+def test_a_stored_leaderboard_page_is_served_without_reading_its_rows(
+    scored: Collection, django_capture_on_commit_callbacks: Capture
+) -> None:
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    url = "/collections/pages/leaderboard/?k=3"
+    organiser, owner = _as("organiser"), _as("owner")
+    for _ in range(3):  # the rows, then their significance pass (inline), then stored
+        first = _body(organiser.get(url))
+    with CaptureQueriesContext(connection) as fast:
+        again = _body(organiser.get(url))
+    assert again == first
+    assert not [q for q in fast.captured_queries if "rows" in q["sql"].split("FROM")[0]]
+    cache.clear()  # the body kept for the stored board is gone: the full read, the same page
+    with CaptureQueriesContext(connection) as full:
+        assert _body(organiser.get(url)) == first
+    assert len(fast) < len(full)
+
+    # Viewers who may open different runs get their own body; each kept apart.
+    mine = _body(owner.get(url))
+    assert _body(owner.get(url)) == mine and _body(organiser.get(url)) == first
+
+    # A judgement moves the stamp: the page shows the new scores, not the kept body.
+    with django_capture_on_commit_callbacks(execute=True):
+        services.judgement_upsert(
+            query=scored.queries.get(qid="q1"),
+            document=scored.documents.get(docno="d3"),
+            assessor=UserFactory(username="judge"),
+            grade=3,
+            source="api",
+        )
+    for _ in range(2):
+        changed = _body(organiser.get(url))
+    assert changed != first
+    assert b"beta" in changed

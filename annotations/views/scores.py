@@ -10,12 +10,14 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotations import selectors, services
-from annotations.models import Query, Run
+from annotations.models import Collection, Query, Run
 from annotations.scores import leaderboard_reads
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
@@ -26,15 +28,49 @@ from annotations.views._collection import login_first, readable_collection
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+    from annotations.access import Access
+    from annotations.selectors.leaderboards import Leaderboard
+
 # How often an open leaderboard asks whether scores changed (a few aggregate queries).
 DEFAULT_POLL_MS = 3000
 
 
 @login_first
 def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
-    """The leaderboard at k; it refreshes its table by itself when scores change."""
+    """The leaderboard at k; it refreshes its table by itself when scores change.
+
+    Its body is rendered once per stored board and kind of viewer: while the board is served
+    as stored (``stored_read``), a view answers from that rendering without reading the rows."""
     collection, access = readable_collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
+    stored = leaderboard_reads.stored_read(collection=collection, k=k)
+    # What differs between viewers of one board: which runs they may open and pick.
+    viewer = request.user.get_username() if access.run_links == "own" else ""
+    served = f"leaderboard-page:{stored.key}:{access.run_links}:{viewer}" if stored else None
+    live = cache.get(served) if served else None
+    if live is None:
+        live, board = _leaderboard_live(request, collection=collection, k=k, access=access)
+        as_stored = (
+            stored is not None
+            and board is not None
+            and stored.stamp == board.computed_stamp == board.state.stamp
+            and board.significance_current
+        )
+        if served and as_stored:
+            cache.set(served, live, 600)
+    context = {
+        "collection": collection,
+        "k": k,
+        "live": mark_safe(live),  # rendered from the project's own template
+        "is_member": access.member,
+    }
+    return render(request, "annotations/scores/leaderboard.html", context)
+
+
+def _leaderboard_live(
+    request: HttpRequest, *, collection: Collection, k: int, access: Access
+) -> tuple[str, Leaderboard | None]:
+    """The rendered body and the board it shows (None: being computed)."""
     board = leaderboard_reads.leaderboard_read_ready(collection=collection, k=k)
     if board is not None:
         impact_services.flips_read_refresh(collection=collection, board=board)
@@ -46,11 +82,10 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "flips": impact.flip_state_stored(collection=collection, k=k) if board else None,
         "state": board.state if board else None,
         "retry_after": leaderboard_reads.RETRY_AFTER_SECONDS,
-        "is_member": access.member,
         "access": access,
         "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),
     }
-    return render(request, "annotations/scores/leaderboard.html", context)
+    return render_to_string("annotations/scores/_leaderboard_live.html", context, request), board
 
 
 @login_first
