@@ -4,7 +4,7 @@ import factory
 from django.contrib.auth import get_user_model
 
 from annotations import services
-from annotations.models import Collection, Document, Membership, Query, Run
+from annotations.models import Collection, Document, Judgement, Membership, Query, Run
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -67,3 +67,17 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     collection = factory.SubFactory(CollectionFactory)
     user = factory.SubFactory(UserFactory)
     role = Membership.ASSESSOR
+
+
+def grade_pair(
+    collection: Collection, qid: str, docno: str, username: str, grade: int, *, source: str = "api"
+) -> Judgement:
+    """``username``'s grade for (qid, docno) through the judgement service (the account is
+    made if it is new), as the API or a form records it."""
+    return services.judgement_record(
+        query=collection.queries.get(qid=qid),
+        document=collection.documents.get(docno=docno),
+        assessor=UserFactory(username=username),
+        grade=grade,
+        source=source,
+    )

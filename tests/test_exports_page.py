@@ -14,9 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from annotations import services
 from annotations.models import Collection, Membership
-from tests.factories import UserFactory
+from tests.factories import UserFactory, grade_pair
 
 Capture = Callable[..., AbstractContextManager[Any]]
 PAGE = "/collections/demo/exports/"
@@ -34,13 +33,7 @@ def judged(worked_example: Collection, assessor: Any) -> Collection:
         collection=worked_example, user=UserFactory(username="olga"), role="organiser"
     )
     Membership.objects.create(collection=worked_example, user=assessor, role="assessor")
-    services.judgement_record(
-        query=worked_example.queries.get(qid="q1"),
-        document=worked_example.documents.get(docno="d4"),
-        assessor=UserFactory(username="bob"),
-        grade=2,
-        source="form",
-    )
+    grade_pair(worked_example, "q1", "d4", "bob", 2, source="form")
     return worked_example
 
 

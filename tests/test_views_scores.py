@@ -9,7 +9,7 @@ from django.test import Client
 
 from annotations import services
 from annotations.models import Collection, Membership
-from tests.factories import UserFactory
+from tests.factories import UserFactory, grade_pair
 
 Capture = Callable[..., AbstractContextManager[Any]]
 
@@ -135,13 +135,7 @@ def test_a_stored_leaderboard_page_is_served_without_reading_its_rows(
 
     # A judgement moves the stamp: the page shows the new scores, not the kept body.
     with django_capture_on_commit_callbacks(execute=True):
-        services.judgement_upsert(
-            query=scored.queries.get(qid="q1"),
-            document=scored.documents.get(docno="d3"),
-            assessor=UserFactory(username="judge"),
-            grade=3,
-            source="api",
-        )
+        grade_pair(scored, "q1", "d3", "judge", 3)
     for _ in range(2):
         changed = _body(organiser.get(url))
     assert changed != first
