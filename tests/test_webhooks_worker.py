@@ -29,7 +29,12 @@ def worker(transactional_db: None, settings) -> Iterator[subprocess.Popen[bytes]
     queue = f"ndcg-test-webhooks-{os.getpid()}"
     process = worker_start(
         queue,
-        {"NDCG_WEBHOOK_ALLOW_PRIVATE": "true", "NDCG_WEBHOOK_RETRY_SECONDS": "0.3,0.3,0.3"},
+        # The worker's own retries go to the queue it reads, as a webhooks worker's do.
+        {
+            "NDCG_WEBHOOK_ALLOW_PRIVATE": "true",
+            "NDCG_WEBHOOK_RETRY_SECONDS": "0.3,0.3,0.3",
+            "NDCG_WEBHOOKS_QUEUE": queue,
+        },
         without=["DJANGO_CACHE_URL"],
     )
     settings.CELERY_BROKER_URL = BROKER
