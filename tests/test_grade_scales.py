@@ -89,6 +89,7 @@ def _admin_post(rows: list[tuple[int, str, str]], slug: str, **extra: str) -> di
         "missing_queries": "zero",
         "aggregation": "median",
         "stale_judgements": "count",
+        "machine_grades": "assessor",
         "grades-TOTAL_FORMS": str(len(rows)),
         "grades-INITIAL_FORMS": "0",
         "grades-MIN_NUM_FORMS": "0",

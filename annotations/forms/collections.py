@@ -9,6 +9,7 @@ from django import forms
 from annotations.models import (
     AGGREGATION_CHOICES,
     GAIN_CHOICES,
+    MACHINE_GRADE_CHOICES,
     MISSING_CHOICES,
     STALE_CHOICES,
     Collection,
@@ -21,6 +22,7 @@ SETTINGS = (
     "missing_queries",
     "aggregation",
     "stale_judgements",
+    "machine_grades",
     "public_leaderboard",
     "assessors_see_leaderboard",
 )
@@ -68,6 +70,14 @@ class CollectionForm(forms.Form):
         label="Judgements given before their document's text changed",
         help_text="Stale judgements are flagged on the pages either way.",
     )
+    machine_grades = forms.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES,
+        initial="assessor",
+        required=False,
+        label="Grades of machine judges",
+        help_text="The leaderboard says which rule holds; the agreement page compares the "
+        "ranking under each.",
+    )
     public_leaderboard = forms.BooleanField(
         required=False,
         label="Public leaderboard",
@@ -86,8 +96,16 @@ class CollectionForm(forms.Form):
             initial["cutoffs"] = ", ".join(map(str, collection.sorted_cutoffs))
             kwargs.setdefault("initial", initial)
         super().__init__(*args, **kwargs)
+        self.collection = collection
         if collection is not None:
             del self.fields["slug"]
+
+    def clean_machine_grades(self) -> str:
+        """Left out of the form (a script's post): the rule stays as it is."""
+        value: str = self.cleaned_data["machine_grades"]
+        if value:
+            return value
+        return self.collection.machine_grades if self.collection is not None else "assessor"
 
     def clean_cutoffs(self) -> list[int]:
         raw: str = self.cleaned_data["cutoffs"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from annotations.models import MACHINE_GRADE_CHOICES
+
 
 class QrelsVersionForm(forms.Form):
     name = forms.SlugField(
@@ -11,4 +13,10 @@ class QrelsVersionForm(forms.Form):
     )
     note = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="What it marks."
+    )
+    machine_grades = forms.ChoiceField(
+        choices=[("", "As the collection counts them now"), *MACHINE_GRADE_CHOICES],
+        required=False,
+        label="Machine judges' grades",
+        help_text="Tag one version people only and one machine-filled to keep both qrels.",
     )

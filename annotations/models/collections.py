@@ -30,6 +30,11 @@ AGGREGATION_CHOICES = [
     ("majority", "Majority"),
     ("mean", "Mean, rounded"),
 ]
+MACHINE_GRADE_CHOICES = [
+    ("assessor", "One assessor among the people (in the aggregation)"),
+    ("fill", "Fill the pairs no person judged"),
+    ("people", "Not scored: people only (machine grades kept for comparison)"),
+]
 DEFAULT_CUTOFFS = [5, 10, 20]
 DEFAULT_GRADES = [
     (0, "Not relevant", "The document has nothing useful for the query."),
@@ -67,6 +72,12 @@ class Collection(models.Model):
         default="count",
         help_text="Whether judgements whose document text changed since still count for scoring.",
     )
+    machine_grades = models.CharField(
+        max_length=8,
+        choices=MACHINE_GRADE_CHOICES,
+        default="assessor",
+        help_text="How the grades of the collection's machine judges count for scoring.",
+    )
     public_leaderboard = models.BooleanField(
         default=False, help_text="Anyone, logged in or not, may read the leaderboard."
     )
@@ -97,6 +108,10 @@ class Collection(models.Model):
             models.CheckConstraint(
                 condition=Q(stale_judgements__in=["count", "exclude"]),
                 name="collection_stale_judgements_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(machine_grades__in=["assessor", "fill", "people"]),
+                name="collection_machine_grades_valid",
             ),
         ]
 

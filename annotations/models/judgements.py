@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from annotations.models.collections import Document, Query
+from annotations.models.collections import MACHINE_GRADE_CHOICES, Document, Query
 
 
 class Judgement(models.Model):
@@ -139,8 +139,9 @@ class QrelsVersion(models.Model):
     """A named mark in a collection's judgement history: the qrels as they stood then.
 
     Nothing is copied: the version's effective qrels are the judgement history up to
-    `history_id` replayed (see `annotations.selectors.versions`), combined with the rule the
-    collection had when it was tagged, so they can be exported and scored at any later date.
+    `history_id` replayed (see `annotations.selectors.versions`), combined with the rules the
+    collection had when it was tagged (or, for machine grades, the rule the tag named), so
+    they can be exported and scored at any later date.
     """
 
     collection = models.ForeignKey(
@@ -154,6 +155,13 @@ class QrelsVersion(models.Model):
     aggregation = models.CharField(max_length=10, help_text="The rule when tagged")
     gain = models.CharField(max_length=12, help_text="The gain when tagged")
     missing_queries = models.CharField(max_length=8, help_text="The rule when tagged")
+    machine_grades = models.CharField(
+        max_length=8,
+        choices=MACHINE_GRADE_CHOICES,
+        default="assessor",
+        help_text="How machine judges' grades count in this version (the collection's rule "
+        "when tagged, unless the tag named another)",
+    )
     created = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

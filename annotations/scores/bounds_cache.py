@@ -1,7 +1,8 @@
 """The leaderboard's costly part, cached: each query's top-grade bounds at k.
 
 A query's bounds (every run's nDCG@k with its unjudged documents taken as top grade) depend
-on its own judgements, the collection's gain, aggregation and top grade, and the runs. They
+on its own judgements, the collection's gain, aggregation, rule for machine grades and top
+grade, and the runs. They
 are kept per (query, k) in `QueryBound` under a key of all of that, so after one judgement
 only that query's bounds are recomputed.
 """
@@ -25,7 +26,7 @@ def _bounds_context(collection: Collection, run_ids: Sequence[int]) -> str:
     runs = list(
         Run.objects.filter(id__in=list(run_ids)).order_by("id").values_list("id", "updated")
     )
-    return repr((collection.gain, collection.aggregation, top, runs))
+    return repr((collection.gain, collection.aggregation, collection.machine_grades, top, runs))
 
 
 def _key(context: str, version: int) -> str:

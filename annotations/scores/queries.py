@@ -45,7 +45,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             # held it before.
             (
                 "SELECT c.id, c.gain, c.missing_queries, c.aggregation, c.cutoffs, "
-                "c.stale_judgements "
+                "c.stale_judgements, c.machine_grades "
                 f"FROM {Collection._meta.db_table} c JOIN {query_table} q "
                 f"ON q.collection_id = c.id WHERE q.id = %s{lock}",
                 [query_id],
@@ -92,6 +92,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 next(results),
                 collection.aggregation,
                 include_stale=collection.stale_judgements == "count",
+                machine_rule=collection.machine_grades,
             )
             ranking_rows = next(results)
             depth = max(collection.sorted_cutoffs)
@@ -121,7 +122,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
 
 def _collection_from_row(row: tuple[Any, ...]) -> Collection:
     """The scoring settings of a collection read by raw SQL (an instance not to be saved)."""
-    collection_id, gain, missing_queries, aggregation, cutoffs, stale_judgements = row
+    collection_id, gain, missing_queries, aggregation, cutoffs, stale_judgements, machine = row
     if isinstance(cutoffs, str | bytes):  # JSON as text (SQLite, or jsonb loaded as text)
         cutoffs = json.loads(cutoffs)
     return Collection(
@@ -131,6 +132,7 @@ def _collection_from_row(row: tuple[Any, ...]) -> Collection:
         aggregation=aggregation,
         cutoffs=cutoffs,
         stale_judgements=stale_judgements,
+        machine_grades=machine,
     )
 
 

@@ -9,6 +9,7 @@ from django.db.models import F, QuerySet
 
 from annotations.models import Collection, Judgement, Query, Run
 from annotations.selectors.grades import (
+    collection_effective_grades,
     effective_grades,
     effective_grades_by_query,
     effective_grades_from_rows,
@@ -75,6 +76,7 @@ def collection_counts(*, collection: Collection) -> dict[str, int]:
 
 __all__ = [
     "collection_counts",
+    "collection_effective_grades",
     "collections_visible",
     "cutoff_from",
     "effective_grades",

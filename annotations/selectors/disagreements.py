@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotations.metrics import ndcg
+from annotations.metrics.machine_grades import pair_grade
 from annotations.models import Adjudication, Collection, Judgement
+from annotations.selectors.grades import machine_accounts
 
 
 @dataclass
@@ -21,15 +23,20 @@ class Disagreement:
     docno: str
     document_title: str
     grades: list[tuple[str, int]]
-    effective: int
+    effective: int | None  # None: only machine grades, which the collection does not score
     adjudicated: int | None
     document_text: str = ""
     notes: list[tuple[str, str]] = field(default_factory=list)  # (assessor, note), non-empty
 
     @property
     def initial_grade(self) -> int:
-        """Where the adjudication form starts: the adjudicated grade, else the effective one."""
-        return self.effective if self.adjudicated is None else self.adjudicated
+        """Where the adjudication form starts: the adjudicated grade, else the effective one
+        (else the grades' lower median)."""
+        if self.adjudicated is not None:
+            return self.adjudicated
+        if self.effective is not None:
+            return self.effective
+        return ndcg.effective_grade([grade for _, grade in self.grades])
 
     @property
     def spread(self) -> int:
@@ -55,8 +62,10 @@ def disagreements(*, collection: Collection, min_difference: int = 2) -> list[Di
             "grade",
             "note",
             "document__text",
+            "assessor_id",
         )
     )
+    machines = machine_accounts(collection)
     grouped: dict[tuple[int, int], list[tuple[Any, ...]]] = defaultdict(list)
     for row in rows:
         grouped[(row[0], row[3])].append(row)
@@ -74,6 +83,13 @@ def disagreements(*, collection: Collection, min_difference: int = 2) -> list[Di
         values = [grade for _, grade in grades]
         if max(values) - min(values) < min_difference:
             continue
+        effective = pair_grade(
+            [row[7] for row in pair_rows if row[10] not in machines],
+            [row[7] for row in pair_rows if row[10] in machines],
+            None,
+            aggregation=collection.aggregation,
+            rule=collection.machine_grades,
+        )
         first = pair_rows[0]
         found.append(
             Disagreement(
@@ -84,7 +100,7 @@ def disagreements(*, collection: Collection, min_difference: int = 2) -> list[Di
                 docno=first[4],
                 document_title=first[5],
                 grades=grades,
-                effective=ndcg.effective_grade(values, collection.aggregation),
+                effective=effective,
                 adjudicated=adjudicated.get(key),
                 document_text=first[9],
                 notes=[(row[6], row[8]) for row in pair_rows if row[8]],

@@ -8,19 +8,58 @@ from typing import TYPE_CHECKING
 from django.db import connection
 
 from annotations.formats import ranking_bytes, trec
-from annotations.metrics import ndcg
+from annotations.metrics.machine_grades import pair_grade
 from annotations.models import (
     Adjudication,
     Collection,
     Document,
     Judgement,
+    MachineJudge,
     Query,
     Ranking,
     Run,
 )
+from annotations.selectors.grades import machine_accounts
 
 if TYPE_CHECKING:
     pass
+
+
+def _grades_sql(collection: Collection) -> str:
+    """The grade column of the export's COPY: the final grade where the database can tell
+    it (an adjudication, or one grade that counts whatever the rule), else
+    ``<U+0003>g1,g2,...`` with machine grades marked ``m`` for the rules to combine."""
+    if collection.machine_grades == "assessor":
+        return """CASE
+            WHEN a.grade IS NOT NULL OR COUNT(*) = 1 THEN COALESCE(a.grade, MIN(j.grade))::text
+            ELSE E'\\x03' || array_to_string(array_agg(j.grade), ',') END"""
+    machine = (
+        f"j.assessor_id IN (SELECT account_id FROM {MachineJudge._meta.db_table} "
+        f"WHERE collection_id = {int(collection.id)})"
+    )
+    return f"""CASE
+        WHEN a.grade IS NOT NULL THEN a.grade::text
+        WHEN COUNT(*) = 1 AND NOT bool_or({machine}) THEN MIN(j.grade)::text
+        ELSE E'\\x03' || string_agg(CASE WHEN {machine} THEN 'm' ELSE '' END || j.grade, ',')
+        END"""
+
+
+def _combined(collection: Collection, grades: bytes) -> int | None:
+    """The effective grade of a pair from its ``g1,mg2,...`` grades (``m``: a machine's)."""
+    people: list[int] = []
+    machine: list[int] = []
+    for grade in grades.split(b","):
+        if grade.startswith(b"m"):
+            machine.append(int(grade[1:]))
+        else:
+            people.append(int(grade))
+    return pair_grade(
+        people,
+        machine,
+        None,
+        aggregation=collection.aggregation,
+        rule=collection.machine_grades,
+    )
 
 
 def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
@@ -41,9 +80,7 @@ def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterat
     stale = " AND NOT j.stale" if collection.stale_judgements == "exclude" else ""
     sql = f"""
         COPY (
-            SELECT q.qid || ' 0 ' || d.docno || ' ' || CASE
-                WHEN a.grade IS NOT NULL OR COUNT(*) = 1 THEN COALESCE(a.grade, MIN(j.grade))::text
-                ELSE E'\\x03' || array_to_string(array_agg(j.grade), ',') END
+            SELECT q.qid || ' 0 ' || d.docno || ' ' || {_grades_sql(collection)}
             FROM {Judgement._meta.db_table} j
             JOIN {Query._meta.db_table} q ON q.id = j.query_id
             JOIN {Document._meta.db_table} d ON d.id = j.document_id
@@ -54,7 +91,6 @@ def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterat
             ORDER BY q.qid, d.docno
         ) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')
     """
-    rule = collection.aggregation
     connection.ensure_connection()
     with connection.connection.cursor() as cursor, cursor.copy(sql) as copy:
         pending: list[bytes] = []
@@ -63,7 +99,9 @@ def qrels_lines(*, collection: Collection, chunk_bytes: int = 1 << 16) -> Iterat
             row = bytes(data)
             if b"\x03" in row:
                 head, _, grades = row.rstrip(b"\n").partition(b"\x03")
-                combined = ndcg.effective_grade([int(g) for g in grades.split(b",")], rule)
+                combined = _combined(collection, grades)
+                if combined is None:
+                    continue  # only machine grades, which this collection does not count
                 row = head + str(combined).encode() + b"\n"
             pending.append(row)
             size += len(row)
@@ -87,23 +125,37 @@ def qrels_rows(*, collection: Collection) -> Iterator[tuple[str, str, int]]:
         judgements = judgements.filter(stale=False)
     rows = (
         judgements.order_by("query__qid", "document__docno", "assessor_id")
-        .values_list("query_id", "document_id", "query__qid", "document__docno", "grade")
+        .values_list(
+            "query_id", "document_id", "query__qid", "document__docno", "grade", "assessor_id"
+        )
         .iterator(chunk_size=20000)
     )
+    machines = machine_accounts(collection)
     pair: tuple[int, int] | None = None
     ids: tuple[str, str] = ("", "")
-    grades: list[int] = []
-    for query_id, document_id, qid, docno, grade in rows:
+    people: list[int] = []
+    machine: list[int] = []
+
+    def final() -> Iterator[tuple[str, str, int]]:
+        assert pair is not None
+        grade = pair_grade(
+            people,
+            machine,
+            adjudicated.get(pair),
+            aggregation=collection.aggregation,
+            rule=collection.machine_grades,
+        )
+        if grade is not None:
+            yield *ids, grade
+
+    for query_id, document_id, qid, docno, grade, assessor_id in rows:
         if (query_id, document_id) != pair:
             if pair is not None:
-                yield (
-                    *ids,
-                    adjudicated.get(pair, ndcg.effective_grade(grades, collection.aggregation)),
-                )
-            pair, ids, grades = (query_id, document_id), (qid, docno), []
-        grades.append(grade)
+                yield from final()
+            pair, ids, people, machine = (query_id, document_id), (qid, docno), [], []
+        (machine if assessor_id in machines else people).append(grade)
     if pair is not None:
-        yield *ids, adjudicated.get(pair, ndcg.effective_grade(grades, collection.aggregation))
+        yield from final()
 
 
 def run_rows(*, run: Run) -> Iterator[tuple[str, str, int, float, str]]:

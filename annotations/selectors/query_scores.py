@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from annotations.models import Document, IdealScore, Query, Ranking, Run
-from annotations.selectors import effective_grades, query_rankings
+from annotations.selectors import collection_effective_grades, query_rankings
 from annotations.selectors.stored_scores import is_judged, stored_rows_at
 
 
@@ -73,11 +73,7 @@ def query_overview(*, query: Query, k: int) -> QueryOverview:
 def query_judged(*, query: Query) -> list[JudgedDocument]:
     """The query's judged documents with effective grades and judgement counts (organisers
     see them on the query page), best grade first."""
-    grades = effective_grades(
-        query_id=query.id,
-        rule=query.collection.aggregation,
-        include_stale=query.collection.stale_judgements == "count",
-    )
+    grades = collection_effective_grades(query_id=query.id, collection=query.collection)
     counts = {
         document_id: (n, stale)
         for document_id, n, stale in query.judgements.values("document_id")
@@ -107,11 +103,7 @@ def query_rankings_side_by_side(
     *, query: Query, runs: Sequence[Run], k: int
 ) -> dict[int, list[RankedDocument]]:
     """run id -> the run's top k for the query with each document's effective grade."""
-    grades = effective_grades(
-        query_id=query.id,
-        rule=query.collection.aggregation,
-        include_stale=query.collection.stale_judgements == "count",
-    )
+    grades = collection_effective_grades(query_id=query.id, collection=query.collection)
     tops = query_rankings(query_id=query.id, run_ids=[run.id for run in runs], depth=k)
     documents = {
         d.id: d
@@ -134,11 +126,7 @@ def query_rankings_side_by_side(
 
 def query_unjudged_top(*, query: Query, k: int) -> list[int]:
     """Document ids in any run's top k for the query that have no judgement yet."""
-    grades = effective_grades(
-        query_id=query.id,
-        rule=query.collection.aggregation,
-        include_stale=query.collection.stale_judgements == "count",
-    )
+    grades = collection_effective_grades(query_id=query.id, collection=query.collection)
     retrieved = {
         doc for docs in query_rankings(query_id=query.id, depth=k).values() for doc in docs
     }

@@ -5,7 +5,8 @@ Replaying: for each (query, document) the latest history row of each assessor up
 mark gives that assessor's grade (a deleted judgement has none), the latest adjudication
 row its adjudicated grade; the pair's effective grade is the adjudication if the pair still
 has a grade, else the assessors' grades combined by the rule the collection had when the
-version was tagged. Rows of documents or queries deleted since are gone with them.
+version was tagged, machine judges' grades counted by the version's rule for them. Rows
+of documents or queries deleted since are gone with them.
 Scoring uses the runs as they are now (a version fixes the qrels, not the systems), with
 the version's gain and missing-query rule and the same scoring code as the stored scores.
 """
@@ -21,8 +22,10 @@ from django.core.cache import cache
 from annotations import selectors
 from annotations.formats import trec
 from annotations.metrics import ndcg, rank_correlation
+from annotations.metrics.machine_grades import pair_grade
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
+from annotations.selectors.grades import machine_accounts
 
 ADJUDICATION = "adjudication"
 HISTORY_FIELDS = (
@@ -43,6 +46,7 @@ class Mark:
     history_id: int | None = None
     at: datetime | None = None
     aggregation: str = "median"
+    machine_grades: str = "assessor"
     gain: str = "linear"
     missing_queries: str = "zero"
     label: str = ""
@@ -52,6 +56,7 @@ class Mark:
         return cls(
             history_id=version.history_id,
             aggregation=version.aggregation,
+            machine_grades=version.machine_grades,
             gain=version.gain,
             missing_queries=version.missing_queries,
             label=version.name,
@@ -62,6 +67,7 @@ class Mark:
         return cls(
             at=at,
             aggregation=collection.aggregation,
+            machine_grades=collection.machine_grades,
             gain=collection.gain,
             missing_queries=collection.missing_queries,
             label=at.isoformat(),
@@ -69,7 +75,8 @@ class Mark:
 
     @property
     def key(self) -> str:
-        return f"{self.history_id}:{self.at.isoformat() if self.at else ''}:{self.aggregation}"
+        at = self.at.isoformat() if self.at else ""
+        return f"{self.history_id}:{at}:{self.aggregation}:{self.machine_grades}"
 
 
 def qrels_as_of(*, collection: Collection, mark: Mark) -> Iterator[tuple[int, str, int, str, int]]:
@@ -85,33 +92,41 @@ def qrels_as_of(*, collection: Collection, mark: Mark) -> Iterator[tuple[int, st
         .values_list(*HISTORY_FIELDS)
         .iterator(chunk_size=20000)
     )
+    machines = machine_accounts(collection)
     pair: tuple[int, str, int, str] | None = None
     grades: dict[int, int | None] = {}
     adjudicated: int | None = None
     for query_id, qid, document_id, docno, assessor_id, source, new_grade in stream:
         if pair is None or (pair[0], pair[2]) != (query_id, document_id):
             if pair is not None:
-                yield from _effective(pair, grades, adjudicated, mark.aggregation)
+                yield from _effective(pair, grades, adjudicated, machines, mark)
             pair, grades, adjudicated = (query_id, qid, document_id, docno), {}, None
         if source == ADJUDICATION:
             adjudicated = new_grade
         else:
             grades[assessor_id] = new_grade
     if pair is not None:
-        yield from _effective(pair, grades, adjudicated, mark.aggregation)
+        yield from _effective(pair, grades, adjudicated, machines, mark)
 
 
 def _effective(
     pair: tuple[int, str, int, str],
     grades: dict[int, int | None],
     adjudicated: int | None,
-    rule: str,
+    machines: set[int],
+    mark: Mark,
 ) -> Iterator[tuple[int, str, int, str, int]]:
-    held = [grade for grade in grades.values() if grade is not None]
-    if not held:
-        return  # every judgement of the pair was deleted by then
-    grade = adjudicated if adjudicated is not None else ndcg.effective_grade(held, rule)
-    yield (*pair, grade)
+    held = [(a, grade) for a, grade in grades.items() if grade is not None]
+    # Nothing held: every judgement of the pair was deleted by then.
+    grade = pair_grade(
+        [grade for a, grade in held if a not in machines],
+        [grade for a, grade in held if a in machines],
+        adjudicated,
+        aggregation=mark.aggregation,
+        rule=mark.machine_grades,
+    )
+    if grade is not None:
+        yield (*pair, grade)
 
 
 def qrels_text_as_of(*, collection: Collection, mark: Mark) -> Iterator[str]:

@@ -26,7 +26,11 @@ class DisagreementSerializer(serializers.Serializer):
     docno = serializers.CharField()
     grades = AssessorGradeSerializer(many=True)
     spread = serializers.IntegerField(help_text="Highest grade minus lowest.")
-    effective = serializers.IntegerField(help_text="The grades combined by the collection's rule.")
+    effective = serializers.IntegerField(
+        allow_null=True,
+        help_text="The grades combined by the collection's rules (null: only machine grades, "
+        "which the collection does not score).",
+    )
     adjudicated = serializers.IntegerField(allow_null=True)
     notes = AssessorNoteSerializer(many=True)
 

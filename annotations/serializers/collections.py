@@ -7,6 +7,7 @@ from rest_framework import serializers
 from annotations.models import (
     AGGREGATION_CHOICES,
     GAIN_CHOICES,
+    MACHINE_GRADE_CHOICES,
     MISSING_CHOICES,
     STALE_CHOICES,
     Collection,
@@ -42,6 +43,7 @@ class CollectionSerializer(serializers.ModelSerializer):
             "missing_queries",
             "aggregation",
             "stale_judgements",
+            "machine_grades",
             "public_leaderboard",
             "assessors_see_leaderboard",
             "grades",
@@ -71,6 +73,12 @@ class CollectionCreateSerializer(StrictInputMixin, serializers.Serializer):
         default="count",
         help_text="Whether judgements given before their document's text changed count.",
     )
+    machine_grades = serializers.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES,
+        default="assessor",
+        help_text="How machine judges' grades count: one assessor in the aggregation, only "
+        "on pairs no person judged (fill), or not at all (people).",
+    )
     public_leaderboard = serializers.BooleanField(default=False)
     assessors_see_leaderboard = serializers.BooleanField(
         default=False, help_text="Assessors may read the leaderboard (blinded otherwise)."
@@ -95,6 +103,7 @@ class CollectionUpdateSerializer(StrictInputMixin, serializers.Serializer):
     missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, required=False)
     aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, required=False)
     stale_judgements = serializers.ChoiceField(choices=STALE_CHOICES, required=False)
+    machine_grades = serializers.ChoiceField(choices=MACHINE_GRADE_CHOICES, required=False)
     public_leaderboard = serializers.BooleanField(required=False)
     assessors_see_leaderboard = serializers.BooleanField(required=False)
     grades = GradeLevelSerializer(

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from annotations.models import QrelsVersion
+from annotations.models import MACHINE_GRADE_CHOICES, QrelsVersion
 from annotations.serializers.inputs import StrictInputMixin
 
 
@@ -24,6 +24,7 @@ class QrelsVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-
             "created_by",
             "history_id",
             "aggregation",
+            "machine_grades",
             "gain",
             "missing_queries",
         ]
@@ -34,6 +35,12 @@ class QrelsVersionCreateSerializer(StrictInputMixin, serializers.Serializer):
     name = serializers.SlugField(max_length=100)
     note = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=10_000, trim_whitespace=False
+    )
+    machine_grades = serializers.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES,
+        required=False,
+        help_text="How machine judges' grades count in this version; the collection's rule "
+        "when absent.",
     )
 
 

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from annotations.metrics import ndcg
+from annotations.metrics.machine_grades import pair_grade
 from annotations.models import Adjudication, Document, Judgement, JudgementHistory, Query
+from annotations.selectors.grades import machine_accounts
 from annotations.selectors.judging import user_is_organiser
 from annotations.services.judgements import grade_check
 from annotations.services.marks import queries_mark_stale
@@ -29,7 +30,8 @@ def adjudication_record(
 
     The history row has source "adjudication", the organiser as assessor and changed_by,
     and as old grade the pair's effective grade just before (the previous adjudication, or
-    the assessors' grades combined by the collection's rule). Re-recording the same grade
+    the assessors' grades combined by the collection's rules; none when only machine
+    grades it does not score were there). Re-recording the same grade
     and note changes nothing. Concurrent adjudications of one pair serialise on its row.
     """
     collection = query.collection
@@ -42,7 +44,7 @@ def adjudication_record(
         grades = list(
             Judgement.objects.select_for_update()
             .filter(query=query, document=document)
-            .values_list("grade", flat=True)
+            .values_list("grade", "assessor_id")
         )
         if not grades:
             raise ValidationError({"document": "Only a judged pair can be adjudicated."})
@@ -62,7 +64,14 @@ def adjudication_record(
                     query=query, document=document
                 )
             else:
-                old = ndcg.effective_grade(grades, collection.aggregation)
+                machines = machine_accounts(collection)
+                old = pair_grade(
+                    [grade for grade, assessor in grades if assessor not in machines],
+                    [grade for grade, assessor in grades if assessor in machines],
+                    None,
+                    aggregation=collection.aggregation,
+                    rule=collection.machine_grades,
+                )
                 _history(adjudication, old)
                 return adjudication
         if adjudication.grade == grade and adjudication.note == note:
@@ -74,7 +83,7 @@ def adjudication_record(
     return adjudication
 
 
-def _history(adjudication: Adjudication, old: int) -> None:
+def _history(adjudication: Adjudication, old: int | None) -> None:
     JudgementHistory.objects.create(
         query_id=adjudication.query_id,
         document_id=adjudication.document_id,

@@ -40,6 +40,7 @@ def collection_create(
     aggregation: str = "median",
     assessors_see_leaderboard: bool = False,
     stale_judgements: str = "count",
+    machine_grades: str = "assessor",
 ) -> Collection:
     """Create a collection with its grade scale (default 0-3 with labels and definitions)."""
     collection = Collection(
@@ -52,6 +53,7 @@ def collection_create(
         aggregation=aggregation,
         assessors_see_leaderboard=assessors_see_leaderboard,
         stale_judgements=stale_judgements,
+        machine_grades=machine_grades,
     )
     collection.full_clean()
     levels = _levels_checked(collection, list(grades) if grades is not None else DEFAULT_GRADES)
@@ -175,7 +177,14 @@ def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
     return [(value, f"Grade {value}", "") for value in values]
 
 
-SCORING_FIELDS = ("gain", "cutoffs", "missing_queries", "aggregation", "stale_judgements")
+SCORING_FIELDS = (
+    "gain",
+    "cutoffs",
+    "missing_queries",
+    "aggregation",
+    "stale_judgements",
+    "machine_grades",
+)
 
 
 def collection_update(*, collection: Collection, **changes: object) -> Collection:
@@ -224,6 +233,7 @@ def collection_create_with_organiser(
     public_leaderboard: bool = False,
     assessors_see_leaderboard: bool = False,
     stale_judgements: str = "count",
+    machine_grades: str = "assessor",
 ) -> Collection:
     """Create a collection and make its creator an organiser of it, in one transaction."""
     with transaction.atomic():
@@ -238,6 +248,7 @@ def collection_create_with_organiser(
             aggregation=aggregation,
             assessors_see_leaderboard=assessors_see_leaderboard,
             stale_judgements=stale_judgements,
+            machine_grades=machine_grades,
         )
         if public_leaderboard:
             collection_publish(collection=collection, public=True)

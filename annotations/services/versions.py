@@ -9,6 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
 from annotations import events
+from annotations.metrics.machine_grades import MACHINE_RULES
 from annotations.models import Collection, JudgementHistory, QrelsVersion
 from annotations.models.webhooks import VERSION_TAGGED
 
@@ -17,9 +18,16 @@ if TYPE_CHECKING:
 
 
 def qrels_version_tag(
-    *, collection: Collection, name: str, note: str = "", created_by: User | None = None
+    *,
+    collection: Collection,
+    name: str,
+    note: str = "",
+    created_by: User | None = None,
+    machine_grades: str | None = None,
 ) -> QrelsVersion:
-    """Mark the collection's qrels as they stand now under `name`.
+    """Mark the collection's qrels as they stand now under `name`, machine grades counted
+    by the collection's rule or by `machine_grades` (a version for each rule can be tagged
+    at one moment: people only, machine-filled).
 
     The mark is the last judgement history row of the collection. Every row at or below it
     must be committed, and every later one above it: on PostgreSQL the history table is
@@ -33,10 +41,13 @@ def qrels_version_tag(
         note=note,
         history_id=0,
         aggregation=collection.aggregation,
+        machine_grades=machine_grades or collection.machine_grades,
         gain=collection.gain,
         missing_queries=collection.missing_queries,
         created_by=created_by,
     )
+    if version.machine_grades not in MACHINE_RULES:
+        raise ValidationError({"machine_grades": f"One of {', '.join(MACHINE_RULES)}."})
     version.full_clean(validate_constraints=False)
     if QrelsVersion.objects.filter(collection=collection, name=name).exists():
         raise ValidationError({"name": "A version of this name exists already."})

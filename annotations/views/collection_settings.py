@@ -24,6 +24,7 @@ SETTINGS = (
     "missing_queries",
     "aggregation",
     "stale_judgements",
+    "machine_grades",
     "assessors_see_leaderboard",
 )
 

@@ -40,6 +40,7 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
                 collection=collection,
                 name=form.cleaned_data["name"],
                 note=form.cleaned_data["note"],
+                machine_grades=form.cleaned_data["machine_grades"] or None,
                 created_by=request.user,  # type: ignore[arg-type]
             )
         except ValidationError as error:
