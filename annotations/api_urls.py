@@ -80,6 +80,11 @@ urlpatterns = [
         name="runs-zip",
     ),
     path("collections/<slug:slug>/sensitivity/", apis.SensitivityApi.as_view(), name="sensitivity"),
+    path(
+        "collections/<slug:slug>/machine-grades/",
+        apis.MachineRulesApi.as_view(),
+        name="machine-grades",
+    ),
     path("collections/<slug:slug>/versions/", apis.QrelsVersionListApi.as_view(), name="versions"),
     path(
         "collections/<slug:slug>/versions/<slug:name>/qrels/",

@@ -155,6 +155,8 @@ def test_create_collection_takes_name_gain_cutoffs_and_a_0_to_4_scale(db: None) 
         "skip",
         "--aggregation",
         "majority",
+        "--machine-grades",
+        "fill",
     )
     assert "cutoffs [1, 10, 20], grades 0, 1, 2, 3, 4" in out
     collection = Collection.objects.get(slug="web")
@@ -164,6 +166,7 @@ def test_create_collection_takes_name_gain_cutoffs_and_a_0_to_4_scale(db: None) 
         [1, 10, 20],
     )
     assert (collection.missing_queries, collection.aggregation) == ("skip", "majority")
+    assert collection.machine_grades == "fill"
     assert list(collection.grades.values_list("value", "label")) == [
         (value, f"Grade {value}") for value in range(5)
     ]

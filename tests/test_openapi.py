@@ -222,6 +222,7 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(owner, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 404)  # not the owner of org
     call(owner, "get", f"{DEMO}/compare/?a=sys", 400)
     call(organiser, "get", f"{DEMO}/sensitivity/?k=2", 200)
+    assert call(organiser, "get", f"{DEMO}/machine-grades/?k=2", 200).json()["rules"] == []
     tag = {"name": "round-1", "note": "first"}
     call(organiser, "post", f"{DEMO}/versions/", 201, data=tag, format="json")
     call(organiser, "post", f"{DEMO}/versions/", 400, data=tag, format="json")
@@ -337,6 +338,11 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         )  # fmt: skip
         (calibrated,) = call(organiser, "get", f"{DEMO}/agreement/", 200).json()["machine_judges"]
         assert calibrated["people"] and calibrated["adjudicated"]["items"] == settled
+    # The ranking under each rule for machine grades, now that a machine has graded.
+    body = call(organiser, "get", f"{DEMO}/machine-grades/?k=2", 200).json()
+    assert [row["rule"] for row in body["rules"]] == ["people", "fill", "assessor"]
+    call(assessor, "get", f"{DEMO}/machine-grades/", 403)
+    call(organiser, "get", f"{DEMO}/machine-grades/?k=3", 400)
     settings.NDCG_MAX_UPLOAD_MB = 1
     big = {"file": SimpleUploadedFile("big.run", trec * 80_000)}
     call(owner, "post", f"{DEMO}/runs/", 413, data=big, format="multipart")

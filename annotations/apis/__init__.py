@@ -21,7 +21,7 @@ from annotations.apis.scores import (
     RunScoresApi,
     leaderboard_body,
 )
-from annotations.apis.sensitivity import SensitivityApi
+from annotations.apis.sensitivity import MachineRulesApi, SensitivityApi
 from annotations.apis.tokens import TokenApi
 from annotations.apis.versions import (
     LeaderboardAsOfApi,
@@ -56,6 +56,7 @@ __all__ = [
     "MachineJudgeDetailApi",
     "MachineJudgeListApi",
     "MachineJudgeTryApi",
+    "MachineRulesApi",
     "QrelsApi",
     "QrelsAsOfApi",
     "QrelsImportApi",

@@ -1,4 +1,5 @@
-"""Assessor sensitivity: per-assessor rankings, their correlations and rank swings."""
+"""Assessor sensitivity: per-assessor rankings, their correlations and rank swings; and the
+ranking under each rule for machine grades."""
 
 from __future__ import annotations
 
@@ -46,3 +47,41 @@ class SensitivitySerializer(serializers.Serializer):
     assessors = AssessorRankingSerializer(many=True)
     pairs = RankingPairSerializer(many=True)
     swings = RunSwingSerializer(many=True, help_text="Largest swing first")
+
+
+class RuleRankingSerializer(serializers.Serializer):
+    rule = serializers.ChoiceField(
+        choices=["people", "fill", "assessor"],
+        help_text="people: people only; fill: machine grades on the pairs no person judged; "
+        "assessor: the machine as one assessor in the aggregation",
+    )
+    queries = serializers.IntegerField(help_text="Queries evaluated under the rule")
+    ranking = serializers.ListField(child=serializers.CharField(), help_text="Runs, best first")
+    means = serializers.DictField(child=serializers.FloatField(), help_text="Run -> mean nDCG@k")
+    tau = serializers.FloatField(
+        allow_null=True, help_text="Kendall's tau-b against the people-only ranking"
+    )
+    tau_ap = serializers.FloatField(
+        allow_null=True, help_text="AP correlation, the people-only ranking as truth"
+    )
+
+
+class RunMoveSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    ranks = serializers.DictField(child=serializers.IntegerField(), help_text="Rule -> rank")
+    means = serializers.DictField(child=serializers.FloatField(), help_text="Rule -> mean nDCG@k")
+
+
+class MachineRulesSerializer(serializers.Serializer):
+    collection = serializers.CharField()
+    k = serializers.IntegerField()
+    rule = serializers.CharField(help_text="The collection's rule for machine grades")
+    machine_pairs = serializers.IntegerField(help_text="Pairs a machine judge graded")
+    filled_pairs = serializers.IntegerField(help_text="Of which no person judged")
+    queries = serializers.IntegerField(help_text="Queries a machine judged (scored again)")
+    rules = RuleRankingSerializer(
+        many=True, help_text="people, fill, assessor; empty when no machine has graded"
+    )
+    moves = RunMoveSerializer(
+        many=True, help_text="Runs whose rank differs between the rules, largest spread first"
+    )

@@ -12,6 +12,8 @@ from django.views.decorators.http import require_POST
 
 from annotations.forms.judges import JudgeRunForm, MachineJudgeForm
 from annotations.models import Collection, JudgeRun, MachineJudge
+from annotations.selectors import cutoff_from
+from annotations.selectors.machine_rankings import machine_rules_comparison
 from annotations.services.judges import (
     judge_create,
     judge_run_cancel,
@@ -52,7 +54,14 @@ def judges(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(request, f"Added the judge {judge.name}. Try it on a few pairs.")
             return redirect("judge-detail", slug=collection.slug, name=judge.name)
     listed = MachineJudge.objects.filter(collection=collection).prefetch_related("runs")
-    context = {"collection": collection, "judges": listed, "form": form}
+    k = cutoff_from(collection, None)
+    context = {
+        "collection": collection,
+        "judges": listed,
+        "form": form,
+        "k": k,
+        "machine_rules": machine_rules_comparison(collection=collection, k=k),
+    }
     return render(request, "annotations/judges/list.html", context)
 
 

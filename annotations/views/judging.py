@@ -32,6 +32,7 @@ from annotations.selectors import cutoff_from
 from annotations.selectors import disagreements as disputes
 from annotations.selectors import judging as selectors
 from annotations.selectors.calibration import judges_calibration
+from annotations.selectors.machine_rankings import machine_rules_comparison
 from annotations.selectors.sensitivity import assessor_sensitivity
 from annotations.services.assignments import assignment_release
 from annotations.services.stale import stale_pairs
@@ -247,6 +248,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         "judges": judges_calibration(collection=collection),
         "k": k,
         "sensitivity": assessor_sensitivity(collection=collection, k=k),
+        "machine_rules": machine_rules_comparison(collection=collection, k=k),
     }
     return render(request, "annotations/judging/agreement.html", context)
 

@@ -63,6 +63,7 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "k": k,
         "live": mark_safe(live),  # rendered from the project's own template
         "is_member": access.member,
+        "machine_rules_link": access.organiser and collection.machine_judges.exists(),
     }
     return render(request, "annotations/scores/leaderboard.html", context)
 
@@ -84,6 +85,7 @@ def _leaderboard_live(
         "retry_after": leaderboard_reads.RETRY_AFTER_SECONDS,
         "access": access,
         "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),
+        "machine_judged": collection.machine_judges.exists(),
     }
     return render_to_string("annotations/scores/_leaderboard_live.html", context, request), board
 

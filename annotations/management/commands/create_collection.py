@@ -9,6 +9,7 @@ from annotations.management.commands._base import (
     negative_values_accepted,
     run_reporting_errors,
 )
+from annotations.metrics.machine_grades import MACHINE_RULES
 from annotations.models import Collection
 
 
@@ -44,6 +45,13 @@ class Command(BaseCommand):
             default="median",
             help="how several assessors' grades of a pair make its effective grade",
         )
+        parser.add_argument(
+            "--machine-grades",
+            choices=list(MACHINE_RULES),
+            default="assessor",
+            help="machine judges' grades count as one assessor, fill the pairs no person "
+            "judged, or not at all (people)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug = options["slug"]
@@ -66,6 +74,7 @@ class Command(BaseCommand):
                 grades=grades,
                 missing_queries=options["missing"],
                 aggregation=options["aggregation"],
+                machine_grades=options["machine_grades"],
             )
         )
         levels = ", ".join(str(value) for value, _, _ in grades)
