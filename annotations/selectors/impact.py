@@ -9,9 +9,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotations.metrics.impact import UNJUDGED, ImpactResult, QueryTop, impact_compute
-from annotations.models import Collection, ImpactSnapshot, Run
+from annotations.metrics import ndcg
+from annotations.metrics.impact import (
+    UNJUDGED,
+    DocumentPrior,
+    ImpactResult,
+    QueryTop,
+    impact_compute,
+)
+from annotations.models import Collection, ImpactSnapshot, Judgement, Run
 from annotations.selectors import effective_grades_by_query, top_documents
+from annotations.selectors.grades import machine_accounts
 
 
 @dataclass(frozen=True)
@@ -24,7 +32,10 @@ class ImpactInputs:
     ``grades[q]`` their effective grades (``UNJUDGED`` when unjudged), ``outside[q]`` the
     grades of the query's judged documents in no run's top k. A negative grade (judged,
     counts as unjudged in scoring) enters the model as 0: judged, no gain. ``scale`` is the
-    collection's grade values, negative ones as 0, and ``scheme`` its gain.
+    collection's grade values, negative ones as 0, and ``scheme`` its gain. Where machine
+    judges graded, ``grades`` are the people's (and adjudications) only and
+    ``document_priors[i]`` holds the calibration of query ``i``'s pool documents only a
+    machine graded (`machine_priors`).
     """
 
     k: int
@@ -36,6 +47,7 @@ class ImpactInputs:
     outside: list[list[int]]
     scale: tuple[int, ...]
     scheme: str
+    document_priors: list[dict[int, DocumentPrior]] | None = None
 
 
 def impact_inputs(
@@ -50,7 +62,13 @@ def impact_inputs(
     for run_id, query_id, documents in top_documents(run_ids=run_ids, query_ids=wanted, depth=k):
         if documents:
             rankings[query_id][run_id] = documents
-    graded = dict(effective_grades_by_query(collection=collection, query_ids=list(rankings)))
+    machines = machine_accounts(collection)
+    people_only = "people" if machines else None
+    graded = dict(
+        effective_grades_by_query(
+            collection=collection, query_ids=list(rankings), machine_rule=people_only
+        )
+    )
     query_ids = sorted(rankings)
     pools: list[list[int]] = []
     tops: list[QueryTop] = []
@@ -70,6 +88,9 @@ def impact_inputs(
         pools.append(list(pool))
     values = collection.grades.values_list("value", flat=True)
     scale = tuple(sorted({max(value, 0) for value in values} or {0}))
+    document_priors = (
+        machine_priors(collection, query_ids, pools, graded, scale, machines) if machines else None
+    )
     return ImpactInputs(
         k=k,
         run_ids=run_ids,
@@ -80,7 +101,54 @@ def impact_inputs(
         outside=outside,
         scale=scale,
         scheme=collection.gain,
+        document_priors=document_priors,
     )
+
+
+def machine_priors(
+    collection: Collection,
+    query_ids: list[int],
+    pools: list[list[int]],
+    people: dict[int, dict[int, int]],
+    scale: tuple[int, ...],
+    machines: set[int],
+) -> list[dict[int, DocumentPrior]]:
+    """Per query, pool index -> the calibration of each pool document only machines graded:
+    how often people gave each grade (their effective grade, adjudications included) on the
+    collection's pairs where the machines' grade (combined by the aggregation rule) was the
+    same as this document's; and the grade the leaderboard counts for it now."""
+    rows = Judgement.objects.filter(query__collection=collection, assessor_id__in=machines)
+    if collection.stale_judgements == "exclude":
+        rows = rows.filter(stale=False)
+    machine: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for query_id, document_id, grade in rows.values_list("query_id", "document_id", "grade"):
+        machine[(query_id, document_id)].append(grade)
+    given = {
+        pair: ndcg.effective_grade(grades, collection.aggregation)
+        for pair, grades in machine.items()
+    }
+    position = {value: i for i, value in enumerate(scale)}
+    calibrating = sorted({query_id for query_id, _ in given} - set(people))
+    truth = {**people, **dict(effective_grades_by_query(
+        collection=collection, query_ids=calibrating, machine_rule="people"
+    ))} if calibrating else people  # fmt: skip
+    counts: dict[int, np.ndarray] = defaultdict(lambda: np.zeros(len(scale)))
+    for (query_id, document_id), grade in given.items():
+        person = truth.get(query_id, {}).get(document_id)
+        if person is not None and max(grade, 0) in position:
+            counts[max(grade, 0)][position[max(person, 0)]] += 1
+    counted = collection.machine_grades != "people"
+    found: list[dict[int, DocumentPrior]] = []
+    for query_id, pool in zip(query_ids, pools, strict=True):
+        own: dict[int, DocumentPrior] = {}
+        judged = people.get(query_id, {})
+        for d, document_id in enumerate(pool):
+            said = given.get((query_id, document_id))
+            if said is None or document_id in judged:
+                continue
+            own[d] = DocumentPrior(counts=counts[max(said, 0)], counted=said if counted else None)
+        found.append(own)
+    return found
 
 
 def impact_of(inputs: ImpactInputs) -> ImpactResult | None:
@@ -93,6 +161,7 @@ def impact_of(inputs: ImpactInputs) -> ImpactResult | None:
         scale=inputs.scale,
         scheme=inputs.scheme,
         outside_grades=inputs.outside,
+        document_priors=inputs.document_priors,
     )
 
 

@@ -212,7 +212,8 @@ def pool_candidates(
     include_judged: bool = False,
 ) -> dict[tuple[int, int], int]:
     """(query id, document id) -> best effective position, over the runs' top `depth` per
-    query (every query when `queries` is empty); judged pairs left out unless asked."""
+    query (every query when `queries` is empty); pairs a person judged left out unless
+    asked (a machine judge's grade leaves a pair to people: pools are their work)."""
     pairs: dict[tuple[int, int], int] = {}
     for _, query_id, documents in top_documents(
         run_ids=[run.id for run in runs],
@@ -225,7 +226,10 @@ def pool_candidates(
                 pairs[key] = position
     if not include_judged and pairs:
         judged = set(
-            Judgement.objects.filter(query_id__in={query_id for query_id, _ in pairs})
+            Judgement.objects.filter(
+                query_id__in={query_id for query_id, _ in pairs},
+                assessor__machine_judge__isnull=True,
+            )
             .values_list("query_id", "document_id")
             .distinct()
         )

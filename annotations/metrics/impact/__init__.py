@@ -6,6 +6,7 @@ the runs' top k, ``prior`` the grade prior estimated from the judged documents.
 
 from annotations.metrics.impact.model import (
     TIE,
+    DocumentPrior,
     ImpactResult,
     PairStates,
     estimated_idcg,
@@ -20,6 +21,7 @@ __all__ = [
     "SMOOTHING",
     "TIE",
     "UNJUDGED",
+    "DocumentPrior",
     "GradePrior",
     "ImpactResult",
     "PairStates",

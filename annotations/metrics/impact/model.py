@@ -44,6 +44,15 @@ The model, at one cutoff k (numpy; framework-free like ``scoring``):
   collection and cutoff); their unit is mean nDCG@k moved, summed over pairs.
 - A run without a query scores 0 there (``ndcg.run_mean``'s convention), so it can only
   lose ground to runs that retrieved anything relevant for it.
+- **Machine grades.** A document only a machine judge graded is unjudged to the model (its
+  true grade is a person's to give), with its own prior (``DocumentPrior``): the grades
+  people gave where the machine gave its grade (the caller's calibration counts), smoothed
+  towards the document's bucketed prior with ``SMOOTHING`` pseudo-judgements, so with no
+  calibration yet it is the bucketed prior.
+  When the leaderboard counts the machine's grade ``m`` (``counted``), judging it moves a
+  difference by ``gain(x) - gain(m)``, so its impact weighs ``E|gain(x_d) - gain(m)|``
+  instead of ``E_d``: a pair whose machine grade is reliable has little left to move, an
+  uncertain one a lot.
 """
 
 import math
@@ -63,10 +72,11 @@ from annotations.metrics.impact.pool import (
     check_scale,
     discounts,
 )
-from annotations.metrics.impact.prior import GradePrior, grade_prior, scale_indices
+from annotations.metrics.impact.prior import SMOOTHING, GradePrior, grade_prior, scale_indices
 
 __all__ = [
     "TIE",
+    "DocumentPrior",
     "ImpactResult",
     "PairStates",
     "estimated_idcg",
@@ -87,6 +97,16 @@ def estimated_idcg(gains: Sequence[float] | FloatArray, k: int) -> float:
     for its unjudged documents (the model's fixed ``I_q``)."""
     ideal = np.sort(np.asarray(gains, dtype=np.float64))[::-1][:k]
     return float((ideal * discounts(k)[: len(ideal)]).sum())
+
+
+@dataclass(frozen=True)
+class DocumentPrior:
+    """A machine-graded document's calibration: ``counts[i]``, how often people gave grade
+    ``scale[i]`` where the machine gave this document's grade; and the grade the leaderboard
+    counts for it now (None: unjudged, 0 gain)."""
+
+    counts: Sequence[float] | FloatArray
+    counted: int | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +159,7 @@ def impact_compute(
     scheme: str,
     prior: GradePrior | None = None,
     outside_grades: Sequence[Sequence[int]] | None = None,
+    document_priors: Sequence[Mapping[int, DocumentPrior]] | None = None,
 ) -> ImpactResult:
     """Impact of every pool document of every query, and the pair states behind it.
 
@@ -147,7 +168,9 @@ def impact_compute(
     ``grades[q][d]``: grade of pool document ``d`` of query ``q``, ``UNJUDGED`` (any
     negative value) when unjudged. ``outside_grades[q]``: grades of the query's judged
     documents that are in no run's top k (they only enter the IDCG estimate). ``prior``:
-    by default ``grade_prior`` of these judgements. The model is the module docstring's.
+    by default ``grade_prior`` of these judgements. ``document_priors[q][d]``: the own prior
+    of unjudged pool document ``d`` of query ``q`` (a machine-graded one). The model is the
+    module docstring's.
     """
     values = check_scale(scale)
     if len(queries) != len(grades):
@@ -156,6 +179,8 @@ def impact_compute(
         raise ValueError("one list of outside grades per query is required")
     if not queries:
         raise ValueError("no queries: the leaderboard's mean is over at least one")
+    if document_priors is not None and len(document_priors) != len(queries):
+        raise ValueError("one mapping of document priors per query is required")
     n_runs = queries[0].top.shape[0]
     if any(query.top.shape[0] != n_runs for query in queries):
         raise ValueError("every query must list the same runs")
@@ -183,8 +208,11 @@ def impact_compute(
         unjudged = indices < 0
         judged_gains = np.where(unjudged, 0.0, scale_gains[np.maximum(indices, 0)])
         prior_rows = prior.distribution(query.best_rank, query.runs)
+        own = document_priors[q] if document_priors is not None else {}
+        moved = _own_priors(prior_rows, own, unjudged, values, scale_gains, scheme)
         expected = np.where(unjudged, prior_rows @ scale_gains, 0.0)
         spread2 = np.where(unjudged, prior_rows @ scale_gains**2 - expected**2, 0.0)
+        moved = np.where(np.isnan(moved), expected, moved)
         outside = [ndcg.gain(g, scheme) for g in (outside_grades or [()] * n_queries)[q]]
         ideal = np.concatenate([judged_gains[~unjudged], expected[unjudged], outside])
         idcgs[q] = estimated_idcg(ideal, k)
@@ -204,7 +232,7 @@ def impact_compute(
         difference = judged_values[:, None] - judged_values[None, :]
         upper += scale_q * (difference + (room + net) / 2.0)
         lower += scale_q * (difference - (room - net) / 2.0)
-        per_query.append((columns, expected[unjudged], np.flatnonzero(unjudged), float(scale_q)))
+        per_query.append((columns, moved[unjudged], np.flatnonzero(unjudged), float(scale_q)))
 
     spread = np.sqrt(np.maximum(variance, 0.0))
     weight = pair_weights(mean, spread, lower, upper)
@@ -220,6 +248,31 @@ def impact_compute(
         impacts.append(impact)
     pairs = PairStates(mean=mean, spread=spread, lower=lower, upper=upper, weight=weight)
     return ImpactResult(impacts=impacts, pairs=pairs, prior=prior, idcgs=idcgs)
+
+
+def _own_priors(
+    prior_rows: FloatArray,
+    own: Mapping[int, DocumentPrior],
+    unjudged: NDArray[np.bool_],
+    values: tuple[int, ...],
+    scale_gains: FloatArray,
+    scheme: str,
+) -> FloatArray:
+    """Put the documents' own priors into ``prior_rows`` (in place); the expected size of
+    the move judging each would make where the leaderboard counts a grade for it (NaN
+    elsewhere: the expected gain)."""
+    moved = np.full(len(unjudged), np.nan)
+    for d, document in own.items():
+        if not 0 <= d < len(unjudged) or not unjudged[d]:
+            raise ValueError(f"document {d}: an own prior is for an unjudged pool document")
+        counts = np.asarray(document.counts, dtype=np.float64)
+        if counts.shape != (len(values),) or (counts < 0).any():
+            raise ValueError(f"document {d}: the counts are one count >= 0 per grade of the scale")
+        prior_rows[d] = (counts + SMOOTHING * prior_rows[d]) / (counts.sum() + SMOOTHING)
+        if document.counted is not None:
+            counted = ndcg.gain(max(document.counted, 0), scheme)
+            moved[d] = float(prior_rows[d] @ np.abs(scale_gains - counted))
+    return moved
 
 
 def impact_scores(
