@@ -1,5 +1,7 @@
 """A real HTTP server speaking the OpenAI chat-completions protocol, for machine-judge tests:
-it answers each request with what the test's `respond(prompt, number)` returns."""
+it answers each request with what the test's `respond(prompt, number)` returns, and, when the
+request asks for log-probabilities and the test gives `logprobs(text)`, the answer's tokens
+with their top alternatives in the API's own shape."""
 
 from __future__ import annotations
 
@@ -19,9 +21,18 @@ def says(text: str) -> Reply:
     return 200, text, {}
 
 
+# An answer's tokens: (token, log-probability, [(alternative, log-probability), ...]).
+Tokens = list[tuple[str, float, list[tuple[str, float]]]]
+
+
+def _token(text: str, logprob: float) -> dict[str, Any]:
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+
+
 @dataclass
 class FakeLlm:
     respond: Callable[[str, int], Reply] = lambda prompt, number: says("##final score: 1")
+    logprobs: Callable[[str], Tokens] | None = None
     url: str = ""
     prompts: list[str] = field(default_factory=list)
     bodies: list[dict[str, Any]] = field(default_factory=list)
@@ -50,6 +61,14 @@ def fake_llm(state: FakeLlm | None = None) -> Iterator[FakeLlm]:
                     "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 7,
                               "total_tokens": len(prompt) // 4 + 7},
                 }  # fmt: skip
+                if body.get("logprobs") and llm.logprobs is not None:
+                    payload["choices"][0]["logprobs"] = {"content": [
+                        {**_token(token, logprob), "top_logprobs": [
+                            _token(other, value)
+                            for other, value in alternatives[: body.get("top_logprobs", 0)]
+                        ]}
+                        for token, logprob, alternatives in llm.logprobs(text)
+                    ]}  # fmt: skip
             else:
                 payload = {"error": {"message": text, "type": "test", "code": status}}
             data = json.dumps(payload).encode()

@@ -56,6 +56,7 @@ STATE_400 = {
     "GET /api/v1/collections/{slug}/runs/{name}/scores/": "k not among the cutoffs",
     "GET /api/v1/collections/{slug}/compare/": "k not among the cutoffs; a or b names no run",
     "GET /api/v1/collections/{slug}/sensitivity/": "k not among the cutoffs",
+    "GET /api/v1/collections/{slug}/machine-grades/": "k not among the cutoffs",
     "GET /api/v1/collections/{slug}/versions/{name}/leaderboard/": "k not among the cutoffs",
     "GET /api/v1/collections/{slug}/versions-diff/": "k not among the cutoffs",
     "GET /api/v1/collections/{slug}/as-of/leaderboard/": "k not among the cutoffs; a time "

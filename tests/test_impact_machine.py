@@ -11,7 +11,14 @@ import pytest
 
 from annotations import services
 from annotations.metrics.impact import UNJUDGED, DocumentPrior, QueryTop, impact_compute
-from annotations.models import Collection, Document, DocumentImpact, Query
+from annotations.models import (
+    Collection,
+    Document,
+    DocumentImpact,
+    JudgeAnswer,
+    MachineJudge,
+    Query,
+)
 from annotations.selectors.impact import impact_inputs
 from annotations.selectors.judging import pool_candidates
 from annotations.services.judges import judge_create
@@ -49,6 +56,16 @@ def test_a_reliable_machine_grade_leaves_little_to_move_and_an_uncertain_one_muc
         [{0: DocumentPrior(counts=[0, 100], counted=1), 1: DocumentPrior([50, 50], counted=1)}]
     )
     assert impacts[0] > 0 and impacts[0] / impacts[1] == pytest.approx(2 / 52, rel=1e-12)
+
+
+def test_a_machine_unsure_of_its_grade_mixes_the_calibration_of_each_grade_it_might_give() -> None:
+    # d1: the machine said 1 but gave 0 and 1 half each. Calibration: where it said 0,
+    # nothing yet (row: the uniform prior [1/2, 1/2]); where it said 1, people said 1 a
+    # hundred times ([2/104, 102/104]). The mixture's P(0) = 1/4 + 1/104, the expected move
+    # from the counted 1; d2 as before, 52/104.
+    sure = DocumentPrior(counts=[[0, 0], [0, 100]], counted=1, said=[0.5, 0.5])
+    impacts = _swap([{0: sure, 1: DocumentPrior([50, 50], counted=1)}])
+    assert impacts[0] / impacts[1] == pytest.approx((1 / 4 + 1 / 104) / (52 / 104), rel=1e-12)
 
 
 def test_an_own_prior_is_refused_for_a_judged_document_or_the_wrong_scale() -> None:
@@ -122,6 +139,21 @@ def test_the_model_sees_people_grades_and_the_machine_calibrated(
     assert q1_d1.counts.tolist() == [0, 0, 1, 0]  # where the machine said 3, a person said 2
     assert q2_d1.counts.tolist() == [0, 0, 0, 0]  # no calibration for its 0 yet
     assert (q1_d1.counted, q2_d1.counted) == ((3, 0) if counted else (None, None))
+
+
+def test_the_answers_spread_goes_with_a_machine_grade_that_has_one(hybrid: Collection) -> None:
+    judge = MachineJudge.objects.get(collection=hybrid)
+    q1, d1 = Query.objects.get(collection=hybrid, qid="q1"), hybrid.documents.get(docno="d1")
+    JudgeAnswer.objects.create(
+        judge=judge, query=q1, document=d1, cache_key="k", model="m", prompt_version=1,
+        grade=3, grade_probabilities={"2": 0.25, "3": 0.75},
+    )  # fmt: skip
+    inputs = impact_inputs(collection=hybrid, k=2)
+    assert inputs.document_priors is not None
+    (q1_d1,), (q2_d1,) = (priors.values() for priors in inputs.document_priors)
+    assert q1_d1.said is not None and list(q1_d1.said) == [0.0, 0.0, 0.25, 0.75]
+    assert np.asarray(q1_d1.counts).tolist()[3] == [0, 0, 1, 0]  # the whole matrix
+    assert q2_d1.said is None  # its answer gave no spread
 
 
 def test_pools_for_people_keep_pairs_only_a_machine_graded(hybrid: Collection) -> None:

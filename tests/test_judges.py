@@ -4,6 +4,7 @@ judge on a few pairs without storing anything."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -273,3 +274,60 @@ def test_trying_a_judge_shows_prompts_answers_and_grades_and_stores_nothing(
         not JudgeAnswer.objects.exists()
         and not Judgement.objects.filter(assessor=judge.account).exists()
     )
+
+
+# --- how sure a judge was: token log-probabilities -----------------------------------------
+
+
+def _final(grade: str, alternatives: list[tuple[str, float]]) -> Any:
+    """Tokens of '##final score: N' with N's alternatives."""
+    return [("##", -0.01, []), ("final", -0.01, []), (" score", -0.01, []), (":", -0.01, []),
+            (grade, alternatives[0][1], alternatives)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tokens", "expected"),
+    [
+        ([("##final score:", []), (" 2", [(" 2", math.log(0.6)), ("3", math.log(0.2)),
+                                          ("x", math.log(0.1)), ("2", math.log(0.05))])],
+         {-1: 0.0, 0: 0.0, 1: 0.0, 2: 0.75, 3: 0.25}),  # the first "2" counts, "x" is no grade
+        ([("##final score: 2", [("2", 0.0)])], None),  # the digit shares a token with text
+        ([("##final score: 1", []), ("2", [("2", 0.0)])], None),  # its final score is 12
+        ([("##final score: ", []), ("2", [("two", 0.0)])], None),  # no alternative is a grade
+        ([("it is relevant", [])], None),
+    ],
+)  # fmt: skip
+def test_the_grade_tokens_alternatives_are_its_probabilities(
+    tokens: list[Any], expected: dict[int, float] | None
+) -> None:
+    found = judge_prompts.grade_probabilities(tokens, 2, [-1, 0, 1, 2, 3])
+    if expected is None:
+        assert found is None  # never a made-up spread
+    else:
+        assert found == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_judge_asked_for_log_probabilities_keeps_each_answers_spread(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    spread = [("2", math.log(0.7)), ("1", math.log(0.2)), ("3", math.log(0.1))]
+    answers = FakeLlm(lambda p, n: says("##final score: 2"), lambda text: _final("2", spread))
+    with fake_llm(answers) as llm:
+        plain = _judge(trial, llm.url)
+        _finished(judge_run_start(judge=plain, pool=pool, scope="all", created_by=None))
+        assert all("logprobs" not in body for body in llm.bodies)
+        assert not JudgeAnswer.objects.filter(grade_probabilities__isnull=False).exists()
+        sure = judge_create(
+            collection=trial, name="sure", created_by=None, base_url=llm.url, model="other",
+            api_key_env="NDCG_TEST_LLM_KEY", logprobs=True,
+        )  # fmt: skip
+        asked = len(llm.bodies)
+        _finished(judge_run_start(judge=sure, pool=pool, scope="all", created_by=None))
+        assert {(b["logprobs"], b["top_logprobs"]) for b in llm.bodies[asked:]} == {(True, 5)}
+    stored = JudgeAnswer.objects.filter(judge=sure)
+    assert stored.count() == pool.entries.count()
+    for answer in stored:
+        assert answer.grade == 2
+        assert answer.grade_probabilities == pytest.approx(
+            {"0": 0.0, "1": 0.2, "2": 0.7, "3": 0.1}, rel=1e-12
+        )

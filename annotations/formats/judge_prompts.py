@@ -11,6 +11,7 @@ are literal braces. An answer counts only when it names one grade of the scale a
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import string
 from collections.abc import Sequence
@@ -122,6 +123,41 @@ def read_answer(answer: str, values: Sequence[int]) -> Reading:
     if grade not in values:
         return Reading(None, f"the answer's final score {grade} is not on the scale {list(values)}")
     return Reading(grade)
+
+
+# One token of an answer as the endpoint gave it: its text and its top alternatives
+# (text, log-probability), the token itself among them.
+Token = tuple[str, Sequence[tuple[str, float]]]
+
+
+def grade_probabilities(
+    tokens: Sequence[Token], grade: int, values: Sequence[int]
+) -> dict[int, float] | None:
+    """How sure the answer was of its grade: the probabilities of the scale's grades at the
+    token that names the final score, from that token's top alternatives (those that are a
+    grade of the scale, renormalised). None when the tokens are not the answer's text, the
+    final score is not one token, or no alternative names a grade."""
+    text = "".join(token for token, _ in tokens)
+    marks = list(_FINAL.finditer(text))
+    if not marks or int(marks[-1].group(1)) != grade:
+        return None
+    start, end = marks[-1].span(1)
+    offset = 0
+    for token, alternatives in tokens:
+        if offset <= start < offset + len(token):
+            if offset + len(token) < end or token.strip() != str(grade):
+                return None  # the digits are split over tokens, or share one with text
+            found: dict[int, float] = {}
+            for alternative, logprob in alternatives:
+                name = alternative.strip()
+                if name.lstrip("-").isdigit() and int(name) in values and int(name) not in found:
+                    found[int(name)] = math.exp(logprob)
+            total = sum(found.values())
+            if not found or total <= 0:
+                return None
+            return {value: found.get(value, 0.0) / total for value in sorted(values)}
+        offset += len(token)
+    return None
 
 
 def excerpt(answer: str) -> str:

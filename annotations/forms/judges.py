@@ -13,7 +13,7 @@ class MachineJudgeForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = [
             "name", "base_url", "model", "api_key_env", "prompt_template", "temperature",
             "max_tokens", "concurrency", "requests_per_minute", "prompt_price",
-            "completion_price",
+            "completion_price", "logprobs",
         ]  # fmt: skip
         widgets = {"prompt_template": forms.Textarea(attrs={"rows": 14})}
         help_texts = {

@@ -45,6 +45,11 @@ class MachineJudge(models.Model):
     max_tokens = models.PositiveIntegerField(
         default=200, validators=[MinValueValidator(1), MaxValueValidator(8192)]
     )
+    logprobs = models.BooleanField(
+        default=False,
+        help_text="Ask for the answer's token log-probabilities (vLLM, llama.cpp, OpenAI chat "
+        "models give them): how sure the judge was of its grade, used by impact-ordered pools",
+    )
     concurrency = models.PositiveSmallIntegerField(
         default=2, validators=[MinValueValidator(1), MaxValueValidator(16)]
     )
@@ -130,6 +135,11 @@ class JudgeAnswer(models.Model):
     prompt_version = models.PositiveIntegerField()
     grade = models.SmallIntegerField(null=True, blank=True)
     excerpt = models.CharField(max_length=500, blank=True)
+    grade_probabilities = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="grade -> probability from the grade token's log-probabilities, when asked",
+    )
     failure = models.CharField(max_length=500, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

@@ -13,7 +13,7 @@ from annotations.metrics.machine_grades import counted_grades
 from annotations.models import Adjudication, Collection, Judgement, MachineJudge
 
 if TYPE_CHECKING:
-    from collections.abc import Set
+    pass
 
 
 def machine_accounts(collection: Collection) -> set[int]:
@@ -132,7 +132,6 @@ def effective_grades_by_query(
     Streams judgements ordered by query so only one query's grades are held at a time.
     Adjudications override judged pairs only (a pair is adjudicated because it was judged).
     """
-    machines: Set[int] = machine_accounts(collection)
     machine_rule = machine_rule or collection.machine_grades
     adjudications = Adjudication.objects.filter(query__collection=collection)
     judgements = Judgement.objects.filter(query__collection=collection)
@@ -152,7 +151,8 @@ def effective_grades_by_query(
     machine_by_doc: dict[int, list[int]] = defaultdict(list)
     rows = (
         judgements.order_by("query_id")
-        .values_list("query_id", "document_id", "grade", "assessor_id")
+        # the judge of a machine's account, in the same read (None: a person)
+        .values_list("query_id", "document_id", "grade", "assessor__machine_judge__id")
         .iterator(chunk_size=20000)
     )
     rule = collection.aggregation
@@ -165,12 +165,12 @@ def effective_grades_by_query(
         if grades:
             yield current, grades
 
-    for query_id, document_id, grade, assessor_id in rows:
+    for query_id, document_id, grade, judge_id in rows:
         if query_id != current:
             if current is not None:
                 yield from aggregated()
             current, grades_by_doc, machine_by_doc = query_id, defaultdict(list), defaultdict(list)
-        held = machine_by_doc if assessor_id in machines else grades_by_doc
+        held = machine_by_doc if judge_id is not None else grades_by_doc
         held[document_id].append(grade)
     if current is not None:
         yield from aggregated()

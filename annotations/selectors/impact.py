@@ -17,7 +17,7 @@ from annotations.metrics.impact import (
     QueryTop,
     impact_compute,
 )
-from annotations.models import Collection, ImpactSnapshot, Judgement, Run
+from annotations.models import Collection, ImpactSnapshot, JudgeAnswer, Judgement, Run
 from annotations.selectors import effective_grades_by_query, top_documents
 from annotations.selectors.grades import machine_accounts
 
@@ -116,13 +116,23 @@ def machine_priors(
     """Per query, pool index -> the calibration of each pool document only machines graded:
     how often people gave each grade (their effective grade, adjudications included) on the
     collection's pairs where the machines' grade (combined by the aggregation rule) was the
-    same as this document's; and the grade the leaderboard counts for it now."""
+    same as this document's; and the grade the leaderboard counts for it now. Where every
+    machine grade of the pair came with the answer's probabilities of the grades
+    (`JudgeAnswer.grade_probabilities`), their mean goes with it (`DocumentPrior.said`)."""
     rows = Judgement.objects.filter(query__collection=collection, assessor_id__in=machines)
     if collection.stale_judgements == "exclude":
         rows = rows.filter(stale=False)
+    sure = _answer_probabilities(collection, scale)
     machine: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for query_id, document_id, grade in rows.values_list("query_id", "document_id", "grade"):
+    spreads: dict[tuple[int, int], list[np.ndarray | None]] = defaultdict(list)
+    for query_id, document_id, grade, account in rows.values_list(
+        "query_id", "document_id", "grade", "assessor_id"
+    ):
         machine[(query_id, document_id)].append(grade)
+        answer = sure.get((account, query_id, document_id))
+        spreads[(query_id, document_id)].append(
+            answer[1] if answer is not None and answer[0] == grade else None
+        )
     given = {
         pair: ndcg.effective_grade(grades, collection.aggregation)
         for pair, grades in machine.items()
@@ -135,8 +145,9 @@ def machine_priors(
     counts: dict[int, np.ndarray] = defaultdict(lambda: np.zeros(len(scale)))
     for (query_id, document_id), grade in given.items():
         person = truth.get(query_id, {}).get(document_id)
-        if person is not None and max(grade, 0) in position:
+        if person is not None and max(grade, 0) in position and max(person, 0) in position:
             counts[max(grade, 0)][position[max(person, 0)]] += 1
+    matrix = np.array([counts[value] for value in scale])
     counted = collection.machine_grades != "people"
     found: list[dict[int, DocumentPrior]] = []
     for query_id, pool in zip(query_ids, pools, strict=True):
@@ -146,8 +157,34 @@ def machine_priors(
             said = given.get((query_id, document_id))
             if said is None or document_id in judged:
                 continue
-            own[d] = DocumentPrior(counts=counts[max(said, 0)], counted=said if counted else None)
+            grade_now = said if counted else None
+            known = spreads[(query_id, document_id)]
+            if all(spread is not None for spread in known):
+                mean = np.mean(np.array(known, dtype=np.float64), axis=0)
+                own[d] = DocumentPrior(counts=matrix, counted=grade_now, said=mean)
+            else:
+                own[d] = DocumentPrior(counts=counts[max(said, 0)], counted=grade_now)
         found.append(own)
+    return found
+
+
+def _answer_probabilities(
+    collection: Collection, scale: tuple[int, ...]
+) -> dict[tuple[int, int, int], tuple[int, np.ndarray]]:
+    """(judge account, query, document) -> (grade, its probability of each grade of the
+    scale) of the latest answer of each judge that came with them."""
+    found: dict[tuple[int, int, int], tuple[int, np.ndarray]] = {}
+    answers = (
+        JudgeAnswer.objects.filter(judge__collection=collection, grade_probabilities__isnull=False)
+        .order_by("id")
+        .values_list("judge__account_id", "query_id", "document_id", "grade", "grade_probabilities")
+    )
+    for account, query_id, document_id, grade, probabilities in answers:
+        if grade is None or not isinstance(probabilities, dict):
+            continue
+        row = np.array([float(probabilities.get(str(value), 0.0)) for value in scale])
+        if row.sum() > 0:
+            found[(account, query_id, document_id)] = (grade, row)
     return found
 
 

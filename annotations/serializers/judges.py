@@ -9,7 +9,7 @@ from annotations.serializers.inputs import StrictInputMixin, http_url
 
 SETTINGS = [
     "base_url", "model", "api_key_env", "prompt_template", "temperature", "max_tokens",
-    "concurrency", "requests_per_minute", "prompt_price", "completion_price",
+    "concurrency", "requests_per_minute", "prompt_price", "completion_price", "logprobs",
 ]  # fmt: skip
 
 

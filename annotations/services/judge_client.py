@@ -15,6 +15,7 @@ import openai
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from annotations.formats import judge_prompts
 from annotations.models import MachineJudge
 from annotations.services.outbound import outbound_refusal
 
@@ -29,6 +30,12 @@ class Answer:
     prompt_tokens: int
     completion_tokens: int
     seconds: float
+    # With the judge's `logprobs`: each answer token and its top alternatives (empty when
+    # the endpoint gave none).
+    tokens: tuple[judge_prompts.Token, ...] = ()
+
+
+TOP_LOGPROBS = 5  # alternatives per token: enough for a 0-3 or 0-4 scale's grades
 
 
 class EndpointFailed(Exception):
@@ -83,6 +90,20 @@ def _retry_after(error: openai.APIStatusError) -> float | None:
         return None
 
 
+def _tokens(completion: object) -> tuple[judge_prompts.Token, ...]:
+    """The answer's tokens with their top alternatives, as the endpoint gave them."""
+    choices = getattr(completion, "choices", None) or []
+    logprobs = getattr(choices[0], "logprobs", None) if choices else None
+    content = getattr(logprobs, "content", None) or []
+    return tuple(
+        (
+            str(item.token),
+            tuple((str(top.token), float(top.logprob)) for top in (item.top_logprobs or [])),
+        )
+        for item in content
+    )
+
+
 def ask(
     judge: MachineJudge,
     prompt: str,
@@ -111,6 +132,8 @@ def ask(
                 messages=[{"role": "user", "content": prompt}],
                 temperature=judge.temperature,
                 max_tokens=judge.max_tokens,
+                logprobs=True if judge.logprobs else openai.omit,
+                top_logprobs=TOP_LOGPROBS if judge.logprobs else openai.omit,
             )
         except openai.APIStatusError as error:
             if error.status_code != 429 and error.status_code < 500:
@@ -128,6 +151,7 @@ def ask(
                 prompt_tokens=usage.prompt_tokens if usage else 0,
                 completion_tokens=usage.completion_tokens if usage else 0,
                 seconds=time.monotonic() - started,
+                tokens=_tokens(completion) if judge.logprobs else (),
             )
         if attempt + 1 < attempts:
             backoff = min(MAX_WAIT_SECONDS, 2.0**attempt) * (0.5 + random.random() / 2)

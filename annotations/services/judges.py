@@ -301,6 +301,14 @@ def _batches(pairs: list[Pair], size: int) -> Iterable[list[Pair]]:
         yield pairs[start : start + size]
 
 
+def _probabilities(
+    tokens: tuple[judge_prompts.Token, ...], grade: int, values: list[int]
+) -> dict[str, float] | None:
+    """The answer's probability of each grade (JSON keys), when its tokens tell it."""
+    found = judge_prompts.grade_probabilities(tokens, grade, values) if tokens else None
+    return None if found is None else {str(value): p for value, p in found.items()}
+
+
 def _grade(
     run: JudgeRun,
     judge: MachineJudge,
@@ -326,6 +334,9 @@ def _grade(
                 "query": pair.query, "document": pair.document, "model": judge.model,
                 "prompt_version": judge.prompt_version, "grade": reading.grade,
                 "excerpt": judge_prompts.excerpt(answer.text), "failure": reading.failure,
+                "grade_probabilities": None if reading.grade is None else _probabilities(
+                    answer.tokens, reading.grade, values
+                ),
                 "prompt_tokens": answer.prompt_tokens,
                 "completion_tokens": answer.completion_tokens,
                 "seconds": time.monotonic() - started,

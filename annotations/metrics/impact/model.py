@@ -48,7 +48,10 @@ The model, at one cutoff k (numpy; framework-free like ``scoring``):
   true grade is a person's to give), with its own prior (``DocumentPrior``): the grades
   people gave where the machine gave its grade (the caller's calibration counts), smoothed
   towards the document's bucketed prior with ``SMOOTHING`` pseudo-judgements, so with no
-  calibration yet it is the bucketed prior.
+  calibration yet it is the bucketed prior. Where the machine said how sure it was (its
+  probability of each grade, from the answer's token log-probabilities), the prior is the
+  mixture of the calibrated rows of every grade it might have given, by those
+  probabilities.
   When the leaderboard counts the machine's grade ``m`` (``counted``), judging it moves a
   difference by ``gain(x) - gain(m)``, so its impact weighs ``E|gain(x_d) - gain(m)|``
   instead of ``E_d``: a pair whose machine grade is reliable has little left to move, an
@@ -103,10 +106,13 @@ def estimated_idcg(gains: Sequence[float] | FloatArray, k: int) -> float:
 class DocumentPrior:
     """A machine-graded document's calibration: ``counts[i]``, how often people gave grade
     ``scale[i]`` where the machine gave this document's grade; and the grade the leaderboard
-    counts for it now (None: unjudged, 0 gain)."""
+    counts for it now (None: unjudged, 0 gain). With ``said`` (the machine's probability
+    of each grade of the scale), ``counts`` is the whole calibration matrix, one row per
+    grade the machine gave."""
 
-    counts: Sequence[float] | FloatArray
+    counts: Sequence[float] | Sequence[Sequence[float]] | FloatArray
     counted: int | None = None
+    said: Sequence[float] | FloatArray | None = None
 
 
 @dataclass(frozen=True)
@@ -266,9 +272,14 @@ def _own_priors(
         if not 0 <= d < len(unjudged) or not unjudged[d]:
             raise ValueError(f"document {d}: an own prior is for an unjudged pool document")
         counts = np.asarray(document.counts, dtype=np.float64)
-        if counts.shape != (len(values),) or (counts < 0).any():
+        said = np.ones(1) if document.said is None else np.asarray(document.said, float)
+        rows = counts.reshape(1, -1) if document.said is None else counts
+        if rows.shape != (len(said), len(values)) or (rows < 0).any():
             raise ValueError(f"document {d}: the counts are one count >= 0 per grade of the scale")
-        prior_rows[d] = (counts + SMOOTHING * prior_rows[d]) / (counts.sum() + SMOOTHING)
+        if (said < 0).any() or said.sum() <= 0:
+            raise ValueError(f"document {d}: the machine's probabilities are >= 0, not all 0")
+        calibrated = (rows + SMOOTHING * prior_rows[d]) / (rows.sum(axis=1)[:, None] + SMOOTHING)
+        prior_rows[d] = (said / said.sum()) @ calibrated
         if document.counted is not None:
             counted = ndcg.gain(max(document.counted, 0), scheme)
             moved[d] = float(prior_rows[d] @ np.abs(scale_gains - counted))
