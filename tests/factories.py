@@ -4,7 +4,15 @@ import factory
 from django.contrib.auth import get_user_model
 
 from annotations import services
-from annotations.models import Collection, Document, Judgement, Membership, Query, Run
+from annotations.models import (
+    Collection,
+    Document,
+    Judgement,
+    MachineJudge,
+    Membership,
+    Query,
+    Run,
+)
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -81,3 +89,30 @@ def grade_pair(
         grade=grade,
         source=source,
     )
+
+
+def record_grades(collection: Collection, who: object, grades: dict[tuple[str, str], int]) -> None:
+    """`who`'s grades of (qid, docno) pairs through the judgement service, with the source a
+    machine judge's account (source ``machine``) or a person's form gives."""
+    for (qid, docno), grade in grades.items():
+        services.judgement_record(
+            query=collection.queries.get(qid=qid),
+            document=collection.documents.get(docno=docno),
+            assessor=who,  # type: ignore[arg-type]
+            grade=grade,
+            source="machine" if hasattr(who, "machine_judge") else "form",
+        )
+
+
+def machine_judge(
+    collection: Collection, name: str = "umbrela", **settings: object
+) -> MachineJudge:
+    """A machine judge of the collection at an address nothing listens on (tests that call
+    it start their own model server)."""
+    from annotations.services.judges import judge_create
+
+    values: dict[str, object] = {
+        "base_url": "http://127.0.0.1:9/v1", "model": "test-model",
+        "api_key_env": "NDCG_TEST_LLM_KEY", **settings,
+    }  # fmt: skip
+    return judge_create(collection=collection, name=name, created_by=None, **values)

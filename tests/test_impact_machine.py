@@ -4,7 +4,6 @@ and its impact weighs how uncertain the machine's grade is (calibrated against p
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pytest
@@ -21,8 +20,7 @@ from annotations.models import (
 )
 from annotations.selectors.impact import impact_inputs
 from annotations.selectors.judging import pool_candidates
-from annotations.services.judges import judge_create
-from tests.factories import CollectionFactory, UserFactory
+from tests.factories import CollectionFactory, UserFactory, machine_judge, record_grades
 
 C2 = 1 / math.log2(3)
 
@@ -88,16 +86,6 @@ def test_an_own_prior_is_refused_for_a_judged_document_or_the_wrong_scale() -> N
 # --- the platform ---------------------------------------------------------------------------
 
 
-def _record(collection: Collection, who: Any, qid: str, docno: str, grade: int) -> None:
-    services.judgement_record(
-        query=Query.objects.get(collection=collection, qid=qid),
-        document=Document.objects.get(collection=collection, docno=docno),
-        assessor=who,
-        grade=grade,
-        source="machine" if hasattr(who, "machine_judge") else "api",
-    )
-
-
 @pytest.fixture
 def hybrid(transactional_db: None) -> Collection:
     """Runs A = [d1, d2] and B = [d2, d1] on q1 and q2 at k = 2. alice judged q1/d2 2; the
@@ -114,13 +102,9 @@ def hybrid(transactional_db: None) -> Collection:
             run_name=name,
             results={q: [(d, 2.0 - i, i + 1) for i, d in enumerate(docs)] for q in ("q1", "q2")},
         )
-    _record(collection, UserFactory(username="alice"), "q1", "d2", 2)
-    machine = judge_create(
-        collection=collection, name="umbrela", created_by=None,
-        base_url="http://127.0.0.1:9/v1", model="m", api_key_env="NDCG_TEST_LLM_KEY",
-    ).account  # fmt: skip
-    for qid, docno, grade in (("q1", "d2", 3), ("q1", "d1", 3), ("q2", "d1", 0)):
-        _record(collection, machine, qid, docno, grade)
+    record_grades(collection, UserFactory(username="alice"), {("q1", "d2"): 2})
+    machine = machine_judge(collection).account
+    record_grades(collection, machine, {("q1", "d2"): 3, ("q1", "d1"): 3, ("q2", "d1"): 0})
     return collection
 
 

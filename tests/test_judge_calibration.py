@@ -20,7 +20,7 @@ from annotations.metrics.calibration import (
 )
 from annotations.models import Collection, MachineJudge
 from annotations.selectors.calibration import judges_calibration
-from annotations.services.judges import judge_create
+from tests.factories import machine_judge, record_grades
 
 # --- the pure computation ----------------------------------------------------------------
 
@@ -193,34 +193,16 @@ def _user(name: str) -> Any:
     return get_user_model().objects.get(username=name)
 
 
-def _judge(collection: Collection, name: str = "umbrela") -> MachineJudge:
-    return judge_create(
-        collection=collection, name=name, created_by=None, base_url="http://127.0.0.1:9/v1",
-        model="test-model", api_key_env="NDCG_TEST_LLM_KEY",
-    )  # fmt: skip
-
-
-def _grade(collection: Collection, who: Any, grades: dict[tuple[str, str], int]) -> None:
-    for (qid, docno), grade in grades.items():
-        services.judgement_upsert(
-            query=collection.queries.get(qid=qid),
-            document=collection.documents.get(docno=docno),
-            assessor=who,
-            grade=grade,
-            source="machine" if hasattr(who, "machine_judge") else "form",
-        )
-
-
 @pytest.fixture
 def judged(trial: Collection) -> MachineJudge:
     """The judge umbrela beside alice and bob on q1 and q2; q1/d1 adjudicated 1 by olga."""
-    judge = _judge(trial)
-    _grade(trial, judge.account, {
+    judge = machine_judge(trial)
+    record_grades(trial, judge.account, {
         ("q1", "d1"): 3, ("q1", "d2"): 2, ("q1", "d3"): 3, ("q2", "d3"): 0, ("q2", "d5"): 3,
         ("q2", "d4"): 1,
     })  # fmt: skip
-    _grade(trial, _user("alice"), {("q1", "d1"): 1, ("q1", "d2"): 2, ("q1", "d3"): 3})
-    _grade(trial, _user("bob"), {("q1", "d1"): 1, ("q2", "d3"): 3, ("q2", "d5"): 0})
+    record_grades(trial, _user("alice"), {("q1", "d1"): 1, ("q1", "d2"): 2, ("q1", "d3"): 3})
+    record_grades(trial, _user("bob"), {("q1", "d1"): 1, ("q2", "d3"): 3, ("q2", "d5"): 0})
     services.adjudication_record(
         query=trial.queries.get(qid="q1"),
         document=trial.documents.get(docno="d1"),
@@ -254,8 +236,8 @@ def test_the_selector_reads_in_four_statements_however_many_judges_and_pairs(
     with django_assert_max_num_queries(4):
         judges_calibration(collection=trial)
     for name in ("second", "third"):
-        other = _judge(trial, name)
-        _grade(trial, other.account, {(q, d): 1 for q in ("q1", "q2") for d in ("d1", "d2")})
+        other = machine_judge(trial, name)
+        record_grades(trial, other.account, {(q, d): 1 for q in ("q1", "q2") for d in ("d1", "d2")})
     with django_assert_max_num_queries(4):
         assert [found.name for found in judges_calibration(collection=trial)] == [
             "second", "third", "umbrela",
@@ -300,7 +282,7 @@ def test_the_agreement_page_shows_each_judge_against_people(judged: MachineJudge
 
 def test_the_page_says_when_no_judge_or_no_common_pair_exists(trial: Collection) -> None:
     assert "This collection has no machine judge." in _page("olga")
-    _judge(trial)
+    machine_judge(trial)
     assert "No person has graded a pair this judge graded yet." in _page("olga")
 
 
@@ -355,10 +337,10 @@ def test_the_section_passes_axe_wraps_long_names_and_scrolls_its_tables_at_390_p
 
     person = UserFactory(username=LONG)
     MembershipFactory(collection=trial, user=person, role="assessor")
-    judge = _judge(trial, "judge-" + "y" * 54)  # 60 characters, the longest judge name
+    judge = machine_judge(trial, "judge-" + "y" * 54)  # 60 characters, the longest judge name
     pairs = [(q, d) for q in ("q1", "q2") for d in ("d1", "d3", "d5")]
-    _grade(trial, judge.account, {pair: number % 4 for number, pair in enumerate(pairs)})
-    _grade(trial, person, {pair: (number * 3) % 4 for number, pair in enumerate(pairs)})
+    record_grades(trial, judge.account, {pair: number % 4 for number, pair in enumerate(pairs)})
+    record_grades(trial, person, {pair: (number * 3) % 4 for number, pair in enumerate(pairs)})
     services.adjudication_record(
         query=trial.queries.get(qid="q1"), document=trial.documents.get(docno="d1"),
         organiser=_user("olga"), grade=2,

@@ -4,8 +4,6 @@ disagreements and adjudications alike."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -18,8 +16,8 @@ from annotations.scores.rescoring import scores_verify
 from annotations.selectors import disagreements as disputes
 from annotations.selectors.stored_scores import evaluated_queries
 from annotations.selectors.versions import Mark, qrels_text_as_of
-from annotations.services.judges import judge_create
 from annotations.services.versions import qrels_version_tag
+from tests.factories import machine_judge, record_grades
 from tests.test_scores import oracle, stored_ndcg
 
 # --- the rule, by hand -------------------------------------------------------------------
@@ -64,27 +62,13 @@ EXPECTED = {
 }
 
 
-def _record(collection: Collection, who: Any, grades: dict[tuple[str, str], int]) -> None:
-    for (qid, docno), grade in grades.items():
-        services.judgement_record(
-            query=collection.queries.get(qid=qid),
-            document=collection.documents.get(docno=docno),
-            assessor=who,
-            grade=grade,
-            source="machine" if hasattr(who, "machine_judge") else "form",
-        )
-
-
 @pytest.fixture
 def machine_judged(transactional_db: None, trial: Collection) -> Collection:
     """The trial collection judged by alice and the machine judge umbrela, with real commits
     (the scores are computed after each, as in production)."""
-    judge = judge_create(
-        collection=trial, name="umbrela", created_by=None, base_url="http://127.0.0.1:9/v1",
-        model="test-model", api_key_env="NDCG_TEST_LLM_KEY",
-    )  # fmt: skip
-    _record(trial, get_user_model().objects.get(username="alice"), PEOPLE)
-    _record(trial, judge.account, MACHINE)
+    judge = machine_judge(trial)
+    record_grades(trial, get_user_model().objects.get(username="alice"), PEOPLE)
+    record_grades(trial, judge.account, MACHINE)
     return trial
 
 
@@ -116,7 +100,7 @@ def test_each_rule_is_the_qrels_the_scores_the_leaderboard_and_trec_eval_agree_o
 def test_a_new_machine_grade_counts_by_the_rule_as_it_arrives(machine_judged: Collection) -> None:
     collection = _rule(machine_judged, "fill")
     judge = MachineJudge.objects.get(collection=collection)
-    _record(collection, judge.account, {("q1", "d2"): 3, ("q2", "d5"): 2})
+    record_grades(collection, judge.account, {("q1", "d2"): 3, ("q2", "d5"): 2})
     # q1/d2 stays alice's 0; q2/d5 is filled by the machine.
     assert _export(collection) == {**EXPECTED["fill"], ("q2", "d5"): 2}
     assert stored_ndcg(collection) == oracle(collection)
@@ -174,11 +158,8 @@ def test_disagreements_show_the_grade_that_counts_and_adjudication_records_it(
 def test_a_pair_only_machines_disagree_on_is_not_scored_under_people_only(
     machine_judged: Collection,
 ) -> None:
-    second = judge_create(
-        collection=machine_judged, name="second", created_by=None,
-        base_url="http://127.0.0.1:9/v1", model="other-model", api_key_env="NDCG_TEST_LLM_KEY",
-    )  # fmt: skip
-    _record(machine_judged, second.account, {("q2", "d4"): 3})
+    second = machine_judge(machine_judged, "second", model="other-model")
+    record_grades(machine_judged, second.account, {("q2", "d4"): 3})
     collection = _rule(machine_judged, "people")
     (row,) = [r for r in disputes.disagreements(collection=collection) if r.qid == "q2"]
     assert row.effective is None and row.initial_grade == 1  # the grades' lower median

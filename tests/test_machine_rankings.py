@@ -15,26 +15,7 @@ from annotations.metrics.rank_correlation import kendall_tau_b, tau_ap
 from annotations.models import Collection, Document, Query
 from annotations.selectors.machine_rankings import machine_rules_comparison
 from annotations.selectors.stored_scores import run_means_at
-from annotations.services.judges import judge_create
-from tests.factories import CollectionFactory, UserFactory
-
-
-def _judge(collection: Collection, name: str = "umbrela") -> Any:
-    return judge_create(
-        collection=collection, name=name, created_by=None, base_url="http://127.0.0.1:9/v1",
-        model="test-model", api_key_env="NDCG_TEST_LLM_KEY",
-    )  # fmt: skip
-
-
-def _record(collection: Collection, who: Any, grades: dict[tuple[str, str], int]) -> None:
-    for (qid, docno), grade in grades.items():
-        services.judgement_record(
-            query=collection.queries.get(qid=qid),
-            document=collection.documents.get(docno=docno),
-            assessor=who,
-            grade=grade,
-            source="machine" if hasattr(who, "machine_judge") else "form",
-        )
+from tests.factories import CollectionFactory, UserFactory, machine_judge, record_grades
 
 
 def _random_collection(seed: int, missing: str) -> Collection:
@@ -59,12 +40,12 @@ def _random_collection(seed: int, missing: str) -> Collection:
         )
     people = [UserFactory(username=f"person-{seed}-{i}") for i in range(2)]
     for who in people:
-        _record(collection, who, {
+        record_grades(collection, who, {
             (qid, d): rng.randint(0, 3)
             for qid in qids[:-1] for d in docnos if rng.random() < 0.3
         })  # fmt: skip
-    machine = _judge(collection)
-    _record(collection, machine.account, {
+    machine = machine_judge(collection)
+    record_grades(collection, machine.account, {
         (qid, d): rng.randint(0, 3) for qid in qids for d in docnos if rng.random() < 0.5
     })  # fmt: skip
     return collection
@@ -112,8 +93,8 @@ def test_runs_that_move_when_the_machine_fills_are_listed(transactional_db: None
             results={"q1": [(d, 2.0 - i, i + 1) for i, d in enumerate(docs)]},
         )
     alice = get_user_model().objects.create(username="alice")
-    _record(collection, alice, {("q1", "a"): 1, ("q1", "c"): 0})
-    _record(collection, _judge(collection).account, {("q1", "c"): 3, ("q1", "d"): 3})
+    record_grades(collection, alice, {("q1", "a"): 1, ("q1", "c"): 0})
+    record_grades(collection, machine_judge(collection).account, {("q1", "c"): 3, ("q1", "d"): 3})
     comparison = machine_rules_comparison(collection=collection, k=2)
     assert comparison is not None
     assert (comparison.machine_pairs, comparison.filled_pairs, comparison.queries) == (2, 1, 1)
@@ -132,7 +113,7 @@ def test_runs_that_move_when_the_machine_fills_are_listed(transactional_db: None
 
 def test_no_comparison_without_machine_grades(trial: Collection) -> None:
     assert machine_rules_comparison(collection=trial, k=5) is None
-    _judge(trial)  # a judge that has graded nothing yet
+    machine_judge(trial)  # a judge that has graded nothing yet
     assert machine_rules_comparison(collection=trial, k=5) is None
 
 
@@ -157,8 +138,8 @@ def moving(transactional_db: None) -> Collection:
     for username, role in (("olga", "organiser"), ("alice", "assessor")):
         MembershipFactory(collection=collection, user=UserFactory(username=username), role=role)
     alice = get_user_model().objects.get(username="alice")
-    _record(collection, alice, {("q1", "a"): 1, ("q1", "c"): 0})
-    _record(collection, _judge(collection).account, {("q1", "c"): 3, ("q1", "d"): 3})
+    record_grades(collection, alice, {("q1", "a"): 1, ("q1", "c"): 0})
+    record_grades(collection, machine_judge(collection).account, {("q1", "c"): 3, ("q1", "d"): 3})
     return collection
 
 
@@ -249,9 +230,11 @@ def test_the_section_at_tens_of_runs_with_long_names_passes_axe_and_fits_390_px(
         )
     MembershipFactory(collection=collection, user=UserFactory(username="olga"), role="organiser")
     person = UserFactory(username="alice")
-    _record(collection, person, {(q, d): rng.randint(0, 3) for q in qids for d in docnos[:6]})
-    machine = _judge(collection, "judge-" + "y" * 54)
-    _record(collection, machine.account, {(q, d): rng.randint(0, 3) for q in qids for d in docnos})
+    record_grades(collection, person, {(q, d): rng.randint(0, 3) for q in qids for d in docnos[:6]})
+    machine = machine_judge(collection, "judge-" + "y" * 54)
+    record_grades(
+        collection, machine.account, {(q, d): rng.randint(0, 3) for q in qids for d in docnos}
+    )
     comparison = machine_rules_comparison(collection=collection, k=5)
     assert comparison is not None and len(comparison.moves) >= 10
     with browser_page(browser, live_server, viewport=PHONE) as page:
