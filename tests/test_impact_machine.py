@@ -140,6 +140,23 @@ def test_the_answers_spread_goes_with_a_machine_grade_that_has_one(hybrid: Colle
     assert q2_d1.said is None  # its answer gave no spread
 
 
+def test_two_wordings_that_disagree_split_the_grade_and_two_that_agree_are_sure(
+    hybrid: Collection,
+) -> None:
+    judge = MachineJudge.objects.get(collection=hybrid)
+    for qid, variant in (("q1", 2), ("q2", 0)):
+        JudgeAnswer.objects.create(
+            judge=judge, query=Query.objects.get(collection=hybrid, qid=qid),
+            document=hybrid.documents.get(docno="d1"), cache_key=qid, model="m",
+            prompt_version=1, grade=3 if qid == "q1" else 0, variant_grade=variant,
+        )  # fmt: skip
+    inputs = impact_inputs(collection=hybrid, k=2)
+    assert inputs.document_priors is not None
+    (q1_d1,), (q2_d1,) = (priors.values() for priors in inputs.document_priors)
+    assert q1_d1.said is not None and list(q1_d1.said) == [0.0, 0.0, 0.5, 0.5]
+    assert q2_d1.said is not None and list(q2_d1.said) == [1.0, 0.0, 0.0, 0.0]
+
+
 def test_pools_for_people_keep_pairs_only_a_machine_graded(hybrid: Collection) -> None:
     runs = list(hybrid.runs.all())
     candidates = pool_candidates(runs=runs, queries=[], depth=2)

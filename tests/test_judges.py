@@ -32,6 +32,7 @@ from annotations.services.judges import (
     judge_try,
     judge_update,
 )
+from tests.factories import machine_judge
 from tests.fake_llm import FakeLlm, fake_llm, says
 from tests.waiting import wait_until
 
@@ -331,3 +332,30 @@ def test_a_judge_asked_for_log_probabilities_keeps_each_answers_spread(
         assert answer.grade_probabilities == pytest.approx(
             {"0": 0.0, "1": 0.2, "2": 0.7, "3": 0.1}, rel=1e-12
         )
+
+
+def test_a_judge_with_a_prompt_variant_asks_both_ways_and_keeps_the_second_grade(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        if prompt.startswith("In other words") and "Storing solar power" in prompt:
+            return says("##final score: 1")  # the variant disagrees on d1
+        return says("##final score: 2")
+
+    variant = "In other words: how well does this answer {title}?\n{scale}\n{document}"
+    with pytest.raises(ValidationError, match="Unknown fields"):
+        machine_judge(trial, "bad", variant_template="{document} {query_text}")
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = machine_judge(trial, base_url=llm.url, variant_template=variant)
+        run = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+    pairs = pool.entries.count()
+    assert len(llm.prompts) == 2 * pairs and run.completion_tokens == 14 * pairs
+    answers = JudgeAnswer.objects.filter(judge=judge)
+    assert {a.grade for a in answers} == {2}  # the first wording's grade is the judgement
+    on_d1 = {a.variant_grade for a in answers if a.document.docno == "d1"}
+    assert on_d1 == {1} and {a.variant_grade for a in answers if a.document.docno != "d1"} == {2}
+    assert set(
+        Judgement.objects.filter(assessor=judge.account).values_list("grade", flat=True)
+    ) == {2}
+    judge_update(judge=judge, variant_template=variant + "\n")
+    assert judge.prompt_version == 2  # answers of the old wordings are not reused

@@ -11,11 +11,15 @@ class MachineJudgeForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = MachineJudge
         fields = [
-            "name", "base_url", "model", "api_key_env", "prompt_template", "temperature",
+            "name", "base_url", "model", "api_key_env", "prompt_template", "variant_template",
+            "temperature",
             "max_tokens", "concurrency", "requests_per_minute", "prompt_price",
             "completion_price", "logprobs",
         ]  # fmt: skip
-        widgets = {"prompt_template": forms.Textarea(attrs={"rows": 14})}
+        widgets = {
+            "prompt_template": forms.Textarea(attrs={"rows": 14}),
+            "variant_template": forms.Textarea(attrs={"rows": 6}),
+        }
         help_texts = {
             "prompt_template": "Fields: {scale} {title} {description} {narrative} {document} "
             "{low} {high}. Empty: the UMBRELA prompt. The answer must end in "
@@ -25,6 +29,7 @@ class MachineJudgeForm(forms.ModelForm):  # type: ignore[type-arg]
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.fields["prompt_template"].required = False
+        self.fields["variant_template"].required = False
         if self.instance.pk:
             self.fields["name"].disabled = True
 

@@ -16,8 +16,8 @@ class MachineJudge(models.Model):
     Its grades are the judgements of its own account (`account`, a system account without a
     password), in the history like anyone's, with source `machine`. The endpoint's key is
     never stored: `api_key_env` names the environment variable that holds it. Editing the
-    prompt template raises `prompt_version`, so cached answers of the old prompt are not
-    reused.
+    prompt template or its variant raises `prompt_version`, so cached answers of the old
+    prompts are not reused.
     """
 
     collection = models.ForeignKey(
@@ -38,6 +38,12 @@ class MachineJudge(models.Model):
         help_text="The environment variable of the server that holds the endpoint's key",
     )
     prompt_template = models.TextField()
+    variant_template = models.TextField(
+        blank=True,
+        help_text="A second wording of the prompt (optional): every pair is asked both ways, "
+        "twice the tokens; where the two grades differ the pair counts as uncertain for "
+        "pools by impact. The first prompt's grade is the judgement.",
+    )
     prompt_version = models.PositiveIntegerField(default=1)
     temperature = models.FloatField(
         default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
@@ -135,6 +141,9 @@ class JudgeAnswer(models.Model):
     prompt_version = models.PositiveIntegerField()
     grade = models.SmallIntegerField(null=True, blank=True)
     excerpt = models.CharField(max_length=500, blank=True)
+    variant_grade = models.SmallIntegerField(
+        null=True, blank=True, help_text="The variant prompt's grade (None: not asked, or none)"
+    )
     grade_probabilities = models.JSONField(
         null=True,
         blank=True,

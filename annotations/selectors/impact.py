@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from django.db.models import Q
 
 from annotations.metrics import ndcg
 from annotations.metrics.impact import (
@@ -117,8 +118,9 @@ def machine_priors(
     how often people gave each grade (their effective grade, adjudications included) on the
     collection's pairs where the machines' grade (combined by the aggregation rule) was the
     same as this document's; and the grade the leaderboard counts for it now. Where every
-    machine grade of the pair came with the answer's probabilities of the grades
-    (`JudgeAnswer.grade_probabilities`), their mean goes with it (`DocumentPrior.said`)."""
+    machine grade of the pair came with the answer's probabilities of the grades (its token
+    log-probabilities, or its two prompt wordings' grades), their mean goes with it
+    (`DocumentPrior.said`)."""
     rows = Judgement.objects.filter(query__collection=collection, assessor_id__in=machines)
     if collection.stale_judgements == "exclude":
         rows = rows.filter(stale=False)
@@ -172,17 +174,29 @@ def _answer_probabilities(
     collection: Collection, scale: tuple[int, ...]
 ) -> dict[tuple[int, int, int], tuple[int, np.ndarray]]:
     """(judge account, query, document) -> (grade, its probability of each grade of the
-    scale) of the latest answer of each judge that came with them."""
+    scale) of the latest answer of each judge that tells it: from the answer's token
+    log-probabilities, else from its two prompt wordings' grades."""
     found: dict[tuple[int, int, int], tuple[int, np.ndarray]] = {}
     answers = (
-        JudgeAnswer.objects.filter(judge__collection=collection, grade_probabilities__isnull=False)
+        JudgeAnswer.objects.filter(judge__collection=collection, grade__isnull=False)
+        .filter(Q(grade_probabilities__isnull=False) | Q(variant_grade__isnull=False))
         .order_by("id")
-        .values_list("judge__account_id", "query_id", "document_id", "grade", "grade_probabilities")
-    )
-    for account, query_id, document_id, grade, probabilities in answers:
-        if grade is None or not isinstance(probabilities, dict):
+        .values_list(
+            "judge__account_id", "query_id", "document_id", "grade", "grade_probabilities",
+            "variant_grade",
+        )
+    )  # fmt: skip
+    position = {value: i for i, value in enumerate(scale)}
+    for account, query_id, document_id, grade, probabilities, variant in answers:
+        if grade is None:
             continue
-        row = np.array([float(probabilities.get(str(value), 0.0)) for value in scale])
+        if isinstance(probabilities, dict):
+            row = np.array([float(probabilities.get(str(value), 0.0)) for value in scale])
+        else:  # the two wordings' grades, half each (the same grade twice: sure of it)
+            row = np.zeros(len(scale))
+            for said in (grade, variant if variant is not None else grade):
+                if max(said, 0) in position:
+                    row[position[max(said, 0)]] += 0.5
         if row.sum() > 0:
             found[(account, query_id, document_id)] = (grade, row)
     return found

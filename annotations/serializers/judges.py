@@ -8,7 +8,8 @@ from annotations.models import JudgeRun, MachineJudge
 from annotations.serializers.inputs import StrictInputMixin, http_url
 
 SETTINGS = [
-    "base_url", "model", "api_key_env", "prompt_template", "temperature", "max_tokens",
+    "base_url", "model", "api_key_env", "prompt_template", "variant_template", "temperature",
+    "max_tokens",
     "concurrency", "requests_per_minute", "prompt_price", "completion_price", "logprobs",
 ]  # fmt: skip
 
@@ -31,6 +32,11 @@ class MachineJudgeWriteSerializer(StrictInputMixin, serializers.ModelSerializer)
         required=False, allow_blank=True, trim_whitespace=False,
         help_text="Fields {scale} {title} {description} {narrative} {document} {low} {high}; "
         "blank: the UMBRELA prompt",
+    )  # fmt: skip
+    variant_template = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False,
+        help_text="A second wording (the same fields), asked too: where the grades differ the "
+        "pair counts as uncertain for pools by impact; blank: none",
     )  # fmt: skip
 
     class Meta:

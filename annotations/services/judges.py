@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -66,6 +67,9 @@ def _checked(judge: MachineJudge) -> None:
     problem = judge_prompts.template_problem(judge.prompt_template)
     if problem is not None:
         raise ValidationError({"prompt_template": problem})
+    variant = judge.variant_template and judge_prompts.template_problem(judge.variant_template)
+    if variant:
+        raise ValidationError({"variant_template": variant})
     judge.full_clean(exclude=["account", "collection", "created_by"], validate_unique=False)
     refusal = endpoint_refusal(judge.base_url)
     if refusal is not None:
@@ -90,11 +94,11 @@ def judge_create(
 
 def judge_update(*, judge: MachineJudge, **changes: object) -> MachineJudge:
     """Change a judge's settings; a changed prompt raises its version (new answers)."""
-    old_prompt = judge.prompt_template
+    old_prompts = (judge.prompt_template, judge.variant_template)
     for field, value in changes.items():
         setattr(judge, field, value)
     _checked(judge)
-    if judge.prompt_template != old_prompt:
+    if (judge.prompt_template, judge.variant_template) != old_prompts:
         judge.prompt_version += 1
     judge.save()
     return judge
@@ -109,9 +113,11 @@ class Pair:
     document: Document
 
 
-def prompt_for(judge: MachineJudge, pair: Pair, levels: list[judge_prompts.Level]) -> str:
+def prompt_for(
+    judge: MachineJudge, pair: Pair, levels: list[judge_prompts.Level], *, variant: bool = False
+) -> str:
     return judge_prompts.render(
-        judge.prompt_template,
+        judge.variant_template if variant else judge.prompt_template,
         levels=levels,
         title=pair.query.title or pair.query.qid,
         description=pair.query.description,
@@ -309,6 +315,39 @@ def _probabilities(
     return None if found is None else {str(value): p for value, p in found.items()}
 
 
+def _asked(
+    judge: MachineJudge,
+    pair: Pair,
+    levels: list[judge_prompts.Level],
+    values: list[int],
+    pace: Pace,
+) -> dict[str, Any]:
+    """A new answer's row: the prompt's grade (or why it names none) with its spread over
+    the grades, the variant prompt's grade when the judge has one, tokens and time."""
+    started = time.monotonic()
+    answer = ask(judge, prompt_for(judge, pair, levels), pace=pace)
+    reading = judge_prompts.read_answer(answer.text, values)
+    second = (
+        ask(judge, prompt_for(judge, pair, levels, variant=True), pace=pace)
+        if judge.variant_template and reading.grade is not None
+        else None
+    )
+    return {
+        "query": pair.query, "document": pair.document, "model": judge.model,
+        "prompt_version": judge.prompt_version, "grade": reading.grade,
+        "excerpt": judge_prompts.excerpt(answer.text), "failure": reading.failure,
+        "grade_probabilities": None if reading.grade is None else _probabilities(
+            answer.tokens, reading.grade, values
+        ),
+        "variant_grade": None if second is None
+        else judge_prompts.read_answer(second.text, values).grade,
+        "prompt_tokens": answer.prompt_tokens + (second.prompt_tokens if second else 0),
+        "completion_tokens": answer.completion_tokens
+        + (second.completion_tokens if second else 0),
+        "seconds": time.monotonic() - started,
+    }  # fmt: skip
+
+
 def _grade(
     run: JudgeRun,
     judge: MachineJudge,
@@ -324,26 +363,12 @@ def _grade(
         answer_row = cached
         counters["pairs_cached"] = F("pairs_cached") + 1
     else:
-        started = time.monotonic()
-        answer = ask(judge, prompt_for(judge, pair, levels), pace=pace)
-        reading = judge_prompts.read_answer(answer.text, values)
+        defaults = _asked(judge, pair, levels, values, pace)
         answer_row, _ = JudgeAnswer.objects.get_or_create(
-            judge=judge,
-            cache_key=key,
-            defaults={
-                "query": pair.query, "document": pair.document, "model": judge.model,
-                "prompt_version": judge.prompt_version, "grade": reading.grade,
-                "excerpt": judge_prompts.excerpt(answer.text), "failure": reading.failure,
-                "grade_probabilities": None if reading.grade is None else _probabilities(
-                    answer.tokens, reading.grade, values
-                ),
-                "prompt_tokens": answer.prompt_tokens,
-                "completion_tokens": answer.completion_tokens,
-                "seconds": time.monotonic() - started,
-            },
-        )  # fmt: skip
-        counters["prompt_tokens"] = F("prompt_tokens") + answer.prompt_tokens
-        counters["completion_tokens"] = F("completion_tokens") + answer.completion_tokens
+            judge=judge, cache_key=key, defaults=defaults
+        )
+        counters["prompt_tokens"] = F("prompt_tokens") + defaults["prompt_tokens"]
+        counters["completion_tokens"] = F("completion_tokens") + defaults["completion_tokens"]
     if answer_row.grade is None:
         counters["pairs_failed"] = F("pairs_failed") + 1
     else:
