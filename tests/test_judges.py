@@ -359,3 +359,17 @@ def test_a_judge_with_a_prompt_variant_asks_both_ways_and_keeps_the_second_grade
     ) == {2}
     judge_update(judge=judge, variant_template=variant + "\n")
     assert judge.prompt_version == 2  # answers of the old wordings are not reused
+
+
+def test_trying_a_judge_with_a_variant_shows_both_answers(
+    trial: Collection, pool: Pool, key: None
+) -> None:
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        return says("##final score: 0" if prompt.startswith("Again") else "##final score: 2")
+
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = machine_judge(trial, base_url=llm.url, variant_template="Again: {document}")
+        tried = judge_try(judge=judge)
+    assert {(item.grade, item.variant_grade) for item in tried} == {(2, 0)}
+    assert all(item.variant_answer == "##final score: 0" for item in tried)
+    assert len(llm.prompts) == 2 * len(tried) and not JudgeAnswer.objects.exists()

@@ -85,3 +85,7 @@ class TriedSerializer(serializers.Serializer):
     answer = serializers.CharField()
     grade = serializers.IntegerField(allow_null=True, help_text="null: no grade on the scale")
     failure = serializers.CharField()
+    variant_answer = serializers.CharField(
+        help_text="The variant template's answer (empty: the judge has none)"
+    )
+    variant_grade = serializers.IntegerField(allow_null=True)

@@ -148,6 +148,8 @@ class Tried:
     answer: str
     grade: int | None
     failure: str
+    variant_answer: str = ""  # with a variant template: the second wording's answer
+    variant_grade: int | None = None
 
 
 def judge_try(*, judge: MachineJudge, pool: Pool | None = None) -> list[Tried]:
@@ -167,11 +169,20 @@ def judge_try(*, judge: MachineJudge, pool: Pool | None = None) -> list[Tried]:
         except EndpointFailed as error:
             raise ValidationError({"base_url": str(error)}) from None
         reading = judge_prompts.read_answer(answer, values)
+        second = ""
+        if judge.variant_template:
+            variant = prompt_for(judge, pair, levels, variant=True)
+            try:
+                second = ask(judge, variant, attempts=TRY_ATTEMPTS).text
+            except EndpointFailed as error:
+                raise ValidationError({"base_url": str(error)}) from None
         tried.append(
             Tried(
-                pair.query.qid, pair.document.docno, prompt, answer, reading.grade, reading.failure
+                pair.query.qid, pair.document.docno, prompt, answer, reading.grade,
+                reading.failure, second,
+                judge_prompts.read_answer(second, values).grade if second else None,
             )
-        )
+        )  # fmt: skip
     return tried
 
 
