@@ -82,19 +82,8 @@ def test_each_column_is_the_leaderboard_its_rule_gives_bit_for_bit(
             assert move.ranks == {r.rule: r.ranking.index(move.run) + 1 for r in first.rules}
 
 
-def test_runs_that_move_when_the_machine_fills_are_listed(transactional_db: None) -> None:
-    collection = CollectionFactory(slug="moves", cutoffs=[2])
-    Query.objects.create(collection=collection, qid="q1")
-    Document.objects.bulk_create(Document(collection=collection, docno=d) for d in "abcd")
-    for name, docs in {"first": "ab", "second": "cd"}.items():
-        services.run_store(
-            collection=collection,
-            run_name=name,
-            results={"q1": [(d, 2.0 - i, i + 1) for i, d in enumerate(docs)]},
-        )
-    alice = get_user_model().objects.create(username="alice")
-    record_grades(collection, alice, {("q1", "a"): 1, ("q1", "c"): 0})
-    record_grades(collection, machine_judge(collection).account, {("q1", "c"): 3, ("q1", "d"): 3})
+def test_runs_that_move_when_the_machine_fills_are_listed(moving: Collection) -> None:
+    collection = moving
     comparison = machine_rules_comparison(collection=collection, k=2)
     assert comparison is not None
     assert (comparison.machine_pairs, comparison.filled_pairs, comparison.queries) == (2, 1, 1)

@@ -13,7 +13,7 @@ An organiser's adjudication overrides every rule, as it overrides the aggregatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 
 from annotations.metrics import ndcg
 
@@ -51,3 +51,23 @@ def pair_grade(
         return adjudicated
     counted = counted_grades(people, machine, rule)
     return ndcg.effective_grade(counted, aggregation) if counted else None
+
+
+def assessed_pair_grade(
+    grades: Iterable[tuple[int, int]],
+    machines: Container[int],
+    adjudicated: int | None,
+    *,
+    aggregation: str,
+    rule: str,
+) -> int | None:
+    """`pair_grade` of a pair's (assessor, grade) judgements, the assessors in `machines`
+    being machine judges."""
+    held = list(grades)
+    return pair_grade(
+        [grade for assessor, grade in held if assessor not in machines],
+        [grade for assessor, grade in held if assessor in machines],
+        adjudicated,
+        aggregation=aggregation,
+        rule=rule,
+    )

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotations.metrics import ndcg
-from annotations.metrics.machine_grades import pair_grade
+from annotations.metrics.machine_grades import assessed_pair_grade
 from annotations.models import Adjudication, Collection, Judgement
 from annotations.selectors.grades import machine_accounts
 
@@ -83,9 +83,9 @@ def disagreements(*, collection: Collection, min_difference: int = 2) -> list[Di
         values = [grade for _, grade in grades]
         if max(values) - min(values) < min_difference:
             continue
-        effective = pair_grade(
-            [row[7] for row in pair_rows if row[10] not in machines],
-            [row[7] for row in pair_rows if row[10] in machines],
+        effective = assessed_pair_grade(
+            ((row[10], row[7]) for row in pair_rows),
+            machines,
             None,
             aggregation=collection.aggregation,
             rule=collection.machine_grades,

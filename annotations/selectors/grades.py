@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connection
 
 from annotations.metrics import ndcg
 from annotations.metrics.machine_grades import counted_grades
 from annotations.models import Adjudication, Collection, Judgement, MachineJudge
-
-if TYPE_CHECKING:
-    pass
 
 
 def machine_accounts(collection: Collection) -> set[int]:

@@ -22,7 +22,7 @@ from django.core.cache import cache
 from annotations import selectors
 from annotations.formats import trec
 from annotations.metrics import ndcg, rank_correlation
-from annotations.metrics.machine_grades import pair_grade
+from annotations.metrics.machine_grades import assessed_pair_grade
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
 from annotations.selectors.grades import machine_accounts
@@ -116,11 +116,10 @@ def _effective(
     machines: set[int],
     mark: Mark,
 ) -> Iterator[tuple[int, str, int, str, int]]:
-    held = [(a, grade) for a, grade in grades.items() if grade is not None]
     # Nothing held: every judgement of the pair was deleted by then.
-    grade = pair_grade(
-        [grade for a, grade in held if a not in machines],
-        [grade for a, grade in held if a in machines],
+    grade = assessed_pair_grade(
+        ((a, grade) for a, grade in grades.items() if grade is not None),
+        machines,
         adjudicated,
         aggregation=mark.aggregation,
         rule=mark.machine_grades,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from annotations.metrics.machine_grades import pair_grade
+from annotations.metrics.machine_grades import assessed_pair_grade
 from annotations.models import Adjudication, Document, Judgement, JudgementHistory, Query
 from annotations.selectors.grades import machine_accounts
 from annotations.selectors.judging import user_is_organiser
@@ -64,10 +64,9 @@ def adjudication_record(
                     query=query, document=document
                 )
             else:
-                machines = machine_accounts(collection)
-                old = pair_grade(
-                    [grade for grade, assessor in grades if assessor not in machines],
-                    [grade for grade, assessor in grades if assessor in machines],
+                old = assessed_pair_grade(
+                    ((assessor, grade) for grade, assessor in grades),
+                    machine_accounts(collection),
                     None,
                     aggregation=collection.aggregation,
                     rule=collection.machine_grades,
