@@ -46,6 +46,7 @@ from annotations.serializers import (
     JudgementInputSerializer,
     JudgementSerializer,
 )
+from annotations.services import judgement_rows
 
 
 class JudgementFilter(StrictFilterSet):
@@ -76,25 +77,30 @@ class JudgementFilter(StrictFilterSet):
         return queryset.filter(updated__gte=moment)
 
 
-# What a judgement's write and its answer read of the pair (not the document's text).
-_QUERY_FIELDS = ("id", "collection_id", "qid", "judgements_version", "scored_version")
-_DOCUMENT_FIELDS = ("id", "collection_id", "docno")
-
-
 def pair_of(collection: Collection, qid: str, docno: str) -> tuple[Query, Document]:
-    query = Query.objects.filter(collection=collection, qid=qid).only(*_QUERY_FIELDS).first()
-    document = (
-        Document.objects.filter(collection=collection, docno=docno).only(*_DOCUMENT_FIELDS).first()
-    )
+    """The pair's query and document (the fields a write and its answer need) and, on the
+    request's collection, its grades for the write's check: one statement."""
+    query_row, document_row, grades = judgement_rows.pair_rows(collection.id, qid, docno)
     problems: dict[str, list[str]] = {}
-    if query is None:
+    if query_row is None:
         problems["qid"] = [f"No query {qid!r} in {collection.slug}."]
-    if document is None:
+    if document_row is None:
         problems["docno"] = [f"No document {docno!r} in {collection.slug}."]
     if problems:
         raise ValidationError(problems)
-    query.collection = document.collection = collection  # type: ignore[union-attr]
-    return cast(Query, query), cast(Document, document)
+    query_id, found_qid, judgements_version, scored_version = cast(tuple, query_row)
+    document_id, found_docno = cast(tuple, document_row)
+    query = Query.from_db(
+        "default",
+        ("id", "collection_id", "qid", "judgements_version", "scored_version"),
+        (query_id, collection.id, found_qid, judgements_version, scored_version),
+    )
+    document = Document.from_db(
+        "default", ("id", "collection_id", "docno"), (document_id, collection.id, found_docno)
+    )
+    query.collection = document.collection = collection
+    setattr(collection, services.GRADES_READ, grades)
+    return query, document
 
 
 class JudgementListCreateApi(CollectionListApiView):
@@ -155,9 +161,8 @@ class JudgementListCreateApi(CollectionListApiView):
         # (`pending`: inline scoring has stored the scores by now).
         judgement.query, judgement.document = query, document
         judgement.assessor = calling_user(request)
-        for versions in Query.objects.filter(id=query.id).values_list(
-            "judgements_version", "scored_version"
-        ):
+        versions = judgement_rows.query_versions(query.id)
+        if versions is not None:
             query.judgements_version, query.scored_version = versions
         data = JudgementSerializer(judgement).data
         if not is_new:

@@ -37,6 +37,7 @@ from annotations.services.imports import (
     topics_import,
 )
 from annotations.services.judgements import (
+    GRADES_READ,
     IMPORT_ASSESSOR,
     import_assessor,
     judgement_delete,
@@ -76,6 +77,7 @@ from annotations.services.runs import (
 )
 
 __all__ = [
+    "GRADES_READ",
     "IMPORT_ASSESSOR",
     "MAX_GRADE_LEVELS",
     "SCORING_FIELDS",

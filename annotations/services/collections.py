@@ -20,6 +20,7 @@ from annotations.models import (
     Run,
 )
 from annotations.scores import scores_schedule
+from annotations.services import judgement_rows
 from annotations.services.members import membership_grant
 
 # The range the grade check constraints of GradeLevel and Judgement allow.
@@ -216,7 +217,8 @@ def collection_mark_stale(*, collection: Collection) -> None:
 
 
 def grade_values(collection: Collection) -> list[int]:
-    return list(collection.grades.values_list("value", flat=True))
+    """The collection's grades, lowest first."""
+    return judgement_rows.grade_values(collection.id)
 
 
 def collection_create_with_organiser(

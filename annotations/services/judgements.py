@@ -10,7 +10,7 @@ from typing import cast
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from annotations import events
@@ -24,6 +24,7 @@ from annotations.models import (
     Query,
 )
 from annotations.models.webhooks import JUDGEMENT_CHANGED, JUDGEMENT_CREATED
+from annotations.services import judgement_rows as rows
 from annotations.services.collections import grade_values
 from annotations.services.imports import (
     LOOKUP_CHUNK,
@@ -40,8 +41,15 @@ IMPORT_ASSESSOR = "trec"
 # --- judgements -------------------------------------------------------------------------
 
 
+# The collection's grades where the caller has just read them (`pair_rows`): set on the
+# request's own instance of the collection, for the write that follows.
+GRADES_READ = "_grades_read"
+
+
 def grade_check(collection: Collection, grade: int) -> None:
-    levels = grade_values(collection)
+    levels = getattr(collection, GRADES_READ, None)
+    if levels is None:
+        levels = grade_values(collection)
     if grade not in levels:
         raise ValidationError(
             {"grade": f"{grade} is not on the scale of {collection.slug} ({levels})"}
@@ -95,39 +103,33 @@ def judgement_upsert(
     if query.collection_id != document.collection_id:
         raise ValidationError({"document": "The document belongs to another collection."})
     grade_check(query.collection, grade)
+    pair = (query.id, document.id, assessor.pk)
+    who = (changed_by or assessor).pk
     # No savepoint of its own inside the caller's transaction: an error here fails that
     # transaction as a whole (the API's write, the grading form's), which none catches.
     with transaction.atomic(savepoint=False):
-        judgement = (
-            Judgement.objects.select_for_update()
-            .filter(query=query, document=document, assessor=assessor)
-            .first()
-        )
-        old_grade: int | None = None
-        if judgement is None:
-            try:
-                with transaction.atomic():
-                    judgement = Judgement(
-                        query=query, document=document, assessor=assessor, grade=grade, note=note
-                    )
-                    judgement._recorded_by_service = True  # type: ignore[attr-defined]
-                    judgement.save()
-            except IntegrityError:  # another request created it first: change that one
-                judgement = Judgement.objects.select_for_update().get(
-                    query=query, document=document, assessor=assessor
-                )
-            else:
-                _history(judgement, None, grade, note, source, changed_by or assessor, dwell_ms)
+        now = timezone.now()
+        found = rows.judgement_locked(*pair)
+        while found is None:
+            created_id = rows.judgement_insert(*pair, grade, note, now)
+            if created_id is not None:
+                judgement = _instance(created_id, query, document, assessor, grade, note, now, now)
+                _history(judgement, None, grade, note, source, who, dwell_ms, now)
                 queries_mark_stale([query.id])
                 _tell(JUDGEMENT_CREATED, query.collection_id, judgement, None, grade, source)
                 return judgement, True
-        if judgement.grade == grade and judgement.note == note and not judgement.stale:
+            # Another request created it first: change that one (locked now).
+            found = rows.judgement_locked(*pair)
+        judgement_id, old_grade, old_note, was_stale, created, updated = found
+        if old_grade == grade and old_note == note and not was_stale:
+            judgement = _instance(
+                judgement_id, query, document, assessor, grade, note, created, updated
+            )
+            judgement.stale = was_stale
             return judgement, False
-        old_grade, was_stale = judgement.grade, judgement.stale
-        judgement.grade, judgement.note, judgement.stale = grade, note, False
-        judgement._recorded_by_service = True  # type: ignore[attr-defined]
-        judgement.save(update_fields=["grade", "note", "stale", "updated"])
-        _history(judgement, old_grade, grade, note, source, changed_by or assessor, dwell_ms)
+        rows.judgement_change(judgement_id, grade, note, now)
+        judgement = _instance(judgement_id, query, document, assessor, grade, note, created, now)
+        _history(judgement, old_grade, grade, note, source, who, dwell_ms, now)
         # A re-judged stale judgement counts again where stale ones are left out.
         excluded = was_stale and query.collection.stale_judgements == "exclude"
         if old_grade != grade or excluded:
@@ -136,13 +138,45 @@ def judgement_upsert(
     return judgement, False
 
 
+_JUDGEMENT_FIELDS = (
+    "id", "query_id", "document_id", "assessor_id", "grade", "note", "stale", "created", "updated",
+)  # fmt: skip
+
+
+def _instance(
+    judgement_id: int,
+    query: Query,
+    document: Document,
+    assessor: User,
+    grade: int,
+    note: str,
+    created: datetime,
+    updated: datetime,
+) -> Judgement:
+    """The judgement as stored (not stale), with its pair and assessor attached."""
+    values = (
+        judgement_id,
+        query.id,
+        document.id,
+        assessor.pk,
+        grade,
+        note,
+        False,
+        created,
+        updated,
+    )
+    judgement = Judgement.from_db(transaction.get_connection().alias, _JUDGEMENT_FIELDS, values)
+    judgement.query, judgement.document, judgement.assessor = query, document, assessor
+    return judgement
+
+
 def judgement_delete(*, judgement: Judgement, source: str, changed_by: User | None = None) -> None:
     """Delete a judgement, keeping a history row, and rescore its query."""
     with transaction.atomic():
         locked = Judgement.objects.select_for_update().filter(id=judgement.id).first()
         if locked is None:
             return
-        _history(locked, locked.grade, None, locked.note, source, changed_by)
+        _history(locked, locked.grade, None, locked.note, source, getattr(changed_by, "pk", None))
         locked._recorded_by_service = True  # type: ignore[attr-defined]
         locked.delete()
         queries_mark_stale([locked.query_id])
@@ -182,21 +216,23 @@ def _history(
     new: int | None,
     note: str,
     source: str,
-    changed_by: User | None,
+    changed_by_id: int | None,
     dwell_ms: int | None = None,
+    now: datetime | None = None,
 ) -> None:
     if dwell_ms is not None:
         dwell_ms = max(0, min(int(dwell_ms), JudgementHistory.DWELL_CAP_MS))
-    JudgementHistory.objects.create(
+    rows.history_insert(
         query_id=judgement.query_id,
         document_id=judgement.document_id,
         assessor_id=judgement.assessor_id,
-        changed_by=changed_by,
-        old_grade=old,
-        new_grade=new,
+        changed_by_id=changed_by_id,
+        old=old,
+        new=new,
         note=note,
         source=source,
         dwell_ms=dwell_ms,
+        now=now or timezone.now(),
     )
 
 
