@@ -19,6 +19,7 @@ class TaskByName:
 
 
 RECOMPUTE_QUERY = TaskByName("annotations.tasks.recompute_query")
+RECOMPUTE_STALE_QUERIES = TaskByName("annotations.tasks.recompute_stale_queries")
 RECOMPUTE_RUN = TaskByName("annotations.tasks.recompute_run")
 RESCORE_COLLECTION = TaskByName("annotations.tasks.rescore_collection")
 REFRESH_LEADERBOARDS = TaskByName("annotations.tasks.refresh_leaderboards")

@@ -8,8 +8,20 @@ from annotations.scores import snapshots
 from annotations.services import impact, job_recovery, jobs, judges, webhooks
 
 
+@shared_task(name="annotations.tasks.recompute_stale_queries")
+def recompute_stale_queries(collection_id: int) -> int:
+    """After judgements: every query of the collection they left stale (one task however
+    many came while it was queued), then one leaderboard refresh."""
+    scores.coalesce_release(scores.stale_queries_key(collection_id))  # later changes queue again
+    done = scores.scores_recompute_stale_queries(collection_id=collection_id)
+    if done:
+        snapshots.leaderboards_refresh_schedule(collection_id=collection_id)
+    return done
+
+
 @shared_task(name="annotations.tasks.recompute_query")
 def recompute_query(query_id: int) -> bool:
+    """One query (what was queued per query before `recompute_stale_queries`)."""
     scores.coalesce_release(f"recompute-query:{query_id}")  # later changes queue again
     changed = scores.scores_recompute_query(query_id=query_id)
     for found in Query.objects.filter(id=query_id).values_list("collection_id", flat=True):

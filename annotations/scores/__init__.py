@@ -16,8 +16,10 @@ from annotations.scores.scheduling import (
     COALESCE_SECONDS,
     coalesce_release,
     run_inline,
+    scores_recompute_stale_queries,
     scores_schedule,
     scores_updated_emit,
+    stale_queries_key,
 )
 
 __all__ = [
@@ -26,9 +28,11 @@ __all__ = [
     "run_inline",
     "scores_recompute_query",
     "scores_recompute_run",
+    "scores_recompute_stale_queries",
     "scores_rescore_collection",
     "scores_schedule",
     "scores_sweep_stale",
     "scores_updated_emit",
     "scores_verify",
+    "stale_queries_key",
 ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F
 
 from annotations import events, publishing
 from annotations.models import Judgement, Query, Run
@@ -23,10 +24,11 @@ logger = logging.getLogger(__name__)
 _pending = threading.local()
 
 
-def _pending_sets() -> tuple[set[int], set[int], set[int]]:
+def _pending_sets() -> tuple[set[int], set[int], set[int], dict[int, int]]:
     if not hasattr(_pending, "queries"):
         _pending.queries, _pending.runs, _pending.collections = set(), set(), set()
-    return _pending.queries, _pending.runs, _pending.collections
+        _pending.owners = {}
+    return _pending.queries, _pending.runs, _pending.collections, _pending.owners
 
 
 def scores_schedule(
@@ -34,25 +36,31 @@ def scores_schedule(
     query_ids: Iterable[int] = (),
     run_ids: Iterable[int] = (),
     collection_ids: Iterable[int] = (),
+    query_collections: Mapping[int, int] | None = None,
 ) -> None:
     """Recompute these after the current transaction commits, once each however often asked.
 
     The caller has already marked them stale in its transaction, so a lost recomputation is
     healed by the sweep; duplicates are harmless because a recomputation reads current state.
+    `query_collections`: the collection of each query where the caller knows it (saves a
+    read after commit).
     """
-    queries, runs, collections = _pending_sets()
+    queries, runs, collections, owners = _pending_sets()
     queries.update(query_ids)
     runs.update(run_ids)
     collections.update(collection_ids)
+    owners.update(query_collections or {})
     transaction.on_commit(_dispatch)
 
 
 def _dispatch() -> None:
-    queries, runs, collections = _pending_sets()
+    queries, runs, collections, owners = _pending_sets()
     batch = (set(queries), set(runs), set(collections))
+    known = dict(owners)
     queries.clear()
     runs.clear()
     collections.clear()
+    owners.clear()
     if not any(batch):
         return
     if settings.CELERY_BROKER_URL:
@@ -60,10 +68,39 @@ def _dispatch() -> None:
             _publish(publishing.RESCORE_COLLECTION, collection_id)
         for run_id in batch[1]:
             _publish(publishing.RECOMPUTE_RUN, run_id)
-        for query_id in batch[0]:
-            _publish(publishing.RECOMPUTE_QUERY, query_id, coalesce=f"recompute-query:{query_id}")
+        owning = {known[query_id] for query_id in batch[0] if query_id in known}
+        owning.update(_collections_of({q for q in batch[0] if q not in known}))
+        for collection_id in sorted(owning):
+            _publish(
+                publishing.RECOMPUTE_STALE_QUERIES,
+                collection_id,
+                coalesce=stale_queries_key(collection_id),
+            )
         return
     run_inline(*batch)
+
+
+def stale_queries_key(collection_id: int) -> str:
+    return f"recompute-stale-queries:{collection_id}"
+
+
+def _collections_of(query_ids: set[int]) -> list[int]:
+    """The collections of these queries (after commit: a failed read leaves them pending
+    for the sweep instead of failing the request that changed them)."""
+    if not query_ids:
+        return []
+    ids = sorted(query_ids)
+    marks = ", ".join(["%s"] * len(ids))
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT collection_id FROM {Query._meta.db_table} WHERE id IN ({marks})",
+                ids,
+            )
+            return [collection_id for (collection_id,) in cursor.fetchall()]
+    except DatabaseError as error:
+        logger.warning("could not queue the recomputation of %d queries: %r", len(ids), error)
+        return []
 
 
 # A queued recomputation of a query covers every change made before it starts, so while one
@@ -135,13 +172,37 @@ def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int])
                     )
 
 
-def _recompute_query_and_tell(query_id: int) -> bool:
+def scores_recompute_stale_queries(*, collection_id: int) -> int:
+    """Recompute every query of the collection marked stale, each in its own transaction
+    (what a worker does for a collection's judgements: under a stream of them one task
+    takes all that came while the last one ran); how many were recomputed. One that fails
+    stays pending for the sweep, and the others go on."""
+    stale = (
+        Query.objects.filter(
+            collection_id=collection_id, judgements_version__gt=F("scored_version")
+        )
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    done = 0
+    for query_id in list(stale):
+        try:
+            done += _recompute_query_and_tell(query_id, collection_id=collection_id)
+        except Exception:
+            logger.exception("score recomputation of query %s failed; it stays pending", query_id)
+    return done
+
+
+def _recompute_query_and_tell(query_id: int, *, collection_id: int | None = None) -> bool:
     changed = scores_recompute_query(query_id=query_id)
     if changed:
-        for collection_id in Query.objects.filter(id=query_id).values_list(
-            "collection_id", flat=True
-        ):
-            scores_updated_emit(query_id=query_id, collection_id=collection_id)
+        owners = (
+            [collection_id]
+            if collection_id is not None
+            else Query.objects.filter(id=query_id).values_list("collection_id", flat=True)
+        )
+        for owner in owners:
+            scores_updated_emit(query_id=query_id, collection_id=owner)
     return changed
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import F
+from django.db import connection
 
 from annotations.ids import LOOKUP_CHUNK
 from annotations.models import Collection, Judgement, JudgementHistory, Query
@@ -14,11 +14,19 @@ from annotations.scores import scores_schedule
 def queries_mark_stale(query_ids: Iterable[int]) -> None:
     """Mark queries stale in the writing transaction and rescore them after it commits."""
     ids = sorted(set(query_ids))
-    for start in range(0, len(ids), LOOKUP_CHUNK):
-        Query.objects.filter(id__in=ids[start : start + LOOKUP_CHUNK]).update(
-            judgements_version=F("judgements_version") + 1
-        )
-    scores_schedule(query_ids=ids)
+    table = Query._meta.db_table
+    owners: dict[int, int] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), LOOKUP_CHUNK):
+            chunk = ids[start : start + LOOKUP_CHUNK]
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f"UPDATE {table} SET judgements_version = judgements_version + 1 "
+                f"WHERE id IN ({marks}) RETURNING id, collection_id",
+                chunk,
+            )
+            owners.update(cursor.fetchall())
+    scores_schedule(query_ids=ids, query_collections=owners)
 
 
 def judgements_mark_stale(*, collection: Collection, document_ids: Iterable[int]) -> int:
