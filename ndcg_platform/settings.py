@@ -314,6 +314,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery closes every database connection before and after each task unless told to reuse
+# them: a new PostgreSQL backend per recomputation. Reused here, and checked after each task
+# as Django checks after each request (CONN_MAX_AGE, errors: ndcg_platform/celery.py).
+CELERY_DB_REUSE_MAX = 10_000
 # Publishing a task never holds a request up: no publish retries, short socket timeouts. A
 # task that cannot be published leaves its scores marked pending for the sweep to heal.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 1, "socket_timeout": 2}
@@ -344,7 +348,7 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "coordination": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "ndcg_platform.redis_cache.PooledRedisCache",
             "LOCATION": _COORDINATION_URL,
             "KEY_PREFIX": "ndcg",
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},

@@ -466,7 +466,7 @@ def test_a_worker_killed_mid_import_is_noticed_within_the_dead_limit_and_retried
     settings.CACHES = {
         **settings.CACHES,
         "coordination": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "ndcg_platform.redis_cache.PooledRedisCache",
             "LOCATION": BROKER,
             "KEY_PREFIX": "ndcg",  # the worker's (settings.py)
         },

@@ -54,7 +54,7 @@ def worker(collection: Collection, settings, tmp_path: Path) -> Iterator[subproc
     settings.CACHES = {
         **settings.CACHES,
         "coordination": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "ndcg_platform.redis_cache.PooledRedisCache",
             "LOCATION": BROKER,
             "KEY_PREFIX": "ndcg",  # the worker's (settings.py)
         },

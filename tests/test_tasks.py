@@ -101,7 +101,7 @@ def shared_coordination(settings) -> Iterator[None]:  # type: ignore[no-untyped-
     settings.CACHES = {
         **settings.CACHES,
         "coordination": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "ndcg_platform.redis_cache.PooledRedisCache",
             "LOCATION": _coordination_url(BROKER),
             "KEY_PREFIX": f"ndcg-test-{os.getpid()}",
         },
