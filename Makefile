@@ -55,13 +55,15 @@ serve: $(SERVE_STAMP)
 
 ## Celery workers beside `make serve` (CELERY_BROKER_URL set): recomputations on a pool of
 ## their own, derived data (leaderboard snapshots, impact) and import jobs on another
+## (at a lower CPU priority, DERIVED_NICE: on busy cores scores and requests go first)
 SCORE_CONCURRENCY ?= 2
 DERIVED_CONCURRENCY ?= 1
+DERIVED_NICE ?= 10
 worker: $(SERVE_STAMP)
 	$(BIN)/celery -A ndcg_platform worker -Q celery -c $(SCORE_CONCURRENCY) -n scores@%h --loglevel INFO
 
 worker-derived: $(SERVE_STAMP)
-	$(BIN)/celery -A ndcg_platform worker -Q derived,imports -c $(DERIVED_CONCURRENCY) -n derived@%h --loglevel INFO
+	nice -n $(DERIVED_NICE) $(BIN)/celery -A ndcg_platform worker -Q derived,imports -c $(DERIVED_CONCURRENCY) -n derived@%h --loglevel INFO
 
 beat: $(SERVE_STAMP)
 	$(BIN)/celery -A ndcg_platform beat --loglevel INFO

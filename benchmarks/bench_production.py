@@ -4,10 +4,10 @@
 A script, not a test. It runs the platform as docs/operations.md's production section does,
 on 127.0.0.1 only: gunicorn with ``ndcg_platform/gunicorn.conf.py`` (DJANGO_ENV=production,
 plain http), a Celery worker for the default queue (``-Q celery -c 2``), one for
-``-Q derived,imports -c 1`` and beat, all on a Redis database of their own (flushed at
-start), against a PostgreSQL collection generated with gen_trec.py and loaded through the
-services (``bench_scoring``'s helpers). It prints one Markdown table of figures measured in
-the same run:
+``-Q derived,imports -c 1`` at nice 10 (as ``make worker-derived``) and beat, all on a
+Redis database of their own (flushed at start), against a PostgreSQL collection generated
+with gen_trec.py and loaded through the services (``bench_scoring``'s helpers). It prints
+one Markdown table of figures measured in the same run:
 
 * freshness: a judgement through the API every ``--interval`` seconds; POST -> the query's
   scores stored (Query.scored_version >= judgements_version, polled every 2 ms from this
@@ -288,8 +288,8 @@ class Services:
         )  # fmt: skip
         self._start(
             "worker-derived",
-            [celery, "-A", "ndcg_platform", "worker", "-Q", "derived,imports", "-c", "1",
-             "-n", f"bench-derived-{os.getpid()}@%h", "--loglevel", "INFO"],
+            ["nice", "-n", "10", celery, "-A", "ndcg_platform", "worker", "-Q", "derived,imports",
+             "-c", "1", "-n", f"bench-derived-{os.getpid()}@%h", "--loglevel", "INFO"],
         )  # fmt: skip
         self._start(
             "beat",

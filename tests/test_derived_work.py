@@ -122,3 +122,15 @@ def test_the_make_workers_together_read_every_queue_a_task_is_routed_to() -> Non
     read = {q for listed in re.findall(r"worker -Q (\S+)", makefile) for q in listed.split(",")}
     routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
     assert routed | {"celery"} <= read
+
+
+def test_the_derived_worker_runs_at_a_lower_cpu_priority() -> None:
+    import re
+    from pathlib import Path
+
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    derived = [line for line in makefile.splitlines() if "worker -Q derived" in line]
+    scores = [line for line in makefile.splitlines() if "worker -Q celery" in line]
+    assert derived and all(re.match(r"\s*nice -n \$\(DERIVED_NICE\) ", line) for line in derived)
+    assert scores and not any("nice" in line for line in scores)
+    assert re.search(r"^DERIVED_NICE \?= 10$", makefile, re.MULTILINE)
