@@ -236,7 +236,12 @@ def _grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespo
         if as_json:
             return JsonResponse({"pair": _pair_payload(request, assignment, item)})
         return render(request, "annotations/judging/grade.html", _pair_context(assignment, item))
-    levels = [level.value for level in assignment.pool.collection.grades.all()]
+    collection = assignment.pool.collection
+    levels = services.grade_values(collection)
+    # The write below checks the grade against these and reads the pair's collection from
+    # this instance (no second read of either).
+    setattr(collection, services.GRADES_READ, levels)
+    item.entry.query.collection = item.entry.document.collection = collection
     form = GradeForm(request.POST, levels=levels)
     error: str | None = None
     if form.is_valid():
@@ -249,6 +254,7 @@ def _grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespo
                     return JsonResponse({"error": "No such pair in this assignment."}, status=404)
                 raise Http404("No such pair in this assignment")
             item, position = seen, seen.position
+            item.entry.query.collection = item.entry.document.collection = collection
         try:
             withdrawn = _grade_or_skip(request, item, form.cleaned_data)
         except ValidationError as invalid:
