@@ -66,20 +66,39 @@ def test_under_steady_judging_a_refresh_rests_as_long_as_the_last_one_ran(
     # ... the next one, back to back, does: the one after it waits 4 s after it ended
     clock[0] += 4.2
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=4.0)
-    clock[0] += 1.0
+    clock[0] += 0.5
     snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
-    assert published == [{"collection": trial.id, "retry": False, "countdown": 3.0}]
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 3.5}]
     # one queued before the rest began (while the refresh ran) is queued again for its end
     published.clear()
     caches["coordination"].delete(snapshots._refresh_key(trial.id))
     assert snapshots.leaderboards_refresh_task(collection_id=trial.id) is None
-    assert published == [{"collection": trial.id, "retry": False, "countdown": 3.0}]
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 3.5}]
     # the rest over: the debounce alone, and the refresh runs
     published.clear()
     caches["coordination"].delete(snapshots._refresh_key(trial.id))
-    clock[0] += 3.5
+    clock[0] += 4.0
     snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+
+
+def test_a_burst_after_a_pause_is_not_held_back_by_the_last_bursts_rest(
+    trial: Collection, published: list[dict[str, Any]], settings: Any, monkeypatch: Any
+) -> None:
+    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.5
+    settings.NDCG_REFRESH_MAX_SHARE = 0.25  # a rest three times as long as the refresh
+    clock = [1000.0]
+    monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
+    refresh_pacing.refresh_done(collection_id=trial.id, seconds=2.0)
+    clock[0] += 2.2  # back to back: a rest of 6 s from here
+    refresh_pacing.refresh_done(collection_id=trial.id, seconds=2.0)
+    assert refresh_pacing.refresh_countdown(collection_id=trial.id, countdown=0.5) == 6.0
+    clock[0] += 3.0  # the judgements paused 3 s; the next burst's first recomputation asks
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    clock[0] += 0.5
     assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
 
 

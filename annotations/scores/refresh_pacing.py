@@ -8,7 +8,9 @@ that took `d` seconds and started soon after the one before it ended (back to ba
 judgements did not pause) the next one of the collection waits until `d * (1 / share - 1)`
 seconds have passed since it ended (NDCG_REFRESH_MAX_SHARE, 0.5 by default: rest as long
 as it ran), never less than the debounce. A burst after a quiet spell is not delayed: its
-first refresh, and the one right after it for the burst's last judgements, do not rest.
+first refresh, and the one right after it for the burst's last judgements, do not rest,
+and a rest left by the last burst is dropped when the judgements had paused (a
+recomputation asks for a refresh more than a second after the previous one ended).
 The marks are kept in the coordination cache; without one (or with it unreachable)
 refreshes are not paced.
 
@@ -76,18 +78,33 @@ def refresh_done(*, collection_id: int, seconds: float) -> None:
         logger.warning("could not record the refresh pace of collection %s", collection_id)
 
 
-def refresh_countdown(*, collection_id: int, countdown: float) -> float:
+def refresh_countdown(*, collection_id: int, countdown: float, fresh: bool = False) -> float:
     """The countdown of a refresh being queued now: at least `countdown`, and at least until
-    the previous refresh's rest is over."""
+    the previous refresh's rest is over. `fresh`: asked for by a recomputation (not a
+    refresh queued again); if that comes more than BACK_TO_BACK_SLACK_SECONDS after the
+    previous refresh ended, the judgements paused meanwhile, and a new burst is not held
+    back by the rest of the last one: the rest is dropped."""
     if not settings.NDCG_COORDINATION_SHARED:
         return countdown
     try:
-        until = caches["coordination"].get(_rest_key(collection_id))
+        until, ended = _rest_and_end(collection_id)
     except Exception:
         return countdown
     if not isinstance(until, int | float):
         return countdown
-    return max(countdown, min(MAX_REST_SECONDS, float(until) - time.time()))
+    now = time.time()
+    if fresh and isinstance(ended, int | float) and now - ended > BACK_TO_BACK_SLACK_SECONDS:
+        with contextlib.suppress(Exception):  # kept, it only delays this refresh
+            caches["coordination"].delete(_rest_key(collection_id))
+        return countdown
+    return max(countdown, min(MAX_REST_SECONDS, float(until) - now))
+
+
+def _rest_and_end(collection_id: int) -> tuple[object, object]:
+    """The collection's rest (until when) and the end of its last refresh, in one read."""
+    rest, ended = _rest_key(collection_id), _ended_key(collection_id)
+    found = caches["coordination"].get_many([rest, ended])
+    return found.get(rest), found.get(ended)
 
 
 def _significance_rest_key(collection_id: int, k: int) -> str:

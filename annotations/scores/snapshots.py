@@ -363,7 +363,7 @@ def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = N
         ):
             return
         countdown = refresh_pacing.refresh_countdown(
-            collection_id=collection_id, countdown=countdown
+            collection_id=collection_id, countdown=countdown, fresh=delay is None
         )
         options: dict[str, Any] = {"retry": False}
         if countdown > 0:
