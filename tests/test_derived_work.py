@@ -93,10 +93,23 @@ def test_a_burst_after_a_pause_is_not_held_back_by_the_last_bursts_rest(
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=2.0)
     clock[0] += 2.2  # back to back: a rest of 6 s from here
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=2.0)
-    assert refresh_pacing.refresh_countdown(collection_id=trial.id, countdown=0.5) == 6.0
-    clock[0] += 3.0  # the judgements paused 3 s; the next burst's first recomputation asks
+    # a recomputation right after the end waits for the rest, and so does one 2 s later
+    # while the judgements go on (it asked meanwhile) ...
+    clock[0] += 0.5
     snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
-    assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+    assert published == [{"collection": trial.id, "retry": False, "countdown": 5.5}]
+    clock[0] += 2.0
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert len(published) == 1
+    clock[0] += 0.1
+    refresh_pacing.refresh_done(collection_id=trial.id, seconds=2.0)  # back to back again
+    # ... and after a pause of 3 s (that refresh still queued for the rest's end), the next
+    # burst's first recomputation queues one at once, and it runs
+    clock[0] += 3.0
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    assert published[1:] == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
+    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)  # the burst goes on
+    assert len(published) == 2
     caches["coordination"].delete(snapshots._refresh_key(trial.id))
     clock[0] += 0.5
     assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)

@@ -10,7 +10,8 @@ seconds have passed since it ended (NDCG_REFRESH_MAX_SHARE, 0.5 by default: rest
 as it ran), never less than the debounce. A burst after a quiet spell is not delayed: its
 first refresh, and the one right after it for the burst's last judgements, do not rest,
 and a rest left by the last burst is dropped when the judgements had paused (a
-recomputation asks for a refresh more than a second after the previous one ended).
+recomputation asks for a refresh more than a second after the previous one ended, and
+none asked in between).
 The marks are kept in the coordination cache; without one (or with it unreachable)
 refreshes are not paced.
 
@@ -78,33 +79,49 @@ def refresh_done(*, collection_id: int, seconds: float) -> None:
         logger.warning("could not record the refresh pace of collection %s", collection_id)
 
 
-def refresh_countdown(*, collection_id: int, countdown: float, fresh: bool = False) -> float:
+def refresh_countdown(*, collection_id: int, countdown: float) -> float:
     """The countdown of a refresh being queued now: at least `countdown`, and at least until
-    the previous refresh's rest is over. `fresh`: asked for by a recomputation (not a
-    refresh queued again); if that comes more than BACK_TO_BACK_SLACK_SECONDS after the
-    previous refresh ended, the judgements paused meanwhile, and a new burst is not held
-    back by the rest of the last one: the rest is dropped."""
+    the previous refresh's rest is over."""
     if not settings.NDCG_COORDINATION_SHARED:
         return countdown
     try:
-        until, ended = _rest_and_end(collection_id)
+        until = caches["coordination"].get(_rest_key(collection_id))
     except Exception:
         return countdown
     if not isinstance(until, int | float):
         return countdown
+    return max(countdown, min(MAX_REST_SECONDS, float(until) - time.time()))
+
+
+def _asked_key(collection_id: int) -> str:
+    return f"ndcg:leaderboards-asked:{collection_id}"
+
+
+def rest_dropped_after_pause(*, collection_id: int) -> bool:
+    """Called as a recomputation asks for a refresh: whether this ends the collection's
+    rest. It does when the judgements paused: nothing asked since the last refresh ended,
+    more than BACK_TO_BACK_SLACK_SECONDS ago. So a new burst is not held back by the rest
+    of the last one (nor by a refresh queued for the rest's end), while a steady stream,
+    whose recomputations keep asking, is paced."""
+    if not settings.NDCG_COORDINATION_SHARED:
+        return False
+    coordination = caches["coordination"]
     now = time.time()
-    if fresh and isinstance(ended, int | float) and now - ended > BACK_TO_BACK_SLACK_SECONDS:
-        with contextlib.suppress(Exception):  # kept, it only delays this refresh
-            caches["coordination"].delete(_rest_key(collection_id))
-        return countdown
-    return max(countdown, min(MAX_REST_SECONDS, float(until) - now))
-
-
-def _rest_and_end(collection_id: int) -> tuple[object, object]:
-    """The collection's rest (until when) and the end of its last refresh, in one read."""
-    rest, ended = _rest_key(collection_id), _ended_key(collection_id)
-    found = caches["coordination"].get_many([rest, ended])
-    return found.get(rest), found.get(ended)
+    try:
+        keys = [_rest_key(collection_id), _ended_key(collection_id), _asked_key(collection_id)]
+        found = coordination.get_many(keys)
+        coordination.set(keys[2], now, timeout=int(2 * MAX_REST_SECONDS))
+        until, ended, asked = (found.get(key) for key in keys)
+        if not (isinstance(until, int | float) and until > now):
+            return False
+        if not (isinstance(ended, int | float) and now - ended > BACK_TO_BACK_SLACK_SECONDS):
+            return False
+        if isinstance(asked, int | float) and asked >= ended:
+            return False  # asked meanwhile: the judgements went on
+        coordination.delete(keys[0])
+    except Exception:  # unpaced: costs time, not data
+        return False
+    return True
 
 
 def _significance_rest_key(collection_id: int, k: int) -> str:

@@ -358,12 +358,19 @@ def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = N
     # The mark outlives the longest wait (debounce, or the last refresh's rest: pacing).
     lifetime = max(stale_seconds(), 1.0) + countdown + refresh_pacing.MAX_REST_SECONDS
     try:
-        if settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
+        # After a pause a recomputation's ask ends the last burst's rest and queues a refresh
+        # now, whatever is queued for the rest's end (that one then finds little to do).
+        resumed = delay is None and refresh_pacing.rest_dropped_after_pause(
+            collection_id=collection_id
+        )
+        if resumed:
+            caches["coordination"].set(key, 1, timeout=lifetime)
+        elif settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
             key, 1, timeout=lifetime
         ):
             return
         countdown = refresh_pacing.refresh_countdown(
-            collection_id=collection_id, countdown=countdown, fresh=delay is None
+            collection_id=collection_id, countdown=countdown
         )
         options: dict[str, Any] = {"retry": False}
         if countdown > 0:
