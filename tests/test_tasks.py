@@ -5,6 +5,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+from django.db import connection
 
 from annotations import services
 from annotations.models import Collection, Judgement, Query
@@ -77,6 +78,36 @@ def test_worker_recomputes_scores_after_judgement_changes(
         _wait_until_scored(query)
         assert stored_ndcg(worked_example) == oracle(worked_example)
     assert query_score(query=query, k=6).ndcg != before
+    assert celery_worker.poll() is None
+
+
+@pytest.mark.celery
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="terminates PostgreSQL backends")
+def test_a_worker_whose_kept_connection_was_cut_recomputes_the_next_change(
+    worked_example: Collection, celery_worker: subprocess.Popen[bytes]
+) -> None:
+    """The worker keeps its connection between tasks; when the server drops it (a restart,
+    a failover), the next task checks it, connects again and recomputes."""
+    query = Query.objects.get(qid="q1")
+    judgement = Judgement.objects.get(query=query, document__docno="d1")
+    cut = 0
+    for grade in (3, 0, 2):
+        services.judgement_record(
+            query=query,
+            document=judgement.document,
+            assessor=judgement.assessor,
+            grade=grade,
+            source="api",
+        )
+        _wait_until_scored(query)
+        assert stored_ndcg(worked_example) == oracle(worked_example)
+        with connection.cursor() as cursor:  # every other session of the test database
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            cut += cursor.fetchone()[0]
+    assert cut >= 1  # the worker's kept connection was among them
     assert celery_worker.poll() is None
 
 
