@@ -22,6 +22,7 @@ from annotations.formats.reports import (
     leaderboard_latex,
     shortest_repr,
 )
+from tests.conftest import require_component
 
 META = ReportMeta(k=10, measure="nDCG", alpha=0.05, permutations=10_000, seed=0)
 SPECIALS = "&%$#_{}~^\\"
@@ -272,12 +273,12 @@ def test_latex_caption_follows_meta() -> None:
 _ENGINE = shutil.which("pdflatex") or shutil.which("lualatex")
 
 
-@pytest.mark.skipif(
-    _ENGINE is None,
-    reason="neither pdflatex nor lualatex is installed; TeX is not a test dependency and may "
-    "be missing on CI machines too, so the compile check is skipped there as well",
-)
 def test_latex_table_compiles(tmp_path: Path) -> None:
+    if _ENGINE is None:
+        require_component(
+            "neither pdflatex nor lualatex is installed "
+            "(apt-get install --no-install-recommends texlive-latex-recommended)"
+        )
     assert _ENGINE is not None
     names = ["all " + SPECIALS + " <>|", "run--a ``x'' ?` ,,", "Zürich", "new\nline"]
     rows = [
