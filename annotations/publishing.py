@@ -23,6 +23,7 @@ RECOMPUTE_STALE_QUERIES = TaskByName("annotations.tasks.recompute_stale_queries"
 RECOMPUTE_RUN = TaskByName("annotations.tasks.recompute_run")
 RESCORE_COLLECTION = TaskByName("annotations.tasks.rescore_collection")
 REFRESH_LEADERBOARDS = TaskByName("annotations.tasks.refresh_leaderboards")
+REFRESH_SIGNIFICANCE = TaskByName("annotations.tasks.refresh_significance")
 IMPORT_JOB_RUN = TaskByName("annotations.tasks.import_job_run")
 WEBHOOKS_SEND = TaskByName("annotations.tasks.webhooks_send")
 JUDGE_RUN = TaskByName("annotations.tasks.judge_run_execute")

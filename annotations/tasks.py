@@ -4,7 +4,7 @@ from celery import shared_task
 
 from annotations import events, idempotency, scores
 from annotations.models import Collection, Query, Run
-from annotations.scores import snapshots
+from annotations.scores import refresh_queue, refresh_work
 from annotations.services import impact, job_recovery, jobs, judges, webhooks
 
 
@@ -15,7 +15,7 @@ def recompute_stale_queries(collection_id: int) -> int:
     scores.coalesce_release(scores.stale_queries_key(collection_id))  # later changes queue again
     done = scores.scores_recompute_stale_queries(collection_id=collection_id)
     if done:
-        snapshots.leaderboards_refresh_schedule(collection_id=collection_id)
+        refresh_queue.leaderboards_refresh_schedule(collection_id=collection_id)
     return done
 
 
@@ -27,7 +27,7 @@ def recompute_query(query_id: int) -> bool:
     for found in Query.objects.filter(id=query_id).values_list("collection_id", flat=True):
         if changed:
             scores.scores_updated_emit(query_id=query_id, collection_id=found)
-        snapshots.leaderboards_refresh_schedule(collection_id=found)
+        refresh_queue.leaderboards_refresh_schedule(collection_id=found)
     return changed
 
 
@@ -35,26 +35,34 @@ def recompute_query(query_id: int) -> bool:
 def recompute_run(run_id: int) -> bool:
     changed = scores.scores_recompute_run(run_id=run_id)
     for found in Run.objects.filter(id=run_id).values_list("collection_id", flat=True):
-        snapshots.leaderboards_refresh_schedule(collection_id=found)
+        refresh_queue.leaderboards_refresh_schedule(collection_id=found)
     return changed
 
 
 @shared_task(name="annotations.tasks.rescore_collection")
 def rescore_collection(collection_id: int) -> None:
     scores.scores_rescore_collection(collection_id=collection_id)
-    snapshots.leaderboards_refresh_schedule(collection_id=collection_id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=collection_id)
 
 
 @shared_task(name="annotations.tasks.refresh_leaderboards")
 def refresh_leaderboards(collection_id: int) -> int:
-    """After a recomputation: store the collection's leaderboards at the new scores stamp,
-    then the impact of judging (re-prioritising impact-ordered assignments) and flip marks.
-    Derived data: on the NDCG_DERIVED_QUEUE, never ahead of a recomputation."""
-    done = snapshots.leaderboards_refresh_task(collection_id=collection_id)
+    """After a recomputation: store the collection's leaderboard rows at the new scores stamp
+    (their significance passes queued as tasks of their own), then the impact of judging
+    (re-prioritising impact-ordered assignments) and flip marks. Derived data: on the
+    NDCG_DERIVED_QUEUE, never ahead of a recomputation."""
+    done = refresh_work.leaderboards_refresh_task(collection_id=collection_id)
     if done is None:  # another worker is refreshing the collection; queued again for after
         return 0
     impact.impacts_refresh_task(collection_id=collection_id)
     return done
+
+
+@shared_task(name="annotations.tasks.refresh_significance")
+def refresh_significance(collection_id: int) -> int:
+    """The all-pairs significance of one cutoff whose letters are behind its rows (queued
+    again for the next); paced, on the NDCG_DERIVED_QUEUE."""
+    return refresh_work.significance_task(collection_id=collection_id) or 0
 
 
 @shared_task(name="annotations.tasks.scores_sweep_stale")

@@ -385,9 +385,10 @@ NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, 
 # Under a steady stream of judgements a collection's refreshes take at most this share of a
 # derived worker's time: after a refresh of d seconds the next waits d * (1/share - 1).
 NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
-# Without a broker the all-pairs significance pass runs in the read that finds it behind;
-# under steady judging one leaderboard's passes take at most this share of a web process's
-# time (after a pass of d seconds the next waits d * (1/share - 1)).
+# The all-pairs significance passes: under steady judging one leaderboard's passes take at
+# most this share of the derived worker's time (with a broker) or of a web process's (without
+# one, in the read that finds a pass behind): after a pass of d seconds the next over newer
+# rows waits d * (1/share - 1).
 NDCG_SIGNIFICANCE_MAX_SHARE = env_float("NDCG_SIGNIFICANCE_MAX_SHARE", 0.2, minimum=0.05)
 # ... and it waits until the scores have been still this long (judgements streaming in).
 NDCG_SIGNIFICANCE_QUIET_SECONDS = env_float("NDCG_SIGNIFICANCE_QUIET_SECONDS", 2.0, minimum=0.0)
@@ -395,6 +396,7 @@ CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (
         ("annotations.tasks.refresh_leaderboards", NDCG_DERIVED_QUEUE),
+        ("annotations.tasks.refresh_significance", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.idempotency_purge", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.import_job_run", NDCG_IMPORTS_QUEUE),
         ("annotations.tasks.judge_run_execute", NDCG_IMPORTS_QUEUE),

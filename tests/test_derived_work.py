@@ -9,17 +9,31 @@ import pytest
 from django.core.cache import caches
 
 from annotations import publishing, services
-from annotations.models import Collection, ImpactSnapshot, Pool
-from annotations.scores import refresh_pacing, snapshots
+from annotations.models import Collection, ImpactSnapshot, LeaderboardSnapshot, Pool
+from annotations.scores import refresh_pacing, refresh_queue, refresh_work, snapshots
 from annotations.services import impact
 
 
 @pytest.fixture
-def published(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[dict[str, Any]]:
-    """Refreshes published (not run): their collection and options."""
+def passes(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[dict[str, Any]]:
+    """Significance passes published (not run): their collection and options."""
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # never reached: recorded
     settings.NDCG_COORDINATION_SHARED = True  # the marks in use, as with Redis
     caches["coordination"].clear()
+    calls: list[dict[str, Any]] = []
+
+    def record(args: tuple[Any, ...], **options: Any) -> None:
+        calls.append({"collection": args[0], **options})
+
+    monkeypatch.setattr(publishing.REFRESH_SIGNIFICANCE, "apply_async", record)
+    return calls
+
+
+@pytest.fixture
+def published(
+    monkeypatch: pytest.MonkeyPatch, passes: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Rows refreshes published (not run): their collection and options."""
     calls: list[dict[str, Any]] = []
 
     def record(args: tuple[Any, ...], **options: Any) -> None:
@@ -34,20 +48,20 @@ def test_a_burst_of_changes_queues_one_refresh_that_starts_after_the_debounce(
 ) -> None:
     settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.5
     for _ in range(5):
-        snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+        refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
 
 
 def test_a_refresh_while_another_runs_is_queued_again_for_after_it(
     trial: Collection, published: list[dict[str, Any]]
 ) -> None:
-    caches["coordination"].add(snapshots._running_key(trial.id), 1)  # another worker's
-    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) is None
+    caches["coordination"].add(refresh_queue.running_key(trial.id), 1)  # another worker's
+    assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) is None
     assert [call["collection"] for call in published] == [trial.id]
     assert published[0]["countdown"] >= 1.0
-    caches["coordination"].delete(snapshots._running_key(trial.id))
-    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
-    assert caches["coordination"].get(snapshots._running_key(trial.id)) is None  # released
+    caches["coordination"].delete(refresh_queue.running_key(trial.id))
+    assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+    assert caches["coordination"].get(refresh_queue.running_key(trial.id)) is None  # released
 
 
 def test_under_steady_judging_a_refresh_rests_as_long_as_the_last_one_ran(
@@ -59,28 +73,28 @@ def test_under_steady_judging_a_refresh_rests_as_long_as_the_last_one_ran(
     monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
     # after a quiet spell a refresh of 4 s leaves no rest (a burst is not delayed) ...
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=4.0)
-    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
     published.clear()
-    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    caches["coordination"].delete(refresh_queue.refresh_key(trial.id))
     # ... the next one, back to back, does: the one after it waits 4 s after it ended
     clock[0] += 4.2
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=4.0)
     clock[0] += 0.5
-    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published == [{"collection": trial.id, "retry": False, "countdown": 3.5}]
     # one queued before the rest began (while the refresh ran) is queued again for its end
     published.clear()
-    caches["coordination"].delete(snapshots._refresh_key(trial.id))
-    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) is None
+    caches["coordination"].delete(refresh_queue.refresh_key(trial.id))
+    assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) is None
     assert published == [{"collection": trial.id, "retry": False, "countdown": 3.5}]
     # the rest over: the debounce alone, and the refresh runs
     published.clear()
-    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    caches["coordination"].delete(refresh_queue.refresh_key(trial.id))
     clock[0] += 4.0
-    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
-    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+    assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
 
 
 def test_a_burst_after_a_pause_is_not_held_back_by_the_last_bursts_rest(
@@ -96,23 +110,92 @@ def test_a_burst_after_a_pause_is_not_held_back_by_the_last_bursts_rest(
     # a recomputation right after the end waits for the rest, and so does one 2 s later
     # while the judgements go on (it asked meanwhile) ...
     clock[0] += 0.5
-    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published == [{"collection": trial.id, "retry": False, "countdown": 5.5}]
     clock[0] += 2.0
-    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert len(published) == 1
     clock[0] += 0.1
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=2.0)  # back to back again
     # ... and after a pause of 3 s (that refresh still queued for the rest's end), the next
     # burst's first recomputation queues one at once, and it runs
     clock[0] += 3.0
-    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published[1:] == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
-    snapshots.leaderboards_refresh_schedule(collection_id=trial.id)  # the burst goes on
+    refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)  # the burst goes on
     assert len(published) == 2
-    caches["coordination"].delete(snapshots._refresh_key(trial.id))
+    caches["coordination"].delete(refresh_queue.refresh_key(trial.id))
     clock[0] += 0.5
-    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+    assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+
+
+def _letters_behind(collection: Collection) -> list[int]:
+    return [
+        k
+        for k, stamp, significance in LeaderboardSnapshot.objects.filter(
+            collection=collection
+        ).values_list("k", "stamp", "significance__stamp")
+        if significance != stamp
+    ]
+
+
+def test_the_rows_refresh_runs_no_significance_pass_and_queues_one(
+    trial: Collection,
+    published: list[dict[str, Any]],
+    passes: list[dict[str, Any]],
+    monkeypatch: Any,
+) -> None:
+    def no_pass(**_: object) -> None:
+        raise AssertionError("a significance pass in the rows refresh")
+
+    monkeypatch.setattr(refresh_work, "significance_refresh", no_pass)
+    assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+    assert sorted(_letters_behind(trial)) == sorted(trial.cutoffs)  # rows current, letters not
+    assert passes == [{"collection": trial.id, "retry": False}]  # one pass queued, at once
+    caches["coordination"].delete(refresh_queue.refresh_key(trial.id))
+    refresh_queue.significance_schedule(collection_id=trial.id)  # already queued: no second
+    assert len(passes) == 1
+
+
+def test_each_significance_task_runs_one_cutoff_and_queues_the_next(
+    trial: Collection, passes: list[dict[str, Any]]
+) -> None:
+    snapshots.leaderboards_refresh_rows(collection=trial)
+    first, second = trial.sorted_cutoffs
+    assert refresh_work.significance_task(collection_id=trial.id) == first
+    assert _letters_behind(trial) == [second]
+    assert passes == [{"collection": trial.id, "retry": False}]  # the same rows: no rest
+    assert refresh_work.significance_task(collection_id=trial.id) == second
+    assert _letters_behind(trial) == [] and len(passes) == 1  # nothing more to queue
+    assert refresh_work.significance_task(collection_id=trial.id) == 0
+    # the letters equal the synchronous refresh's, bit for bit
+    stored = dict(LeaderboardSnapshot.objects.filter(collection=trial).values_list("k", "pairs"))
+    LeaderboardSnapshot.objects.filter(collection=trial).delete()
+    snapshots.leaderboards_refresh(collection=trial)
+    again = dict(LeaderboardSnapshot.objects.filter(collection=trial).values_list("k", "pairs"))
+    assert {k: bytes(v) for k, v in stored.items()} == {k: bytes(v) for k, v in again.items()}
+
+
+def test_a_pass_over_newer_rows_waits_out_the_last_passs_rest(
+    trial: Collection, passes: list[dict[str, Any]], settings: Any, monkeypatch: Any
+) -> None:
+    settings.NDCG_SIGNIFICANCE_MAX_SHARE = 0.2  # rest four times as long as a pass ran
+    clock = [1000.0]
+    monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
+    snapshots.leaderboards_refresh_rows(collection=trial)
+    stamp = LeaderboardSnapshot.objects.filter(collection=trial).values_list("stamp", flat=True)
+    refresh_pacing.significance_pass_done(collection_id=trial.id, stamp="older", seconds=2.0)
+    clock[0] += 1.0
+    assert refresh_work.significance_task(collection_id=trial.id) is None  # 7 s of rest left
+    assert passes == [{"collection": trial.id, "retry": False, "countdown": 7.0}]
+    assert sorted(_letters_behind(trial)) == sorted(trial.cutoffs)
+    # a pass over the rows the last pass ran on (the next cutoff of a burst) does not rest
+    refresh_pacing.significance_pass_done(collection_id=trial.id, stamp=stamp[0], seconds=2.0)
+    assert refresh_work.significance_task(collection_id=trial.id) == trial.sorted_cutoffs[0]
+    # and once the rest is over, newer rows go too
+    refresh_pacing.significance_pass_done(collection_id=trial.id, stamp="older", seconds=2.0)
+    clock[0] += 8.0
+    assert refresh_work.significance_task(collection_id=trial.id) == trial.sorted_cutoffs[1]
 
 
 def test_the_rest_follows_the_share_and_is_bounded(settings: Any) -> None:
@@ -139,6 +222,7 @@ def test_derived_work_and_imports_go_to_their_own_queues() -> None:
         return str(app.amqp.router.route({}, name)["queue"].name)
 
     assert queue("annotations.tasks.refresh_leaderboards") == "derived"
+    assert queue("annotations.tasks.refresh_significance") == "derived"
     assert queue("annotations.tasks.import_job_run") == "imports"
     assert queue("annotations.tasks.recompute_query") == "celery"  # scores: the default
     assert queue("annotations.tasks.recompute_run") == "celery"

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from annotations import publishing, services
 from annotations.models import Collection, LeaderboardSnapshot
-from annotations.scores import snapshots
+from annotations.scores import refresh_work
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_the_api_answers_202_while_the_first_snapshot_is_computed_then_the_leade
     assert not LeaderboardSnapshot.objects.filter(collection=trial).exists()
     assert queued == [{"collection": trial.id, "retry": False}]  # at once: no debounce
     # the worker's refresh stores every cutoff's snapshot; then the leaderboard is served
-    assert snapshots.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
+    assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
     stored = set(LeaderboardSnapshot.objects.filter(collection=trial).values_list("k", flat=True))
     assert stored == set(trial.sorted_cutoffs)
     board = client.get(f"/api/v1/collections/trial/leaderboard/?k={k}")
@@ -106,7 +106,7 @@ def test_the_page_says_being_computed_and_serves_the_table_once_stored(
     assert 'data-stamp="computing"' in html  # the page's poll reloads it until it is there
     assert 'id="leaderboard"' not in html
     assert len(queued) == 1
-    snapshots.leaderboards_refresh_task(collection_id=trial.id)
+    refresh_work.leaderboards_refresh_task(collection_id=trial.id)
     html = client.get("/collections/trial/leaderboard/?k=5").content.decode()
     assert 'id="leaderboard-computing"' not in html
     assert '<tr data-run="bm25"' in html and '<tr data-run="dense"' in html
@@ -139,6 +139,6 @@ def test_in_a_browser_the_notice_gives_way_to_the_table_by_itself(  # type: igno
         ]
         assert serious == []
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        snapshots.leaderboards_refresh_task(collection_id=trial.id)  # the worker's refresh
+        refresh_work.leaderboards_refresh_task(collection_id=trial.id)  # the worker's refresh
         expect(page.locator("#leaderboard tr[data-run='bm25']")).to_be_visible()
         expect(page.locator("#leaderboard-computing")).to_have_count(0)

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, QueryBound
-from annotations.scores import bounds_cache, snapshots
+from annotations.scores import bounds_cache, refresh_queue, refresh_work, snapshots
 from annotations.selectors import leaderboards
 from tests.factories import CollectionFactory, UserFactory
 
@@ -161,7 +161,7 @@ def test_with_a_broker_a_young_stale_snapshot_is_served_and_a_refresh_queued(
     snapshots.leaderboard_read(collection=collection, k=2)
     queued: list[int] = []
     monkeypatch.setattr(
-        snapshots, "leaderboards_refresh_schedule", lambda *, collection_id: queued.append(1)
+        refresh_queue, "leaderboards_refresh_schedule", lambda *, collection_id: queued.append(1)
     )
     _judge(collection, "q2", "d4", 3)  # scored inline; the snapshot is now behind
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # reads now expect a worker
@@ -170,7 +170,7 @@ def test_with_a_broker_a_young_stale_snapshot_is_served_and_a_refresh_queued(
     assert board.computed_stamp != board.state.stamp
     # a snapshot older than NDCG_LEADERBOARD_STALE_SECONDS is recomputed by the read itself
     LeaderboardSnapshot.objects.filter(collection=collection).update(
-        computed_at=timezone.now() - timedelta(seconds=snapshots.DEFAULT_STALE_SECONDS + 1)
+        computed_at=timezone.now() - timedelta(seconds=refresh_queue.DEFAULT_STALE_SECONDS + 1)
     )
     board = snapshots.leaderboard_read(collection=collection, k=2)
     assert not board.stale and queued == [1]
@@ -197,10 +197,10 @@ def test_inline_a_snapshot_younger_than_the_interval_is_served_stale_not_compute
 
 
 def test_the_worker_refresh_computes_every_cutoff_behind_the_stamp(collection: Collection) -> None:
-    assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 2
-    assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 0
+    assert refresh_work.leaderboards_refresh_task(collection_id=collection.id) == 2
+    assert refresh_work.leaderboards_refresh_task(collection_id=collection.id) == 0
     _judge(collection, "q1", "d2", 2)
-    assert snapshots.leaderboards_refresh_task(collection_id=collection.id) == 2
+    assert refresh_work.leaderboards_refresh_task(collection_id=collection.id) == 2
 
 
 def test_a_refresh_that_cannot_be_published_is_not_an_error(
@@ -220,12 +220,12 @@ def test_a_refresh_that_cannot_be_published_is_not_an_error(
 
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
     settings.NDCG_COORDINATION_SHARED = True  # the queued mark is in use, as with Redis
-    key = snapshots._refresh_key(collection.id)
+    key = refresh_queue.refresh_key(collection.id)
     caches["coordination"].delete(key)
     monkeypatch.setattr(publishing.REFRESH_LEADERBOARDS, "apply_async", down)
-    snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
     assert caches["coordination"].get(key) is None  # the queued mark was released
-    snapshots.leaderboards_refresh_schedule(collection_id=collection.id)
+    refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
     assert attempts == [(collection.id,), (collection.id,)]  # tried again
 
 

@@ -1,7 +1,7 @@
 """A leaderboard read that never computes a first snapshot in the request while a worker can.
 
 Every cutoff's snapshot (and the top-grade bounds it needs) is computed by the derived worker
-after an import, a cutoff change or a rescore (`snapshots.leaderboards_refresh_schedule`,
+after an import, a cutoff change or a rescore (`refresh_queue.leaderboards_refresh_schedule`,
 queued by the recomputations). A read that comes before it, at a cutoff with no snapshot
 stored yet, queues that refresh (once, however many ask) and answers "being computed" at
 once instead of computing for seconds. Without a broker (inline mode) there is no worker:
@@ -21,7 +21,7 @@ from django.db.models import TextField
 from django.db.models.functions import MD5, Cast
 
 from annotations.models import Collection, ImpactSnapshot, LeaderboardSnapshot
-from annotations.scores import refresh_pacing, snapshots
+from annotations.scores import refresh_pacing, refresh_queue, snapshots
 from annotations.selectors.leaderboards import Leaderboard
 from annotations.selectors.scores_state import ScoresState, scores_state
 
@@ -36,7 +36,7 @@ def leaderboard_read_ready(*, collection: Collection, k: int) -> Leaderboard | N
         settings.CELERY_BROKER_URL
         and not LeaderboardSnapshot.objects.filter(collection=collection, k=k).exists()
     ):
-        snapshots.leaderboards_refresh_schedule(collection_id=collection.id, delay=0.0)
+        refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id, delay=0.0)
         return None
     return snapshots.leaderboard_read(collection=collection, k=k)
 

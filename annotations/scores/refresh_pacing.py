@@ -149,3 +149,43 @@ def significance_done(*, collection_id: int, k: int, seconds: float) -> None:
             caches["coordination"].set(
                 _significance_rest_key(collection_id, k), time.time() + rest, timeout=int(rest) + 1
             )
+
+
+# With a broker the significance passes are the derived worker's own tasks
+# (`scores.refresh_work`): after a pass of `d` seconds the collection's next one waits
+# `d * (1 / NDCG_SIGNIFICANCE_MAX_SHARE - 1)`, unless its rows are those the last pass ran
+# on (the other cutoffs of one burst's rows follow each other without a rest).
+
+
+def _pass_key(collection_id: int) -> str:
+    return f"ndcg:significance-pass:{collection_id}"
+
+
+def significance_rest_left(*, collection_id: int, stamp: str) -> float:
+    """Seconds a worker's significance pass over rows at `stamp` still waits: what is left of
+    the last pass's rest, or nothing when that pass ran on rows at the same stamp."""
+    if not settings.NDCG_COORDINATION_SHARED:
+        return 0.0
+    try:
+        found = caches["coordination"].get(_pass_key(collection_id))
+    except Exception:  # unpaced: costs time, not data
+        return 0.0
+    if not (isinstance(found, list | tuple) and len(found) == 2):
+        return 0.0
+    last_stamp, until = found
+    if last_stamp == stamp or not isinstance(until, int | float):
+        return 0.0
+    return max(0.0, min(MAX_REST_SECONDS, float(until) - time.time()))
+
+
+def significance_pass_done(*, collection_id: int, stamp: str, seconds: float) -> None:
+    """After a worker's significance pass over rows at `stamp` that took `seconds`."""
+    if not settings.NDCG_COORDINATION_SHARED:
+        return
+    rest = rest_seconds(seconds, share=settings.NDCG_SIGNIFICANCE_MAX_SHARE)
+    with contextlib.suppress(Exception):  # unpaced: costs time, not data
+        caches["coordination"].set(
+            _pass_key(collection_id),
+            [stamp, time.time() + rest],
+            timeout=int(rest) + int(MAX_REST_SECONDS),
+        )

@@ -5,7 +5,7 @@ x 249 queries x 10,000 permutations: about 2.5 s). So the snapshot is computed i
 passes: the first (``snapshots.leaderboard_refresh``) stores the rows and the per-query
 matrix they were computed from; this second pass, later, reads that matrix, runs the HSD
 and stores the letters, below-best marks and the p-value matrix beside the rows under the
-rows' stamp. A worker runs it right after the rows (``snapshots.leaderboards_refresh``);
+rows' stamp. A worker runs it as a task of its own after the rows (``refresh_work``);
 without one, the next read of a current snapshot does. Until then pages show the letters of
 the last pass, marked as being recomputed. The first read after a judgement is not slowed.
 

@@ -17,17 +17,17 @@ aggregates plus one row:
   interval however many pages watch.
 
 The all-pairs significance (randomised Tukey HSD, `scores.significance`) is a second pass,
-run after the rows are stored: by the worker's refresh right after them, inline by the next
-read that finds the rows current, so the first read after a judgement costs what the rows
-cost; inline, one leaderboard's passes take at most ``NDCG_SIGNIFICANCE_MAX_SHARE`` of the
-time under steady judging (the letters of the last pass are served meanwhile, marked as
+run after the rows are stored: by the worker as tasks of their own (`scores.refresh_queue`,
+`scores.refresh_work`), inline by the next read that finds the rows current, so the first
+read after a judgement costs what the rows cost; one leaderboard's passes take at most
+``NDCG_SIGNIFICANCE_MAX_SHARE`` of the worker's (or inline, a web process's) time under
+steady judging (the letters of the last pass are served meanwhile, marked as
 being recomputed). The top-grade bounds are the costly part of the rows, cached per query
 (`scores.bounds_cache`).
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from dataclasses import replace
@@ -39,11 +39,11 @@ from django.core.cache import caches
 from django.db import transaction
 from django.utils import timezone
 
-from annotations import events, publishing
+from annotations import events
 from annotations.formats import score_bytes
 from annotations.models import Collection, LeaderboardSnapshot, Run
 from annotations.models.webhooks import LEADERBOARD_CHANGED
-from annotations.scores import refresh_pacing
+from annotations.scores import refresh_pacing, refresh_queue
 from annotations.scores.bounds_cache import bounds_cached
 from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
@@ -55,9 +55,6 @@ from annotations.selectors.leaderboards import (
 )
 from annotations.selectors.scores_state import ScoresState, scores_state
 
-logger = logging.getLogger(__name__)
-
-DEFAULT_STALE_SECONDS = 30.0
 DEFAULT_MIN_INTERVAL_MS = 1000.0
 _ROW_FIELDS = (
     "rank", "ndcg", "ci_low", "ci_high", "judged", "ndcg_condensed", "queries",
@@ -71,10 +68,6 @@ def min_interval_ms() -> float:
     return float(getattr(settings, "NDCG_LEADERBOARD_MIN_INTERVAL_MS", DEFAULT_MIN_INTERVAL_MS))
 
 
-def stale_seconds() -> float:
-    return float(getattr(settings, "NDCG_LEADERBOARD_STALE_SECONDS", DEFAULT_STALE_SECONDS))
-
-
 def served_stale(computed_at: datetime) -> bool:
     """Whether a read serves a snapshot computed at `computed_at` that the scores have moved
     past as it is, marked stale, instead of computing it: with a broker while it is younger
@@ -82,7 +75,7 @@ def served_stale(computed_at: datetime) -> bool:
     younger than NDCG_LEADERBOARD_MIN_INTERVAL_MS (judgements arriving faster would
     otherwise keep one process computing leaderboards for the pages that watch them)."""
     age = timezone.now() - computed_at
-    if settings.CELERY_BROKER_URL and age < timedelta(seconds=stale_seconds()):
+    if settings.CELERY_BROKER_URL and age < timedelta(seconds=refresh_queue.stale_seconds()):
         return True
     return age < timedelta(milliseconds=min_interval_ms())
 
@@ -103,8 +96,8 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
     snapshot = _snapshot(collection, k)
     if snapshot is None or not _readable(snapshot):
         board = leaderboard_refresh(collection=collection, k=k)
-        if settings.CELERY_BROKER_URL:  # its significance pass, on a worker
-            leaderboards_refresh_schedule(collection_id=collection.id)
+        if settings.CELERY_BROKER_URL:  # the other cutoffs and the passes, on a worker
+            refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
         return board
     if snapshot.stamp == state.stamp:
         if (snapshot.significance or {}).get("stamp") != snapshot.stamp:
@@ -112,7 +105,7 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
         return _from_snapshot(collection, snapshot, state)
     if served_stale(snapshot.computed_at):
         if settings.CELERY_BROKER_URL:
-            leaderboards_refresh_schedule(collection_id=collection.id)
+            refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
         return _from_snapshot(collection, snapshot, state)
     with transaction.atomic():
         locked = (
@@ -155,7 +148,7 @@ def _significance_pass(
     the scores have been still for NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest
     is over (`refresh_pacing.significance_due`)."""
     if settings.CELERY_BROKER_URL:
-        leaderboards_refresh_schedule(collection_id=collection.id)
+        refresh_queue.significance_schedule(collection_id=collection.id)
         return snapshot
     if not refresh_pacing.significance_due(
         collection_id=collection.id, k=snapshot.k, rows_computed_at=snapshot.computed_at
@@ -163,7 +156,7 @@ def _significance_pass(
         return snapshot
     key = f"ndcg:significance-pass:{collection.id}:{snapshot.k}"
     try:
-        taken = caches["coordination"].add(key, 1, timeout=_REFRESH_LOCK_SECONDS)
+        taken = caches["coordination"].add(key, 1, timeout=refresh_queue.LOCK_SECONDS)
     except Exception:  # no coordination: compute anyway (two at once cost time, not data)
         taken = True
     if not taken:
@@ -174,7 +167,7 @@ def _significance_pass(
             leaderboard_refresh(collection=collection, k=snapshot.k)
             significance_refresh(collection=collection, k=snapshot.k)
     finally:
-        _forget(key)
+        refresh_queue.forget(key)
     refresh_pacing.significance_done(
         collection_id=collection.id, k=snapshot.k, seconds=time.perf_counter() - started
     )
@@ -316,8 +309,8 @@ def _with_significance(board: Leaderboard, significance: Any) -> Leaderboard:
     return replace(board, rows=rows, significance=significance)
 
 
-def leaderboards_refresh(*, collection: Collection) -> int:
-    """Refresh every cutoff's snapshot whose stamp is behind; count the ones computed."""
+def leaderboards_refresh_rows(*, collection: Collection) -> int:
+    """Refresh every cutoff's rows whose stamp is behind; count the ones computed."""
     stamp = scores_state(collection=collection).stamp
     current = dict(
         LeaderboardSnapshot.objects.filter(collection=collection).values_list("k", "stamp")
@@ -327,108 +320,19 @@ def leaderboards_refresh(*, collection: Collection) -> int:
         if current.get(k) != stamp:
             leaderboard_refresh(collection=collection, k=k)
             done += 1
-    # The second pass, once every cutoff's rows are stored: readers never wait for it.
+    return done
+
+
+def leaderboards_refresh(*, collection: Collection) -> int:
+    """Refresh every cutoff's rows that are behind, then every significance pass that is
+    (here, in turn: a worker runs the passes as tasks of their own, `scores.refresh_work`);
+    count the rows computed."""
+    done = leaderboards_refresh_rows(collection=collection)
     for k in collection.sorted_cutoffs:
         if significance_refresh(collection=collection, k=k) is None:
             leaderboard_refresh(collection=collection, k=k)
             significance_refresh(collection=collection, k=k)
     return done
-
-
-def _refresh_key(collection_id: int) -> str:
-    return f"ndcg:leaderboards-refresh:{collection_id}"
-
-
-def _running_key(collection_id: int) -> str:
-    return f"ndcg:leaderboards-refreshing:{collection_id}"
-
-
-def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = None) -> None:
-    """Queue one refresh of the collection's snapshots on a worker, however often asked.
-
-    A cache key marks a refresh as queued until the worker starts it, so a burst of
-    judgements queues one refresh, not one per judgement; the refresh starts
-    NDCG_REFRESH_DEBOUNCE_SECONDS after the first change of a burst, so the burst's later
-    changes are in it (the refresh computes every cutoff in one pass). Publishing is best
-    effort: with the broker down nothing is queued, and the next read computes the
-    snapshot itself once the stored one is too old.
-    """
-    key = _refresh_key(collection_id)
-    countdown = settings.NDCG_REFRESH_DEBOUNCE_SECONDS if delay is None else delay
-    # The mark outlives the longest wait (debounce, or the last refresh's rest: pacing).
-    lifetime = max(stale_seconds(), 1.0) + countdown + refresh_pacing.MAX_REST_SECONDS
-    try:
-        # After a pause a recomputation's ask ends the last burst's rest and queues a refresh
-        # now, whatever is queued for the rest's end (that one then finds little to do).
-        resumed = delay is None and refresh_pacing.rest_dropped_after_pause(
-            collection_id=collection_id
-        )
-        if resumed:
-            caches["coordination"].set(key, 1, timeout=lifetime)
-        elif settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
-            key, 1, timeout=lifetime
-        ):
-            return
-        countdown = refresh_pacing.refresh_countdown(
-            collection_id=collection_id, countdown=countdown
-        )
-        options: dict[str, Any] = {"retry": False}
-        if countdown > 0:
-            options["countdown"] = countdown
-        publishing.REFRESH_LEADERBOARDS.apply_async((collection_id,), **options)
-    except Exception:
-        _forget(key)
-        logger.warning("could not queue a leaderboard refresh for collection %s", collection_id)
-
-
-def _forget(key: str) -> None:
-    try:
-        caches["coordination"].delete(key)
-    except Exception:  # the mark expires by itself
-        logger.warning("could not clear %s", key)
-
-
-def leaderboards_refresh_task(*, collection_id: int) -> int | None:
-    """What the worker runs, one at a time per collection: while another worker refreshes
-    the collection, or the last refresh's rest is not over (`refresh_pacing`), this one
-    queues the refresh again for after it and returns None; otherwise it clears the queued
-    mark first (later changes queue again) and refreshes."""
-    rest = refresh_pacing.refresh_countdown(collection_id=collection_id, countdown=0.0)
-    if rest > 0:  # queued while the last refresh ran: wait out its rest (refresh_pacing)
-        _forget(_refresh_key(collection_id))
-        leaderboards_refresh_schedule(collection_id=collection_id, delay=rest)
-        return None
-    running = _running_key(collection_id)
-    if settings.NDCG_COORDINATION_SHARED:
-        try:
-            if not caches["coordination"].add(running, 1, timeout=_REFRESH_LOCK_SECONDS):
-                _forget(_refresh_key(collection_id))
-                leaderboards_refresh_schedule(
-                    collection_id=collection_id, delay=max(1.0, _refresh_debounce())
-                )
-                return None
-        except Exception:  # no coordination: refresh anyway (two at once cost time, not data)
-            logger.warning("could not take the refresh lock of collection %s", collection_id)
-    started = time.perf_counter()
-    try:
-        _forget(_refresh_key(collection_id))
-        collection = Collection.objects.filter(id=collection_id).first()
-        return leaderboards_refresh(collection=collection) if collection is not None else 0
-    finally:
-        refresh_pacing.refresh_done(
-            collection_id=collection_id, seconds=time.perf_counter() - started
-        )
-        if settings.NDCG_COORDINATION_SHARED:
-            _forget(running)
-
-
-# A refresh holds its collection's lock at most this long (a worker killed mid-refresh
-# leaves the lock to expire).
-_REFRESH_LOCK_SECONDS = 300
-
-
-def _refresh_debounce() -> float:
-    return float(settings.NDCG_REFRESH_DEBOUNCE_SECONDS)
 
 
 def statistics_warm() -> int:

@@ -1,0 +1,98 @@
+"""What the derived worker runs for a collection's leaderboards (queued by
+`scores.refresh_queue`): the rows refresh, then the significance passes, one cutoff each."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from annotations.models import Collection, LeaderboardSnapshot
+from annotations.scores import refresh_pacing, refresh_queue, snapshots
+from annotations.scores.significance import significance_refresh
+
+logger = logging.getLogger(__name__)
+
+
+def leaderboards_refresh_task(*, collection_id: int) -> int | None:
+    """The rows refresh, one at a time per collection: while another worker refreshes the
+    collection, or the last refresh's rest is not over (`refresh_pacing`), this one queues
+    the refresh again for after it and returns None; otherwise it clears the queued mark
+    first (later changes queue again), stores every cutoff's rows that are behind, and
+    queues the significance pass if any cutoff's letters are behind its rows."""
+    rest = refresh_pacing.refresh_countdown(collection_id=collection_id, countdown=0.0)
+    if rest > 0:  # queued while the last refresh ran: wait out its rest (refresh_pacing)
+        refresh_queue.forget(refresh_queue.refresh_key(collection_id))
+        refresh_queue.leaderboards_refresh_schedule(collection_id=collection_id, delay=rest)
+        return None
+    running = refresh_queue.running_key(collection_id)
+    if not refresh_queue.lock_take(running):
+        refresh_queue.forget(refresh_queue.refresh_key(collection_id))
+        refresh_queue.leaderboards_refresh_schedule(
+            collection_id=collection_id, delay=max(1.0, refresh_queue.refresh_debounce())
+        )
+        return None
+    started = time.perf_counter()
+    try:
+        refresh_queue.forget(refresh_queue.refresh_key(collection_id))
+        collection = Collection.objects.filter(id=collection_id).first()
+        if collection is None:
+            return 0
+        done = snapshots.leaderboards_refresh_rows(collection=collection)
+    finally:
+        refresh_pacing.refresh_done(
+            collection_id=collection_id, seconds=time.perf_counter() - started
+        )
+        refresh_queue.lock_release(running)
+    if significance_behind(collection) is not None:
+        refresh_queue.significance_schedule(collection_id=collection_id)
+    return done
+
+
+def significance_behind(collection: Collection) -> tuple[int, str] | None:
+    """The first cutoff (and its rows' stamp) whose significance pass has not run for its
+    stored rows; None when every stored snapshot's letters are current."""
+    found = (
+        LeaderboardSnapshot.objects.filter(collection=collection)
+        .values_list("k", "stamp", "significance__stamp")
+        .order_by("k")
+    )
+    cutoffs = set(collection.sorted_cutoffs)
+    for k, stamp, significance_stamp in found:
+        if k in cutoffs and significance_stamp != stamp:
+            return k, stamp
+    return None
+
+
+def significance_task(*, collection_id: int) -> int | None:
+    """One significance pass, of the first cutoff whose letters are behind its rows, one at a
+    time per collection; then queued again while another cutoff is behind. Over rows newer
+    than the last pass's it first waits out that pass's rest (queued again for its end,
+    returning None), so under steady judging the passes take at most
+    NDCG_SIGNIFICANCE_MAX_SHARE of the worker. Returns the cutoff computed (0: none)."""
+    refresh_queue.forget(refresh_queue.significance_key(collection_id))
+    collection = Collection.objects.filter(id=collection_id).first()
+    behind = significance_behind(collection) if collection is not None else None
+    if collection is None or behind is None:
+        return 0
+    k, stamp = behind
+    rest = refresh_pacing.significance_rest_left(collection_id=collection_id, stamp=stamp)
+    if rest > 0:
+        refresh_queue.significance_schedule(collection_id=collection_id, delay=rest)
+        return None
+    running = refresh_queue.significance_running_key(collection_id)
+    if not refresh_queue.lock_take(running):
+        refresh_queue.significance_schedule(collection_id=collection_id, delay=1.0)
+        return None
+    started = time.perf_counter()
+    try:
+        if significance_refresh(collection=collection, k=k) is None:
+            snapshots.leaderboard_refresh(collection=collection, k=k)  # rows of older code
+            significance_refresh(collection=collection, k=k)
+    finally:
+        refresh_pacing.significance_pass_done(
+            collection_id=collection_id, stamp=stamp, seconds=time.perf_counter() - started
+        )
+        refresh_queue.lock_release(running)
+    if significance_behind(collection) is not None:
+        refresh_queue.significance_schedule(collection_id=collection_id)
+    return k
