@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -54,16 +54,22 @@ serve: $(SERVE_STAMP)
 		$(BIN)/gunicorn ndcg_platform.wsgi:application --config ndcg_platform/gunicorn.conf.py
 
 ## Celery workers beside `make serve` (CELERY_BROKER_URL set): recomputations on a pool of
-## their own, derived data (leaderboard snapshots, impact) and import jobs on another
-## (at a lower CPU priority, DERIVED_NICE: on busy cores scores and requests go first)
+## their own, derived data (leaderboard snapshots, impact, webhooks) on another, and the long
+## tasks (import jobs, machine judges' runs) on a third, so that an hour-long run never holds
+## up a leaderboard; both at a lower CPU priority (DERIVED_NICE: on busy cores scores and
+## requests go first)
 SCORE_CONCURRENCY ?= 2
 DERIVED_CONCURRENCY ?= 1
+IMPORTS_CONCURRENCY ?= 1
 DERIVED_NICE ?= 10
 worker: $(SERVE_STAMP)
 	$(BIN)/celery -A ndcg_platform worker -Q celery -c $(SCORE_CONCURRENCY) -n scores@%h --loglevel INFO
 
 worker-derived: $(SERVE_STAMP)
-	nice -n $(DERIVED_NICE) $(BIN)/celery -A ndcg_platform worker -Q derived,imports -c $(DERIVED_CONCURRENCY) -n derived@%h --loglevel INFO
+	nice -n $(DERIVED_NICE) $(BIN)/celery -A ndcg_platform worker -Q derived -c $(DERIVED_CONCURRENCY) -n derived@%h --loglevel INFO
+
+worker-imports: $(SERVE_STAMP)
+	nice -n $(DERIVED_NICE) $(BIN)/celery -A ndcg_platform worker -Q imports -c $(IMPORTS_CONCURRENCY) -O fair -n imports@%h --loglevel INFO
 
 beat: $(SERVE_STAMP)
 	$(BIN)/celery -A ndcg_platform beat --loglevel INFO

@@ -4,7 +4,8 @@
 A script, not a test. It runs the platform as docs/operations.md's production section does,
 on 127.0.0.1 only: gunicorn with ``ndcg_platform/gunicorn.conf.py`` (DJANGO_ENV=production,
 plain http), a Celery worker for the default queue (``-Q celery -c 2``), one for
-``-Q derived,imports -c 1`` at nice 10 (as ``make worker-derived``) and beat, all on a
+``-Q derived -c 1`` and one for ``-Q imports -c 1``, both at nice 10 (as ``make
+worker-derived`` and ``make worker-imports``), and beat, all on a
 Redis database of their own (flushed at start), against a PostgreSQL collection generated
 with gen_trec.py and loaded through the services (``bench_scoring``'s helpers). It prints
 one Markdown table of figures measured in the same run:
@@ -232,7 +233,7 @@ def free_port() -> int:
 
 
 class Services:
-    """gunicorn, two Celery workers and beat, each in its own process group."""
+    """gunicorn, three Celery workers and beat, each in its own process group."""
 
     def __init__(
         self, args: argparse.Namespace, port: int, logs: Path, *, inline: bool = False
@@ -288,15 +289,21 @@ class Services:
         )  # fmt: skip
         self._start(
             "worker-derived",
-            ["nice", "-n", "10", celery, "-A", "ndcg_platform", "worker", "-Q", "derived,imports",
+            ["nice", "-n", "10", celery, "-A", "ndcg_platform", "worker", "-Q", "derived",
              "-c", "1", "-n", f"bench-derived-{os.getpid()}@%h", "--loglevel", "INFO"],
+        )  # fmt: skip
+        self._start(
+            "worker-imports",
+            ["nice", "-n", "10", celery, "-A", "ndcg_platform", "worker", "-Q", "imports",
+             "-c", "1", "-O", "fair", "-n", f"bench-imports-{os.getpid()}@%h",
+             "--loglevel", "INFO"],
         )  # fmt: skip
         self._start(
             "beat",
             [celery, "-A", "ndcg_platform", "beat", "--loglevel", "INFO",
              "--schedule", str(self.logs / "celerybeat-schedule")],
         )  # fmt: skip
-        self._wait({"worker", "worker-derived"})
+        self._wait({"worker", "worker-derived", "worker-imports"})
 
     def _wait(self, waiting: set[str]) -> None:
         deadline = time.monotonic() + 120

@@ -245,8 +245,31 @@ def test_the_derived_worker_runs_at_a_lower_cpu_priority() -> None:
     from pathlib import Path
 
     makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
-    derived = [line for line in makefile.splitlines() if "worker -Q derived" in line]
+    derived = [
+        line for line in makefile.splitlines() if re.search(r"worker -Q (derived|imports)", line)
+    ]
     scores = [line for line in makefile.splitlines() if "worker -Q celery" in line]
-    assert derived and all(re.match(r"\s*nice -n \$\(DERIVED_NICE\) ", line) for line in derived)
+    assert len(derived) == 2
+    assert all(re.match(r"\s*nice -n \$\(DERIVED_NICE\) ", line) for line in derived)
     assert scores and not any("nice" in line for line in scores)
     assert re.search(r"^DERIVED_NICE \?= 10$", makefile, re.MULTILINE)
+
+
+def test_long_tasks_never_share_a_worker_with_the_leaderboards() -> None:
+    """Import jobs and machine judges' runs take minutes to hours: on a worker of their own,
+    so that refreshes, significance passes and webhooks never wait behind them."""
+    import re
+    from pathlib import Path
+
+    from django.conf import settings
+
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    queues = [set(listed.split(",")) for listed in re.findall(r"worker -Q (\S+)", makefile)]
+    routes = settings.CELERY_TASK_ROUTES
+    long_queue = routes["annotations.tasks.judge_run_execute"]["queue"]
+    assert routes["annotations.tasks.import_job_run"]["queue"] == long_queue
+    derived = routes["annotations.tasks.refresh_leaderboards"]["queue"]
+    assert routes["annotations.tasks.refresh_significance"]["queue"] == derived != long_queue
+    assert routes["annotations.tasks.webhooks_send"]["queue"] == derived
+    assert all(not (long_queue in read and derived in read) for read in queues)
+    assert any(long_queue in read for read in queues) and any(derived in read for read in queues)
