@@ -1,6 +1,8 @@
 """Grading in the background in a real browser: no page loads, saves committed once, failures
 shown and retried, history navigation, and the plain form without JavaScript."""
 
+import time
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -162,6 +164,49 @@ def test_a_refused_grade_is_shown_with_its_pair_and_nothing_is_misplaced(
     assert page.locator("#save-error a").get_attribute("href") == _pair_url(assignment, 1)
     grade(page, "2")  # pair 2 is graded as usual
     assert _grades(assignment) == {2: 2}
+
+
+IN_FLIGHT = """
+window.__inFlight = 0; window.__mostInFlight = 0;
+var plainFetch = window.fetch;
+window.fetch = function (url, options) {
+  if (!options || options.method !== "POST") { return plainFetch.apply(this, arguments); }
+  window.__inFlight += 1;
+  window.__mostInFlight = Math.max(window.__mostInFlight, window.__inFlight);
+  var done = function () { window.__inFlight -= 1; };
+  var sent = plainFetch.apply(this, arguments);
+  sent.then(done, done);
+  return sent;
+};
+"""
+
+
+def test_on_a_slow_server_the_next_grade_does_not_wait_for_the_last_ones_answer(
+    trial: Collection, page, login, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from annotations.views import grading
+
+    assignment = _assignment(trial)
+    real = grading._grade_or_skip
+
+    def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.6)  # a busy server: each save takes a while to be answered
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(grading, "_grade_or_skip", slow)
+    watch(page)
+    page.add_init_script(IN_FLIGHT)
+    login("alice")
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    page.wait_for_selector(".pair")
+    page.keyboard.press("2")  # pair 1
+    page.wait_for_function("() => window.__shown >= 1")  # pair 2, held ready
+    page.keyboard.press("0")  # before pair 1's answer
+    page.wait_for_function("() => window.__saved >= 2", timeout=20_000)
+    assert page.evaluate("window.__mostInFlight") == 2  # both on their way at once
+    assert _grades(assignment) == {1: 2, 2: 0}  # each on its own pair
+    assert JudgementHistory.objects.count() == 2  # each committed once
+    assert "2 / " in page.inner_text("#grading-progress")  # the later answer's progress
 
 
 def test_reload_and_back_land_on_the_right_pair(trial: Collection, page, login) -> None:  # type: ignore[no-untyped-def]

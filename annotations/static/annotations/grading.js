@@ -3,8 +3,9 @@
 //
 // In the background a grade is queued and sent with the pair's own item id and idempotency
 // key (a retry is applied once), while the next pair, already fetched, is swapped in and its
-// URL pushed. Grades are sent one at a time, in order; a grade is shown as saved only when
-// the server answered that it committed it. A failed send is shown and retried with the same
+// URL pushed. Grades are sent in order, at most two at a time (each is a different pair: a
+// fast assessor's grade does not wait for the previous one's answer on a busy server); a
+// grade is shown as saved only when the server answered that it committed it. A failed send is shown and retried with the same
 // key; a grade the server refuses is shown with a link to its pair. The time each pair was
 // visible before its grade (dwell) goes with the grade.
 (function () {
@@ -104,12 +105,14 @@
   }
   watchPosition();
 
-  // --- the saves: one at a time, in order, retried until the server answers ---------------
-  var queue = [];
-  var sending = false;
+  // --- the saves: in order, at most MAX_IN_FLIGHT at a time, retried until answered ------
+  var MAX_IN_FLIGHT = 2;
+  var queue = []; // in the order graded; each save is of a different pair
   var retryTimer = null;
   var drainedCallbacks = [];
   var latestProgress = null; // { html, at }
+  var sequence = 0; // each save's place in the order graded
+  var progressSeq = 0; // the latest save whose progress is shown
 
   function labelOf(data, box) {
     var title = byId("document-title");
@@ -145,22 +148,43 @@
     showError("Not saved yet: " + save.label.what + " for " + save.label.pair + " (" + why +
       "); retrying in " + seconds + " s. Your grades are kept on this page.");
     retryButton.hidden = false;
+    if (retryTimer !== null) {
+      window.clearTimeout(retryTimer);
+    }
     retryTimer = window.setTimeout(function () {
       retryTimer = null;
       pump();
     }, seconds * 1000);
   }
 
+  function settle(save) {
+    var at = queue.indexOf(save);
+    if (at >= 0) {
+      queue.splice(at, 1);
+    }
+  }
+
+  // Send what the queue holds, oldest first, up to MAX_IN_FLIGHT at once; none while a
+  // failed save waits for its retry (its turn comes first).
   function pump() {
-    if (sending || retryTimer !== null) {
+    if (retryTimer !== null) {
       return;
     }
     if (queue.length === 0) {
       drained();
       return;
     }
-    var save = queue[0];
-    sending = true;
+    var flying = queue.filter(function (save) { return save.inflight; }).length;
+    for (var i = 0; i < queue.length && flying < MAX_IN_FLIGHT; i += 1) {
+      if (!queue[i].inflight) {
+        send(queue[i]);
+        flying += 1;
+      }
+    }
+  }
+
+  function send(save) {
+    save.inflight = true;
     showStatus(pendingText());
     fetch(save.url, {
       method: "POST",
@@ -177,17 +201,22 @@
         return { response: response, data: data };
       });
     }).then(function (answer) {
-      sending = false;
+      save.inflight = false;
       var response = answer.response;
       var data = answer.data;
       var isJson = (response.headers.get("Content-Type") || "").indexOf("application/json") === 0;
       if (response.ok && isJson && data && data.saved) {
-        queue.shift();
-        hideError();
-        latestProgress = { html: data.progress, at: performance.now() };
-        var progress = byId("grading-progress");
-        if (progress) {
-          progress.innerHTML = data.progress;
+        settle(save);
+        if (!queue.some(function (other) { return other.attempts > 0; })) {
+          hideError();
+        }
+        if (save.seq > progressSeq) { // an earlier grade's answer never hides a later one's
+          progressSeq = save.seq;
+          latestProgress = { html: data.progress, at: performance.now() };
+          var progress = byId("grading-progress");
+          if (progress) {
+            progress.innerHTML = data.progress;
+          }
         }
         var done = data.action === "skip" ? "Skipped " : "Saved grade " + data.grade + " for ";
         showStatus(queue.length ? pendingText() : done + data.pair + ".");
@@ -196,7 +225,7 @@
       } else if (isJson && data && data.error && response.status >= 400 &&
           response.status < 500 && response.status !== 408 && response.status !== 429) {
         // Refused (a grade no longer on the scale, a pair no longer assigned): not retried.
-        queue.shift();
+        settle(save);
         exhausted = false;
         showError("Not saved: " + save.label.what + " for " + save.label.pair + ": " +
           data.error, save.label.url);
@@ -207,7 +236,7 @@
         retryLater(save, "the server answered " + response.status);
       }
     }, function () {
-      sending = false;
+      save.inflight = false;
       retryLater(save, "no connection to the server");
     });
   }
@@ -457,7 +486,9 @@
       csrf: String(data.get("csrfmiddlewaretoken") || ""),
       key: String(data.get("idempotency_key") || ""),
       label: labelOf(data, box),
-      attempts: 0
+      attempts: 0,
+      inflight: false,
+      seq: ++sequence
     });
     showStatus(pendingText());
     pump();
