@@ -167,10 +167,13 @@ def test_a_refused_grade_is_shown_with_its_pair_and_nothing_is_misplaced(
 
 
 IN_FLIGHT = """
-window.__inFlight = 0; window.__mostInFlight = 0;
+window.__inFlight = 0; window.__mostInFlight = 0; window.__fetchedWhileSaving = 0;
 var plainFetch = window.fetch;
 window.fetch = function (url, options) {
-  if (!options || options.method !== "POST") { return plainFetch.apply(this, arguments); }
+  if (!options || options.method !== "POST") {
+    if (window.__inFlight > 0) { window.__fetchedWhileSaving += 1; }
+    return plainFetch.apply(this, arguments);
+  }
   window.__inFlight += 1;
   window.__mostInFlight = Math.max(window.__mostInFlight, window.__inFlight);
   var done = function () { window.__inFlight -= 1; };
@@ -207,6 +210,18 @@ def test_on_a_slow_server_the_next_grade_does_not_wait_for_the_last_ones_answer(
     assert _grades(assignment) == {1: 2, 2: 0}  # each on its own pair
     assert JudgementHistory.objects.count() == 2  # each committed once
     assert "2 / " in page.inner_text("#grading-progress")  # the later answer's progress
+    # The server is busy now: the page holds three pairs ready instead of two ...
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/next/" in r.url else None)
+    move(page, "j")  # another pair in place: the held ones are fetched again
+    page.wait_for_function("() => window.__inFlight === 0")
+    assert asked and "count=3" in asked[-1]
+    # ... and with a pair still held, fetches the next at once, not after the grade's answer
+    page.evaluate("window.__fetchedWhileSaving = 0")
+    page.keyboard.press("1")
+    page.wait_for_function("() => window.__saved >= 3", timeout=20_000)
+    assert page.evaluate("window.__fetchedWhileSaving") >= 1
+    assert len(_grades(assignment)) == 3
 
 
 def test_reload_and_back_land_on_the_right_pair(trial: Collection, page, login) -> None:  # type: ignore[no-untyped-def]

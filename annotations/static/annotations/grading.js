@@ -23,6 +23,8 @@
 
   var DWELL_CAP_MS = 30 * 60 * 1000;
   var MAX_HELD = 2; // pairs held ready
+  var MAX_HELD_BUSY = 3; // ... while the server is slower than the assessor (see busy())
+  var BUSY_MS = 300; // a save answered slower than this: the server is busy
   var MAX_HELD_CHARS = 2000000; // and at most about this much of their HTML
   var PAUSE_MS = 800;
 
@@ -183,8 +185,17 @@
     }
   }
 
+  var lastSaveMs = 0; // the round trip of the last save answered
+
+  // A busy server: the next pairs are fetched at once (not after the saves on their way) and
+  // one more is held, so that an assessor faster than the server still finds them ready.
+  function busy() {
+    return lastSaveMs > BUSY_MS;
+  }
+
   function send(save) {
     save.inflight = true;
+    var started = performance.now();
     showStatus(pendingText());
     fetch(save.url, {
       method: "POST",
@@ -206,6 +217,7 @@
       var data = answer.data;
       var isJson = (response.headers.get("Content-Type") || "").indexOf("application/json") === 0;
       if (response.ok && isJson && data && data.saved) {
+        lastSaveMs = performance.now() - started;
         settle(save);
         if (!queue.some(function (other) { return other.attempts > 0; })) {
           hideError();
@@ -298,14 +310,15 @@
     if (fetchPromise) {
       return fetchPromise;
     }
-    if (!background || exhausted || held.length >= MAX_HELD || heldChars() >= MAX_HELD_CHARS) {
+    var limit = busy() ? MAX_HELD_BUSY : MAX_HELD;
+    if (!background || exhausted || held.length >= limit || heldChars() >= MAX_HELD_CHARS) {
       return Promise.resolve();
     }
     var asked = epoch;
     // The pairs are rendered after this moment: a save answered later may be newer than
     // the progress they show.
     var at = performance.now();
-    fetchPromise = getJson(nextUrl(MAX_HELD - held.length)).then(function (data) {
+    fetchPromise = getJson(nextUrl(limit - held.length)).then(function (data) {
       fetchPromise = null;
       if (asked !== epoch) {
         return prefetch(); // asked from a pair no longer shown: ask again from this one
@@ -365,8 +378,8 @@
     if (held.length) {
       swapIn(held.shift(), true, true); // held ready: no request between the key and the pair
       // Another pair is still held: fetch the next one once the grade is committed, so that
-      // the save has the server to itself.
-      if (held.length) {
+      // the save has the server to itself (on a busy server, at once).
+      if (held.length && !busy()) {
         whenDrained(prefetch);
       } else {
         prefetch();
