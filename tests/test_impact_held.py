@@ -178,6 +178,11 @@ def test_after_random_changes_the_kept_inputs_equal_a_fresh_read(
         assert_same_inputs(kept, impact_inputs(collection=campaign, k=K))
         # Only the queries the change touched are read again (none when nothing moved).
         assert all(read != "all" and read <= touched for read in reads), (step, reads)
+        # Of some queries only (the flip marks' read), as `impact_inputs` of those.
+        assert_same_inputs(
+            impact_inputs_held(collection=campaign, k=K, query_ids=touched),
+            impact_inputs(collection=campaign, k=K, query_ids=touched),
+        )
 
 
 def test_a_query_whose_judgements_did_not_move_is_not_read_again(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Max
@@ -53,10 +54,12 @@ def impact_inputs_forget(*, collection_id: int | None = None) -> None:
             del _held[key]
 
 
-def impact_inputs_held(*, collection: Collection, k: int) -> ImpactInputs:
-    """`impact_inputs` of the collection at k, re-reading only the grades of the queries
-    whose judgements version (or latest machine answer) moved since the inputs held were
-    read; everything when the signature moved or nothing is held."""
+def impact_inputs_held(
+    *, collection: Collection, k: int, query_ids: Iterable[int] | None = None
+) -> ImpactInputs:
+    """`impact_inputs` of the collection at k (of `query_ids` only), re-reading only the
+    grades of the queries whose judgements version (or latest machine answer) moved since
+    the inputs held were read; everything when the signature moved or nothing is held."""
     machines = machine_accounts(collection)
     runs = tuple(
         Run.objects.filter(collection=collection).order_by("id").values_list("id", "updated")
@@ -95,11 +98,14 @@ def impact_inputs_held(*, collection: Collection, k: int) -> ImpactInputs:
                 )
             )
     held.versions = {q: versions[q] for q in needed if q in versions}
+    rankings = held.rankings
+    if query_ids is not None:
+        rankings = {q: rankings[q] for q in set(query_ids) if q in rankings}
     inputs = impact_inputs_assemble(
         collection=collection,
         k=k,
         run_ids=run_ids,
-        rankings=held.rankings,
+        rankings=rankings,
         grades=held.grades,
         scale=scale,
         machines=bool(machines),
@@ -129,9 +135,7 @@ def _nbytes(held: _Held) -> int:
     """The arrays an entry holds, in bytes (the rest is small beside them)."""
     total = 0
     for part in held.rankings.values():
-        top = part.top
-        total += top.top.nbytes + top.weights.nbytes + top.best_rank.nbytes + top.runs.nbytes
-        total += 8 * len(part.pool)
+        total += part.matrix.nbytes + 8 * len(part.pool)
     for grades in held.grades.values():
         total += 16 * (len(grades.people) + len(grades.given))
         total += sum(mean.nbytes for mean in grades.said.values())

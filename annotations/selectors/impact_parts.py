@@ -18,10 +18,11 @@ from annotations.selectors import effective_grades_by_query, top_documents
 @dataclass(frozen=True)
 class QueryRankings:
     """One query's top k of every run: ``pool`` (document ids, first seen first, runs in id
-    order) and its ``top`` as the model's arrays."""
+    order) and ``matrix``, the ``(runs, k)`` pool indices `QueryTop.of` takes (kept instead
+    of the model's dense ``(runs, pool)`` weights: far smaller, and quick to expand)."""
 
     pool: list[int]
-    top: QueryTop
+    matrix: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def query_rankings_read(
         for run_id in run_ids:
             for i, document_id in enumerate(rankings[query_id].get(run_id, ())[:k]):
                 matrix[index[run_id], i] = pool.setdefault(document_id, len(pool))
-        found[query_id] = QueryRankings(pool=list(pool), top=QueryTop.of(matrix, len(pool)))
+        matrix.flags.writeable = False  # kept between refreshes, shared by their inputs
+        found[query_id] = QueryRankings(pool=list(pool), matrix=matrix)
     return found
 
 
@@ -183,7 +185,7 @@ def queries_assemble(
         members = set(part.pool)
         rows.append(np.array(row, dtype=np.int64).reshape(-1))
         outside.append(sorted(max(g, 0) for doc, g in judged.items() if doc not in members))
-        tops.append(part.top)
+        tops.append(QueryTop.of(part.matrix, len(part.pool)))
         pools.append(list(part.pool))
     priors = machine_priors(query_ids, pools, grades, scale, counted=counted) if machines else None
     return AssembledQueries(query_ids, pools, tops, rows, outside, priors)

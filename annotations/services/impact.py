@@ -195,11 +195,10 @@ def _queued(collection: Collection, k: int) -> dict[tuple[int, int], int]:
     counts: dict[tuple[int, int], int] = defaultdict(int)
     if not queued_pairs:
         return counts
-    inputs = impact_inputs_held(collection=collection, k=k)
-    queued_queries = {query_id for query_id, _ in queued_pairs}
+    inputs = impact_inputs_held(
+        collection=collection, k=k, query_ids={query_id for query_id, _ in queued_pairs}
+    )
     for q, query_id in enumerate(inputs.query_ids):
-        if query_id not in queued_queries:
-            continue
         weights = inputs.tops[q].weights
         for d, document_id in enumerate(inputs.pools[q]):
             if inputs.grades[q][d] >= 0 or (query_id, document_id) not in queued_pairs:
