@@ -107,7 +107,8 @@ def impact_by_pair(*, snapshot: ImpactSnapshot) -> dict[tuple[int, int], float]:
 
 def pool_entries_impact_set(*, pool: Pool, impacts: dict[tuple[int, int], float]) -> int:
     """Give every entry of the pool its impact (0 for a pair no longer unjudged)."""
-    entries = list(pool.entries.only("id", "query_id", "document_id", "impact"))
+    # pool_id too: the related manager reads it on every entry (deferred, one query each).
+    entries = list(pool.entries.only("id", "pool_id", "query_id", "document_id", "impact"))
     changed = []
     for entry in entries:
         value = impacts.get((entry.query_id, entry.document_id), 0.0)
