@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived worker-imports beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -108,6 +108,10 @@ benchmark-reads: $(STAMP)
 ## Judging orders (depth, query by query, random, impact): judgements to Kendall's tau 0.9 / 0.95
 benchmark-impact: $(STAMP)
 	$(BIN)/python benchmarks/bench_impact.py
+
+## Impact refresh after one judgement, inputs kept vs from scratch (PostgreSQL; loads once)
+benchmark-impact-refresh: $(STAMP)
+	$(BIN)/python benchmarks/bench_impact_refresh.py
 
 ## Machine judges beside people (simulated): people-judgements to tau 0.9 per strategy and kappa
 benchmark-hybrid: $(STAMP)

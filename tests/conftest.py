@@ -11,6 +11,7 @@ import pytest
 
 from annotations import services
 from annotations.models import Collection
+from annotations.selectors.impact_held import impact_inputs_forget
 from tests.factories import CollectionFactory, UserFactory
 
 WORKED_QRELS = """\
@@ -40,6 +41,13 @@ def _leaderboards_follow_every_change(settings: Any) -> None:
     settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0
     settings.NDCG_SIGNIFICANCE_MAX_SHARE = 1.0
     settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
+
+
+@pytest.fixture(autouse=True)
+def _no_impact_inputs_held() -> None:
+    """Each test starts with no impact inputs kept in the process (a database rolled back
+    between tests may give a new collection an earlier one's id)."""
+    impact_inputs_forget()
 
 
 @pytest.fixture(autouse=True)

@@ -394,3 +394,25 @@ def test_the_mapping_interface_agrees_with_the_arrays(
     assert impacts.keys() == expected.keys()
     for key, value in expected.items():
         assert impacts[key] == pytest.approx(value, rel=1e-9, abs=1e-15)
+
+
+def test_the_arrays_of_a_top_k_equal_those_built_run_by_run() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n_runs, k, pool = int(rng.integers(1, 6)), int(rng.integers(1, 6)), int(rng.integers(1, 9))
+        matrix = np.full((n_runs, k), -1, dtype=np.int64)
+        for a in range(n_runs):
+            chosen = rng.permutation(pool)[: int(rng.integers(0, min(k, pool) + 1))]
+            matrix[a, : len(chosen)] = chosen
+        used = sorted(set(matrix[matrix >= 0].tolist()))
+        matrix = np.where(matrix >= 0, np.searchsorted(used, matrix), -1)
+        top = QueryTop.of(matrix, len(used))
+        weights = np.zeros((n_runs, len(used)))
+        best = np.full(len(used), k + 1, dtype=np.int64)
+        for a in range(n_runs):  # one run at a time, as the model's docstring reads
+            row = matrix[a][matrix[a] >= 0]
+            weights[a, row] = [1.0 / math.log2(i + 2) for i in range(len(row))]
+            np.minimum.at(best, row, np.arange(1, len(row) + 1))
+        assert weights.tobytes() == top.weights.tobytes()
+        assert best.tolist() == top.best_rank.tolist()
+        assert top.runs.tolist() == [int((matrix == d).sum()) for d in range(len(used))]

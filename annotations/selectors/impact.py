@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Q
 
-from annotations.metrics import ndcg
-from annotations.metrics.impact import (
-    UNJUDGED,
-    DocumentPrior,
-    ImpactResult,
-    QueryTop,
-    impact_compute,
-)
-from annotations.models import Collection, ImpactSnapshot, JudgeAnswer, Judgement, Run
-from annotations.selectors import effective_grades_by_query, top_documents
+from annotations.metrics.impact import DocumentPrior, ImpactResult, QueryTop, impact_compute
+from annotations.models import Collection, ImpactSnapshot, Query, Run
 from annotations.selectors.grades import machine_accounts
+from annotations.selectors.impact_parts import (
+    QueryGrades,
+    QueryRankings,
+    queries_assemble,
+    query_grades_read,
+    query_rankings_read,
+)
 
 
 @dataclass(frozen=True)
@@ -55,151 +52,65 @@ def impact_inputs(
     *, collection: Collection, k: int, query_ids: Iterable[int] | None = None
 ) -> ImpactInputs:
     """The runs' top k per query from the stored rankings, the effective grades, the scale
-    (of every query, or of `query_ids` only)."""
+    (of every query, or of `query_ids` only), read from scratch."""
     run_ids = sorted(Run.objects.filter(collection=collection).values_list("id", flat=True))
-    index = {run_id: a for a, run_id in enumerate(run_ids)}
-    rankings: dict[int, dict[int, list[int]]] = defaultdict(dict)
-    wanted = None if query_ids is None else sorted(set(query_ids))
-    for run_id, query_id, documents in top_documents(run_ids=run_ids, query_ids=wanted, depth=k):
-        if documents:
-            rankings[query_id][run_id] = documents
+    rankings = query_rankings_read(run_ids=run_ids, k=k, query_ids=query_ids)
     machines = machine_accounts(collection)
-    people_only = "people" if machines else None
-    graded = dict(
-        effective_grades_by_query(
-            collection=collection, query_ids=list(rankings), machine_rule=people_only
-        )
+    scale = grade_scale(collection)
+    graded = set(rankings)
+    if machines:  # the calibration is over every query the machines graded
+        everything = Query.objects.filter(collection=collection).values_list("id", flat=True)
+        graded |= set(everything)
+    grades = query_grades_read(
+        collection=collection, query_ids=graded, machines=machines, scale=scale
     )
-    query_ids = sorted(rankings)
-    pools: list[list[int]] = []
-    tops: list[QueryTop] = []
-    grades: list[np.ndarray] = []
-    outside: list[list[int]] = []
-    for query_id in query_ids:
-        pool: dict[int, int] = {}
-        matrix = np.full((len(run_ids), k), -1, dtype=np.int64)
-        for run_id in run_ids:
-            for i, document_id in enumerate(rankings[query_id].get(run_id, ())[:k]):
-                matrix[index[run_id], i] = pool.setdefault(document_id, len(pool))
-        judged = graded.get(query_id, {})
-        row = [max(judged[doc], 0) if doc in judged else UNJUDGED for doc in pool]
-        grades.append(np.array(row, dtype=np.int64).reshape(-1))
-        outside.append(sorted(max(g, 0) for doc, g in judged.items() if doc not in pool))
-        tops.append(QueryTop.of(matrix, len(pool)))
-        pools.append(list(pool))
+    return impact_inputs_assemble(
+        collection=collection,
+        k=k,
+        run_ids=run_ids,
+        rankings=rankings,
+        grades=grades,
+        scale=scale,
+        machines=bool(machines),
+    )
+
+
+def grade_scale(collection: Collection) -> tuple[int, ...]:
+    """The collection's grade values, negative ones as 0, sorted (the model's scale)."""
     values = collection.grades.values_list("value", flat=True)
-    scale = tuple(sorted({max(value, 0) for value in values} or {0}))
-    document_priors = (
-        machine_priors(collection, query_ids, pools, graded, scale, machines) if machines else None
+    return tuple(sorted({max(value, 0) for value in values} or {0}))
+
+
+def impact_inputs_assemble(
+    *,
+    collection: Collection,
+    k: int,
+    run_ids: list[int],
+    rankings: Mapping[int, QueryRankings],
+    grades: Mapping[int, QueryGrades],
+    scale: tuple[int, ...],
+    machines: bool,
+) -> ImpactInputs:
+    """`ImpactInputs` from the queries' parts (read now or kept since, `impact_held`)."""
+    queries = queries_assemble(
+        rankings=rankings,
+        grades=grades,
+        scale=scale,
+        machines=machines,
+        counted=collection.machine_grades != "people",
     )
     return ImpactInputs(
         k=k,
-        run_ids=run_ids,
-        query_ids=query_ids,
-        pools=pools,
-        tops=tops,
-        grades=grades,
-        outside=outside,
+        run_ids=list(run_ids),
+        query_ids=queries.query_ids,
+        pools=queries.pools,
+        tops=queries.tops,
+        grades=queries.grades,
+        outside=queries.outside,
         scale=scale,
         scheme=collection.gain,
-        document_priors=document_priors,
+        document_priors=queries.document_priors,
     )
-
-
-def machine_priors(
-    collection: Collection,
-    query_ids: list[int],
-    pools: list[list[int]],
-    people: dict[int, dict[int, int]],
-    scale: tuple[int, ...],
-    machines: set[int],
-) -> list[dict[int, DocumentPrior]]:
-    """Per query, pool index -> the calibration of each pool document only machines graded:
-    how often people gave each grade (their effective grade, adjudications included) on the
-    collection's pairs where the machines' grade (combined by the aggregation rule) was the
-    same as this document's; and the grade the leaderboard counts for it now. Where every
-    machine grade of the pair came with the answer's probabilities of the grades (its token
-    log-probabilities, or its two prompt wordings' grades), their mean goes with it
-    (`DocumentPrior.said`)."""
-    rows = Judgement.objects.filter(query__collection=collection, assessor_id__in=machines)
-    if collection.stale_judgements == "exclude":
-        rows = rows.filter(stale=False)
-    sure = _answer_probabilities(collection, scale)
-    machine: dict[tuple[int, int], list[int]] = defaultdict(list)
-    spreads: dict[tuple[int, int], list[np.ndarray | None]] = defaultdict(list)
-    for query_id, document_id, grade, account in rows.values_list(
-        "query_id", "document_id", "grade", "assessor_id"
-    ):
-        machine[(query_id, document_id)].append(grade)
-        answer = sure.get((account, query_id, document_id))
-        spreads[(query_id, document_id)].append(
-            answer[1] if answer is not None and answer[0] == grade else None
-        )
-    given = {
-        pair: ndcg.effective_grade(grades, collection.aggregation)
-        for pair, grades in machine.items()
-    }
-    position = {value: i for i, value in enumerate(scale)}
-    calibrating = sorted({query_id for query_id, _ in given} - set(people))
-    truth = {**people, **dict(effective_grades_by_query(
-        collection=collection, query_ids=calibrating, machine_rule="people"
-    ))} if calibrating else people  # fmt: skip
-    counts: dict[int, np.ndarray] = defaultdict(lambda: np.zeros(len(scale)))
-    for (query_id, document_id), grade in given.items():
-        person = truth.get(query_id, {}).get(document_id)
-        if person is not None and max(grade, 0) in position and max(person, 0) in position:
-            counts[max(grade, 0)][position[max(person, 0)]] += 1
-    matrix = np.array([counts[value] for value in scale])
-    counted = collection.machine_grades != "people"
-    found: list[dict[int, DocumentPrior]] = []
-    for query_id, pool in zip(query_ids, pools, strict=True):
-        own: dict[int, DocumentPrior] = {}
-        judged = people.get(query_id, {})
-        for d, document_id in enumerate(pool):
-            said = given.get((query_id, document_id))
-            if said is None or document_id in judged:
-                continue
-            grade_now = said if counted else None
-            known = spreads[(query_id, document_id)]
-            if all(spread is not None for spread in known):
-                mean = np.mean(np.array(known, dtype=np.float64), axis=0)
-                own[d] = DocumentPrior(counts=matrix, counted=grade_now, said=mean)
-            else:
-                own[d] = DocumentPrior(counts=counts[max(said, 0)], counted=grade_now)
-        found.append(own)
-    return found
-
-
-def _answer_probabilities(
-    collection: Collection, scale: tuple[int, ...]
-) -> dict[tuple[int, int, int], tuple[int, np.ndarray]]:
-    """(judge account, query, document) -> (grade, its probability of each grade of the
-    scale) of the latest answer of each judge that tells it: from the answer's token
-    log-probabilities, else from its two prompt wordings' grades."""
-    found: dict[tuple[int, int, int], tuple[int, np.ndarray]] = {}
-    answers = (
-        JudgeAnswer.objects.filter(judge__collection=collection, grade__isnull=False)
-        .filter(Q(grade_probabilities__isnull=False) | Q(variant_grade__isnull=False))
-        .order_by("id")
-        .values_list(
-            "judge__account_id", "query_id", "document_id", "grade", "grade_probabilities",
-            "variant_grade",
-        )
-    )  # fmt: skip
-    position = {value: i for i, value in enumerate(scale)}
-    for account, query_id, document_id, grade, probabilities, variant in answers:
-        if grade is None:
-            continue
-        if isinstance(probabilities, dict):
-            row = np.array([float(probabilities.get(str(value), 0.0)) for value in scale])
-        else:  # the two wordings' grades, half each (the same grade twice: sure of it)
-            row = np.zeros(len(scale))
-            for said in (grade, variant if variant is not None else grade):
-                if max(said, 0) in position:
-                    row[position[max(said, 0)]] += 0.5
-        if row.sum() > 0:
-            found[(account, query_id, document_id)] = (grade, row)
-    return found
 
 
 def impact_of(inputs: ImpactInputs) -> ImpactResult | None:

@@ -21,7 +21,8 @@ from annotations.models import (
     Pool,
     PoolEntry,
 )
-from annotations.selectors.impact import impact_inputs, impact_of
+from annotations.selectors.impact import impact_of
+from annotations.selectors.impact_held import impact_inputs_held
 from annotations.selectors.leaderboards import Leaderboard
 from annotations.selectors.scores_state import scores_state
 
@@ -34,11 +35,13 @@ def impact_refresh(*, collection: Collection, k: int) -> ImpactSnapshot:
 
     Replaces the collection's stored impacts at k, the pair states of every two runs, and
     refreshes the impact of the entries of its impact-ordered pools of depth k, whose
-    assignments are then re-prioritised (`assignment_items_reprioritise`).
+    assignments are then re-prioritised (`assignment_items_reprioritise`). The model's
+    inputs are those kept from the last refresh, with the grades of the queries whose
+    judgements moved since read again (`impact_inputs_held`).
     """
     started = time.perf_counter()
     stamp = scores_state(collection=collection).stamp
-    inputs = impact_inputs(collection=collection, k=k)
+    inputs = impact_inputs_held(collection=collection, k=k)
     result = impact_of(inputs)
     impacts: dict[tuple[int, int], float] = {}
     pairs: list[list[float]] = []
@@ -104,7 +107,8 @@ def impact_by_pair(*, snapshot: ImpactSnapshot) -> dict[tuple[int, int], float]:
 
 def pool_entries_impact_set(*, pool: Pool, impacts: dict[tuple[int, int], float]) -> int:
     """Give every entry of the pool its impact (0 for a pair no longer unjudged)."""
-    entries = list(pool.entries.only("id", "query_id", "document_id", "impact"))
+    # pool_id too: the related manager reads it on every entry (deferred, one query each).
+    entries = list(pool.entries.only("id", "pool_id", "query_id", "document_id", "impact"))
     changed = []
     for entry in entries:
         value = impacts.get((entry.query_id, entry.document_id), 0.0)
@@ -181,7 +185,8 @@ def _queued(collection: Collection, k: int) -> dict[tuple[int, int], int]:
     """(run a id, run b id) -> unjudged entries of impact-ordered pools that the two runs
     rank differently in their top k (so judging them moves the pair's difference).
 
-    Only the queries of those pools are read: without impact-ordered pools nothing is.
+    Without impact-ordered pools nothing is read; with them, the inputs kept for the impact
+    refresh at k (`impact_inputs_held`), of those pools' queries.
     """
     queued_pairs = set(
         PoolEntry.objects.filter(pool__collection=collection, pool__order=Pool.IMPACT)
@@ -191,7 +196,7 @@ def _queued(collection: Collection, k: int) -> dict[tuple[int, int], int]:
     counts: dict[tuple[int, int], int] = defaultdict(int)
     if not queued_pairs:
         return counts
-    inputs = impact_inputs(
+    inputs = impact_inputs_held(
         collection=collection, k=k, query_ids={query_id for query_id, _ in queued_pairs}
     )
     for q, query_id in enumerate(inputs.query_ids):

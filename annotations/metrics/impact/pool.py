@@ -60,15 +60,17 @@ class QueryTop:
         present = matrix >= 0
         if (present[:, 1:] & ~present[:, :-1]).any():
             raise ValueError("a ranking has a document after its end (-1 then an index)")
+        ordered = np.sort(matrix, axis=1)
+        twice = ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any(axis=1)
+        if twice.any():
+            raise ValueError(f"run {int(np.flatnonzero(twice)[0])} ranks a document twice")
+        # Rankings have no gaps, so a present entry's column is its 0-based rank.
+        rows, ranks = np.nonzero(present)
+        documents = matrix[rows, ranks]
         weights = np.zeros((n_runs, pool))
+        weights[rows, documents] = discounts(k)[ranks]
         best = np.full(pool, k + 1, dtype=np.int64)
-        discount = discounts(k)
-        for a in range(n_runs):
-            row = matrix[a][present[a]]
-            if len(set(row.tolist())) != len(row):
-                raise ValueError(f"run {a} ranks a document twice")
-            weights[a, row] = discount[: len(row)]
-            np.minimum.at(best, row, np.arange(1, len(row) + 1))
+        np.minimum.at(best, documents, ranks + 1)
         runs = np.zeros(pool, dtype=np.int64)
         np.add.at(runs, matrix[present], 1)
         if (runs == 0).any():
