@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived worker-imports beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -124,6 +124,10 @@ benchmark-cutoffs: $(STAMP)
 ## Production mode (gunicorn, Celery workers, beat on Redis): freshness and capacity vs inline
 benchmark-production: $(STAMP)
 	$(BIN)/python benchmarks/bench_production.py
+
+## Production mode at 1,000 runs x 249 queries and 110 x 2,500: snapshots after an import, reads, memory
+benchmark-production-scale: $(STAMP)
+	$(BIN)/python benchmarks/bench_production_scale.py
 
 ## A snapshot's statistics at 110x249, 110x2500, 1000x249: peak memory and time per process
 benchmark-statistics: $(STAMP)

@@ -12,7 +12,13 @@ from django.utils import timezone
 
 from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, QueryBound
-from annotations.scores import bounds_cache, refresh_queue, refresh_work, snapshots
+from annotations.scores import (
+    bounds_cache,
+    refresh_queue,
+    refresh_work,
+    scores_sweep_stale,
+    snapshots,
+)
 from annotations.selectors import leaderboards
 from tests.factories import CollectionFactory, UserFactory
 
@@ -174,6 +180,48 @@ def test_with_a_broker_a_young_stale_snapshot_is_served_and_a_refresh_queued(
     )
     board = snapshots.leaderboard_read(collection=collection, k=2)
     assert not board.stale and queued == [1]
+
+
+def test_with_a_broker_a_snapshot_the_workers_have_in_hand_is_served_however_old(
+    collection: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a large import the scores take the workers minutes: a read meanwhile serves the
+    stored snapshot, marked stale, however old, instead of computing it in the request."""
+    from django.core.cache import caches
+
+    from annotations.scores import scheduling
+
+    snapshots.leaderboard_read(collection=collection, k=2)
+    queued: list[int] = []
+    monkeypatch.setattr(
+        refresh_queue, "leaderboards_refresh_schedule", lambda *, collection_id: queued.append(1)
+    )
+    computed: list[int] = []
+    real = snapshots.leaderboard_compute
+    monkeypatch.setattr(
+        snapshots, "leaderboard_compute", lambda **kw: computed.append(kw["k"]) or real(**kw)
+    )
+    monkeypatch.setattr(scheduling, "run_inline", lambda *_: None)  # the worker has not run
+    _judge(collection, "q2", "d4", 3)
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    settings.NDCG_COORDINATION_SHARED = True
+    old = timezone.now() - timedelta(seconds=refresh_queue.DEFAULT_STALE_SECONDS + 60)
+    LeaderboardSnapshot.objects.filter(collection=collection).update(computed_at=old)
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert board.stale and board.state.pending
+    assert computed == [] and queued == []  # the recomputation queues the refresh as it ends
+    # scores stored, their refresh queued: still served as stored
+    settings.CELERY_BROKER_URL = ""
+    scores_sweep_stale(collection=collection)
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    key = refresh_queue.refresh_key(collection.id)
+    caches["coordination"].set(key, 1)
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert board.stale and not board.state.pending and computed == []
+    # nothing in hand and older than NDCG_LEADERBOARD_STALE_SECONDS: a worker is down
+    caches["coordination"].delete(key)
+    board = snapshots.leaderboard_read(collection=collection, k=2)
+    assert not board.stale and computed == [2]
 
 
 def test_inline_a_snapshot_younger_than_the_interval_is_served_stale_not_computed(

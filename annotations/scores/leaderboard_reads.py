@@ -100,7 +100,7 @@ def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
         # Behind the scores. While a read would still serve it as it is (a worker is
         # refreshing it, or the last computation is younger than the minimum interval) the
         # page holding it has nothing to reload: its stamp, as the page carries a stale one.
-        if not snapshots.served_stale(computed_at):
+        if not (snapshots.served_stale(computed_at) or snapshots.refresh_coming(collection, state)):
             return state.stamp
         pending = significance_stamp != stamp and not stored.filter(rows=[]).exists()
         return f"{stamp}+significance" if pending else stamp

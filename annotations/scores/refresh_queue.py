@@ -115,6 +115,18 @@ def significance_schedule(*, collection_id: int, delay: float = 0.0) -> None:
         logger.warning("could not queue a significance pass for collection %s", collection_id)
 
 
+def refresh_in_hand(*, collection_id: int) -> bool:
+    """Whether a rows refresh of the collection is queued or running now (False without
+    shared coordination, or when the cache cannot tell)."""
+    if not settings.NDCG_COORDINATION_SHARED:
+        return False
+    try:
+        keys = [refresh_key(collection_id), running_key(collection_id)]
+        return bool(caches["coordination"].get_many(keys))
+    except Exception:
+        return False
+
+
 def _publish(task: publishing.TaskByName, collection_id: int, countdown: float) -> None:
     options: dict[str, Any] = {"retry": False}
     if countdown > 0:

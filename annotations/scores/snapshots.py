@@ -9,8 +9,9 @@ aggregates plus one row:
 - stamp equal: the stored snapshot is served as is;
 - stamp moved, with a Celery broker: workers refresh snapshots after every recomputation
   (coalesced per collection), so a read serves the stored one, marked stale with the time
-  it was computed, as long as it is younger than ``NDCG_LEADERBOARD_STALE_SECONDS``; older
-  than that (a worker down) the read computes it;
+  it was computed, while the scores are pending or a refresh is queued or running, and
+  otherwise as long as it is younger than ``NDCG_LEADERBOARD_STALE_SECONDS``; older than
+  that with nothing in hand (a worker down) the read computes it;
 - stamp moved, inline (no broker) or no snapshot yet: the read computes, stores and serves it,
   unless the stored one is younger than ``NDCG_LEADERBOARD_MIN_INTERVAL_MS`` (1 s): then it
   is served, marked stale, so a stream of judgements costs at most one computation per
@@ -103,8 +104,8 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
         if (snapshot.significance or {}).get("stamp") != snapshot.stamp:
             snapshot = _significance_pass(collection, snapshot)
         return _from_snapshot(collection, snapshot, state)
-    if served_stale(snapshot.computed_at):
-        if settings.CELERY_BROKER_URL:
+    if served_stale(snapshot.computed_at) or refresh_coming(collection, state):
+        if settings.CELERY_BROKER_URL and not state.pending:
             refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
         return _from_snapshot(collection, snapshot, state)
     with transaction.atomic():
@@ -117,6 +118,17 @@ def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
         if locked is not None:
             return leaderboard_refresh(collection=collection, k=k)
     return _from_snapshot(collection, snapshot, state)  # another read is computing it
+
+
+def refresh_coming(collection: Collection, state: ScoresState) -> bool:
+    """With a broker, whether the workers have the change in hand, so that a snapshot behind
+    the scores, however old, is served (marked stale) rather than computed by the read: the
+    scores are pending (their recomputation queues the refresh as it ends; a large import's
+    takes minutes) or a rows refresh is queued or running. With neither, a snapshot older
+    than NDCG_LEADERBOARD_STALE_SECONDS means a worker is down and the read computes it."""
+    if not settings.CELERY_BROKER_URL:
+        return False
+    return state.pending or refresh_queue.refresh_in_hand(collection_id=collection.id)
 
 
 def leaderboard_read_complete(*, collection: Collection, k: int) -> Leaderboard:
