@@ -4,10 +4,11 @@
 A script, not a test. For each shape, in a fresh PostgreSQL database, it starts what
 ``bench_production.py`` starts (its ``Services``: gunicorn with
 ``ndcg_platform/gunicorn.conf.py`` and production settings, the scores worker ``-Q celery
--c 2``, the derived worker ``-Q derived,imports -c 1`` at nice 10, beat, on Redis), imports
+-c 2``, the derived worker ``-Q derived -c 1`` and the imports worker ``-Q imports -c 1``
+at nice 10, beat, on Redis), imports
 gen_trec.py's Robust04 preset at that shape and depth ``--depth`` (100: the leaderboard
 reads the top 20 at most) as users do, through the API: one ``POST import-jobs/`` per run
-file, then the qrels file, run by the derived worker, the scores computed by the scores
+file, then the qrels file, run by the imports worker, the scores computed by the scores
 worker. From the end of the import (the qrels job done) it measures:
 
 * every cutoff's first leaderboard read (``GET /api/v1/collections/bench/leaderboard/?k=``
