@@ -131,6 +131,43 @@ def test_a_silent_running_job_is_failed_after_the_dead_limit_and_not_before(
     assert import_jobs_sweep() == 0
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: PostgreSQL")
+def test_a_job_whose_row_a_transaction_holds_is_alive_and_the_sweep_does_not_wait(
+    collection: Collection,
+) -> None:
+    """A large import spends minutes in COMMIT, its job row locked and no heartbeat written:
+    the sweep (on the scores worker, or in a page read) skips that row instead of waiting."""
+    from django.db import connections, transaction
+
+    job = _running(collection, silent_for=DEAD + 1)
+    locked, release = threading.Event(), threading.Event()
+
+    def committing() -> None:
+        try:
+            with transaction.atomic():
+                ImportJob.objects.select_for_update().filter(id=job.id).first()
+                locked.set()
+                release.wait(timeout=15)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=committing)
+    holder.start()
+    try:
+        assert locked.wait(timeout=10)
+        started = time.monotonic()
+        assert import_jobs_sweep() == 0  # held: alive, skipped at once
+        assert time.monotonic() - started < 5
+        job.refresh_from_db()
+        assert job.state == "running"
+    finally:
+        release.set()
+        holder.join()
+    assert import_jobs_sweep() == 1  # silent and no longer held: failed as before
+    job.refresh_from_db()
+    assert (job.state, job.error) == ("failed", WORKER_STOPPED)
+
+
 def test_a_job_that_keeps_beating_is_never_failed(collection: Collection) -> None:
     job = _running(collection, silent_for=DEAD + 30)
     assert job.started is not None

@@ -7,13 +7,13 @@ same job again (Retry) or let it go (Dismiss, which deletes the upload).
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.cache import caches
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -81,9 +81,7 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
         progress = import_job_progress_read(job=job)
         if progress is not None and progress.heartbeat >= dead:
             continue
-        swept += ImportJob.objects.filter(
-            id=job.id, state=ImportJob.RUNNING, heartbeat__lt=dead
-        ).update(state=ImportJob.FAILED, error=WORKER_STOPPED, finished=now)
+        swept += _fail_unless_held(job.id, dead=dead, now=now)
     if settings.CELERY_BROKER_URL:
         _republish(list(waiting.values_list("id", flat=True)))
         return swept
@@ -103,6 +101,26 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
             state=ImportJob.FAILED, error=NOT_STARTED, finished=now
         )
     return swept
+
+
+def _fail_unless_held(job_id: int, *, dead: datetime, now: datetime) -> int:
+    """Fail a silent running job, unless a transaction holds its row: its import's own, which
+    commits the job's "done" with what it imported (a large import can spend minutes in
+    COMMIT without a heartbeat). Such a job is alive; waiting for its lock would hold the
+    sweep (and the worker or page running it) for as long. PostgreSQL skips the locked row;
+    SQLite has no row locks and one writer at a time."""
+    with transaction.atomic():
+        claimed = (
+            ImportJob.objects.select_for_update(skip_locked=True)
+            .filter(id=job_id, state=ImportJob.RUNNING, heartbeat__lt=dead)
+            .values_list("id", flat=True)
+            .first()
+        )
+        if claimed is None:
+            return 0
+        return ImportJob.objects.filter(id=claimed).update(
+            state=ImportJob.FAILED, error=WORKER_STOPPED, finished=now
+        )
 
 
 def _republish(job_ids: list[int]) -> None:
