@@ -47,6 +47,7 @@ from annotations.scores import refresh_pacing
 from annotations.scores.bounds_cache import bounds_cached
 from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
+from annotations.scores.snapshot_intervals import known_intervals
 from annotations.selectors.leaderboards import (
     Leaderboard,
     LeaderboardRow,
@@ -225,8 +226,11 @@ def _from_snapshot(
 def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
     """Compute the leaderboard at k (bounds from their cache), store it and return it.
 
-    The first pass: rows and the per-query matrix. The letters returned and kept are those
-    of the last significance pass (marked not current) until ``significance_refresh`` runs.
+    The first pass: rows and the per-query matrix. The CIs of runs whose values did not move
+    since the stored snapshot are kept from it (``snapshot_intervals``): a judgement costs
+    the resampling of the runs it moved, not of every run. The letters returned and kept are
+    those of the last significance pass (marked not current) until ``significance_refresh``
+    runs.
     """
     started = time.perf_counter()
     run_ids = (
@@ -240,7 +244,9 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         else []
     )
     bounds = bounds_cached(collection=collection, k=k, run_ids=run_ids)
-    board = leaderboard_compute(collection=collection, k=k, bounds=bounds)
+    board = leaderboard_compute(
+        collection=collection, k=k, bounds=bounds, known=known_intervals(collection=collection, k=k)
+    )
     rows = [
         {
             "run": row.run.id,
