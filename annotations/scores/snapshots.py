@@ -152,9 +152,10 @@ def _significance_pass(
     collection: Collection, snapshot: LeaderboardSnapshot
 ) -> LeaderboardSnapshot:
     """The rows are current but their significance is not: with a broker a worker computes it
-    (queued); inline this read does, one at a time per (collection, k) and process, once
-    the scores have been still for NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest
-    is over (`refresh_pacing.significance_due`)."""
+    (queued); inline this read does, one at a time per (collection, k) across processes
+    (`refresh_pacing.significance_pass_lock`), once the scores have been still for
+    NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest is over
+    (`refresh_pacing.significance_due`)."""
     if settings.CELERY_BROKER_URL:
         leaderboards_refresh_schedule(collection_id=collection.id)
         return snapshot
@@ -162,20 +163,13 @@ def _significance_pass(
         collection_id=collection.id, k=snapshot.k, rows_computed_at=snapshot.computed_at
     ):
         return snapshot
-    key = f"ndcg:significance-pass:{collection.id}:{snapshot.k}"
-    try:
-        taken = caches["coordination"].add(key, 1, timeout=_REFRESH_LOCK_SECONDS)
-    except Exception:  # no coordination: compute anyway (two at once cost time, not data)
-        taken = True
-    if not taken:
-        return snapshot  # another read is computing it
     started = time.perf_counter()
-    try:
+    with refresh_pacing.significance_pass_lock(collection_id=collection.id, k=snapshot.k) as taken:
+        if not taken:
+            return snapshot  # another read is computing it
         if significance_refresh(collection=collection, k=snapshot.k) is None:
             leaderboard_refresh(collection=collection, k=snapshot.k)
             significance_refresh(collection=collection, k=snapshot.k)
-    finally:
-        _forget(key)
     refresh_pacing.significance_done(
         collection_id=collection.id, k=snapshot.k, seconds=time.perf_counter() - started
     )
