@@ -4,7 +4,7 @@ from django.template import Context, Template
 
 from annotations.templatetags.run_choice import run_options
 
-NAMES = ["bm25", "a&b <x>", 'q"uote\'s', "bm25+rm3", ""]
+NAMES = ["bm25", "a&b <x>", "q\"uote's", "bm25+rm3", ""]
 
 
 def test_run_options_are_the_template_loops_markup_with_the_chosen_run_selected() -> None:
