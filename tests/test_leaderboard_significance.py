@@ -18,8 +18,8 @@ from django.test import Client
 
 from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, Membership
+from annotations.scores import refresh_pacing, snapshots
 from annotations.scores import significance as significance_pass
-from annotations.scores import snapshots
 from tests.campaigns import RUNS, run_name
 from tests.campaigns import campaign as build_campaign
 from tests.factories import UserFactory
@@ -176,6 +176,33 @@ def test_inline_the_pass_waits_for_still_scores_and_the_open_page_is_told_when_d
     assert client.get(state_url).json()["table"] == f"{state['stamp']}+significance-due"
     assert page_stamp() == state["stamp"]  # the reload the page makes runs the pass
     assert client.get(state_url).json()["table"] == state["stamp"]  # and then rests
+
+
+def test_inline_one_pass_runs_at_a_time_across_processes(
+    campaign: Collection, settings: Any
+) -> None:
+    import psycopg
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the lock across processes is PostgreSQL's advisory lock")
+    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
+    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    _judge(campaign, "q002", 1)
+    snapshots.leaderboard_refresh(collection=campaign, k=10)  # the rows, pass pending
+    params = connection.get_connection_params()
+    other = psycopg.connect(
+        **{key: params[key] for key in ("host", "port", "user", "dbname") if key in params}
+    )
+    key = refresh_pacing.pass_lock_key(collection_id=campaign.id, k=10)
+    try:  # another process's pass holds the lock
+        assert other.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", key).fetchone()
+        board = snapshots.leaderboard_read(collection=campaign, k=10)
+        assert not board.significance_current  # served as is: the other pass brings it
+        other.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", key)
+        assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
+    finally:
+        other.close()
 
 
 def test_the_open_page_holding_a_stale_board_waits_for_its_recomputation(

@@ -19,7 +19,8 @@ Without a broker the leaderboard's second pass (the all-pairs significance) runs
 it waits until the scores have been still for NDCG_SIGNIFICANCE_QUIET_SECONDS (judgements
 streaming in would otherwise start one after each) and, after a pass of `d` seconds, for
 `d * (1 / NDCG_SIGNIFICANCE_MAX_SHARE - 1)`; the marks are per process when the coordination
-cache is.
+cache is. One pass runs at a time however many processes serve reads
+(`significance_pass_lock`): without a shared cache, a PostgreSQL advisory lock.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import caches
+from django.db import connection
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -151,6 +154,55 @@ def significance_done(*, collection_id: int, k: int, seconds: float) -> None:
             )
 
 
+# An inline significance pass holds its mark at most this long (a process killed mid-pass
+# leaves it to expire).
+PASS_LOCK_SECONDS = 300
+# The first key of the inline pass's PostgreSQL advisory lock: its namespace.
+_PASS_LOCK_SPACE = 0x6E64
+
+
+def pass_lock_key(*, collection_id: int, k: int) -> list[int]:
+    """The two int4 keys of the inline pass's advisory lock of (collection, k)."""
+    return [_PASS_LOCK_SPACE, (collection_id * 1_000_003 + k) % 2**31]
+
+
+@contextlib.contextmanager
+def significance_pass_lock(*, collection_id: int, k: int) -> Iterator[bool]:
+    """Yields whether this read runs the inline significance pass of (collection, k): one
+    at a time however many processes serve reads, so that when the scores go still the web
+    workers do not each start the same pass.
+
+    A mark in the coordination cache when that is shared (or the database is not
+    PostgreSQL: one process); otherwise, every process holding its own cache, a PostgreSQL
+    session advisory lock, released when the pass ends or, at the latest, when its
+    connection closes. Two (collection, k) sharing a lock key only wait for each other.
+    """
+    if settings.NDCG_COORDINATION_SHARED or connection.vendor != "postgresql":
+        key = f"ndcg:significance-pass:{collection_id}:{k}"
+        try:
+            taken = caches["coordination"].add(key, 1, timeout=PASS_LOCK_SECONDS)
+        except Exception:  # no coordination: compute anyway (two at once cost time, not data)
+            taken = True
+        try:
+            yield taken
+        finally:
+            if taken:
+                with contextlib.suppress(Exception):  # the mark expires by itself
+                    caches["coordination"].delete(key)
+        return
+    lock = pass_lock_key(collection_id=collection_id, k=k)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", lock)
+        row = cursor.fetchone()
+    taken = bool(row and row[0])
+    try:
+        yield taken
+    finally:
+        if taken:
+            with contextlib.suppress(Exception), connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", lock)
+
+
 # With a broker the significance passes are the derived worker's own tasks
 # (`scores.refresh_work`): after a pass of `d` seconds the collection's next one waits
 # `d * (1 / NDCG_SIGNIFICANCE_MAX_SHARE - 1)`, unless its rows are those the last pass ran
@@ -158,7 +210,7 @@ def significance_done(*, collection_id: int, k: int, seconds: float) -> None:
 
 
 def _pass_key(collection_id: int) -> str:
-    return f"ndcg:significance-pass:{collection_id}"
+    return f"ndcg:significance-worker-pass:{collection_id}"
 
 
 def significance_rest_left(*, collection_id: int, stamp: str) -> float:

@@ -36,7 +36,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import caches
 from django.db import transaction
 from django.utils import timezone
 
@@ -48,6 +47,7 @@ from annotations.scores import refresh_pacing, refresh_queue
 from annotations.scores.bounds_cache import bounds_cached
 from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
+from annotations.scores.snapshot_intervals import known_intervals
 from annotations.selectors.leaderboards import (
     Leaderboard,
     LeaderboardRow,
@@ -156,9 +156,10 @@ def _significance_pass(
     collection: Collection, snapshot: LeaderboardSnapshot
 ) -> LeaderboardSnapshot:
     """The rows are current but their significance is not: with a broker a worker computes it
-    (queued); inline this read does, one at a time per (collection, k) and process, once
-    the scores have been still for NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest
-    is over (`refresh_pacing.significance_due`)."""
+    (queued); inline this read does, one at a time per (collection, k) across processes
+    (`refresh_pacing.significance_pass_lock`), once the scores have been still for
+    NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest is over
+    (`refresh_pacing.significance_due`)."""
     if settings.CELERY_BROKER_URL:
         refresh_queue.significance_schedule(collection_id=collection.id)
         return snapshot
@@ -166,20 +167,13 @@ def _significance_pass(
         collection_id=collection.id, k=snapshot.k, rows_computed_at=snapshot.computed_at
     ):
         return snapshot
-    key = f"ndcg:significance-pass:{collection.id}:{snapshot.k}"
-    try:
-        taken = caches["coordination"].add(key, 1, timeout=refresh_queue.LOCK_SECONDS)
-    except Exception:  # no coordination: compute anyway (two at once cost time, not data)
-        taken = True
-    if not taken:
-        return snapshot  # another read is computing it
     started = time.perf_counter()
-    try:
+    with refresh_pacing.significance_pass_lock(collection_id=collection.id, k=snapshot.k) as taken:
+        if not taken:
+            return snapshot  # another read is computing it
         if significance_refresh(collection=collection, k=snapshot.k) is None:
             leaderboard_refresh(collection=collection, k=snapshot.k)
             significance_refresh(collection=collection, k=snapshot.k)
-    finally:
-        refresh_queue.forget(key)
     refresh_pacing.significance_done(
         collection_id=collection.id, k=snapshot.k, seconds=time.perf_counter() - started
     )
@@ -230,8 +224,11 @@ def _from_snapshot(
 def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
     """Compute the leaderboard at k (bounds from their cache), store it and return it.
 
-    The first pass: rows and the per-query matrix. The letters returned and kept are those
-    of the last significance pass (marked not current) until ``significance_refresh`` runs.
+    The first pass: rows and the per-query matrix. The CIs of runs whose values did not move
+    since the stored snapshot are kept from it (``snapshot_intervals``): a judgement costs
+    the resampling of the runs it moved, not of every run. The letters returned and kept are
+    those of the last significance pass (marked not current) until ``significance_refresh``
+    runs.
     """
     started = time.perf_counter()
     run_ids = (
@@ -245,7 +242,9 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         else []
     )
     bounds = bounds_cached(collection=collection, k=k, run_ids=run_ids)
-    board = leaderboard_compute(collection=collection, k=k, bounds=bounds)
+    board = leaderboard_compute(
+        collection=collection, k=k, bounds=bounds, known=known_intervals(collection=collection, k=k)
+    )
     rows = [
         {
             "run": row.run.id,

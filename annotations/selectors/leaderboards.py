@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection as Container
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -189,6 +189,72 @@ def _top_grade_mean(row: RunMean, vector: dict[int, float], promoted: dict[int, 
     return ordered_mean(promoted.get(q, v) for q, v in vector.items())
 
 
+# --- intervals kept from an earlier computation ------------------------------------------
+
+
+@dataclass(frozen=True)
+class KnownIntervals:
+    """Bootstrap CIs computed earlier, each with the exact values it was computed from.
+
+    A run's CI is a function of its per-query values (their bits, in qid order) and of the
+    fixed ``BOOTSTRAP_RESAMPLES``, ``CONFIDENCE`` and ``BOOTSTRAP_SEED`` alone: the draws
+    depend on the query count and the seed only, and ``bootstrap_cis`` equals
+    ``significance.bootstrap_ci`` run by run, whatever the other runs. So a run whose values
+    are the same bits over the same queries gets the same CI, and it is taken from here
+    instead of being resampled again. A judgement moves one query's values of the runs that
+    retrieved the document (or of every run, if it moves the query's ideal list): the rest
+    keep their CIs.
+
+    ``values`` holds, per run, its values over ``query_ids`` (float64 bytes) as they were
+    when ``intervals`` were computed. A stored zero bound may have lost its sign (jsonb keeps
+    no -0.0), so it is kept only for values with no sign bit set: the means of such values,
+    and the quantiles between them, are never -0.0.
+    """
+
+    query_ids: tuple[int, ...]
+    values: Mapping[int, bytes]
+    intervals: Mapping[int, tuple[float, float]]
+
+    def interval(self, run_id: int, vector: dict[int, float]) -> tuple[float, float] | None:
+        """The kept CI of the run if `vector` (query id -> value, qid order) is the same bits
+        over the same queries as the values it was computed from, else None."""
+        kept = self.intervals.get(run_id)
+        if kept is None or self.values.get(run_id) is None:
+            return None
+        if len(vector) != len(self.query_ids) or tuple(vector) != self.query_ids:
+            return None
+        now = np.fromiter(vector.values(), dtype="<f8", count=len(vector))
+        if now.tobytes() != self.values[run_id]:
+            return None
+        if 0.0 in kept and np.signbit(now).any():
+            return None
+        return kept
+
+
+def _intervals(
+    with_values: Sequence[int],
+    vectors: Mapping[int, dict[int, float]],
+    known: KnownIntervals | None,
+) -> dict[int, tuple[float, float]]:
+    """run id -> bootstrap CI of its values: kept from `known` where its values did not move,
+    the others computed at once (``bootstrap_cis``)."""
+    intervals: dict[int, tuple[float, float]] = {}
+    if known is not None:
+        for run_id in with_values:
+            kept = known.interval(run_id, vectors[run_id])
+            if kept is not None:
+                intervals[run_id] = kept
+    missing = [run_id for run_id in with_values if run_id not in intervals]
+    computed = significance_arrays.bootstrap_cis(
+        [list(vectors[run_id].values()) for run_id in missing],
+        resamples=BOOTSTRAP_RESAMPLES,
+        confidence=CONFIDENCE,
+        seed=BOOTSTRAP_SEED,
+    )
+    intervals.update(zip(missing, computed, strict=True))
+    return intervals
+
+
 # --- leaderboard --------------------------------------------------------------------------
 
 
@@ -203,7 +269,11 @@ def per_query_matrix(
 
 
 def leaderboard_compute(
-    *, collection: Collection, k: int, bounds: BoundsByQuery | None = None
+    *,
+    collection: Collection,
+    k: int,
+    bounds: BoundsByQuery | None = None,
+    known: KnownIntervals | None = None,
 ) -> Leaderboard:
     """Every scored run at k, best first, with CI, judged@k, bounds and the per-query matrix.
 
@@ -217,9 +287,10 @@ def leaderboard_compute(
     - Runs without stored means at k (never scored yet) are listed in ``unscored``.
 
     CIs come from ``bootstrap_cis`` (all runs in one matrix product), equal bit for bit to
-    ``significance.bootstrap_ci`` per run. ``bounds`` (query id -> run id -> value) may be
-    passed in from a cache; by default they are computed here. This is the expensive read:
-    pages get it from a stored snapshot.
+    ``significance.bootstrap_ci`` per run; with ``known`` (the last snapshot's), only the
+    runs whose values moved are resampled, the others keep their CI, the same bits. ``bounds``
+    (query id -> run id -> value) may be passed in from a cache; by default they are
+    computed here. This is the expensive read: pages get it from a stored snapshot.
     """
     state = scores_state(collection=collection)
     # the means and the per-query nDCG their statistics need, in one read
@@ -240,20 +311,8 @@ def leaderboard_compute(
         bounds = top_grade_bounds_by_query(
             collection=collection, k=k, run_ids=sorted(scored_ids), query_ids=set(evaluated)
         )
-    values = {row.run_id: list(vectors[row.run_id].values()) for row in stored_means}
-    with_values = [row.run_id for row in stored_means if values[row.run_id]]
-    intervals = dict(
-        zip(
-            with_values,
-            significance_arrays.bootstrap_cis(
-                [values[run_id] for run_id in with_values],
-                resamples=BOOTSTRAP_RESAMPLES,
-                confidence=CONFIDENCE,
-                seed=BOOTSTRAP_SEED,
-            ),
-            strict=True,
-        )
-    )
+    with_values = [row.run_id for row in stored_means if vectors[row.run_id]]
+    intervals = _intervals(with_values, vectors, known)
     promoted_by_run: dict[int, dict[int, float]] = defaultdict(dict)
     for query_id, by_run in bounds.items():
         for run_id, value in by_run.items():

@@ -70,6 +70,27 @@ def query_overview(*, query: Query, k: int) -> QueryOverview:
     return QueryOverview(query=query, k=k, idcg=idcg, runs=runs, pending=query.scores_pending)
 
 
+@dataclass(frozen=True)
+class QueryRunOrder:
+    """What the query page shows of every run outside its cached table, in plain values (a
+    process caches it per scores stamp: model instances would cost more to unpickle than
+    to read again): run names best first, those that answered the query, IDCG@k, pending."""
+
+    names: tuple[str, ...]
+    answered: tuple[str, ...]
+    idcg: float | None
+    pending: bool
+
+
+def query_run_order(overview: QueryOverview) -> QueryRunOrder:
+    return QueryRunOrder(
+        names=tuple(row.run.name for row in overview.runs),
+        answered=tuple(row.run.name for row in overview.runs if row.answered),
+        idcg=overview.idcg,
+        pending=overview.pending,
+    )
+
+
 def query_judged(*, query: Query) -> list[JudgedDocument]:
     """The query's judged documents with effective grades and judgement counts (organisers
     see them on the query page), best grade first."""

@@ -139,8 +139,10 @@ def stored_columns(
     stored at k (``score_bytes.QUERY_MEASURES`` names).
 
     On PostgreSQL each run's values arrive as one row (its query ids and, per column, their
-    8-byte values joined in query order), not one row per query: a few hundred rows instead
-    of tens of thousands at TREC scale.
+    8-byte values joined in one order), not one row per query: a few hundred rows instead
+    of tens of thousands at TREC scale. The order is the one the rows were read in, the same
+    for every aggregate of the row (they are fed the same rows in turn), not sorted: callers
+    map values by query id, and sorting each aggregate's input apart cost more than the read.
     """
     found = _cutoff_position(collection, k)
     ids = list(run_ids)
@@ -155,11 +157,10 @@ def stored_columns(
         return out
     layout, i, _ = found
     joined = ", ".join(
-        f"string_agg(substr({column}, {8 * i + 1}, 8), ''::bytea ORDER BY query_id)"
-        for column in columns
+        f"string_agg(substr({column}, {8 * i + 1}, 8), ''::bytea)" for column in columns
     )
     sql = (
-        f"SELECT run_id, array_agg(query_id ORDER BY query_id), {joined} "
+        f"SELECT run_id, array_agg(query_id), {joined} "
         f"FROM {QueryScore._meta.db_table} WHERE cutoffs = %s AND run_id = ANY(%s) "
         "GROUP BY run_id"
     )

@@ -153,16 +153,39 @@ def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     """Every run's nDCG@k for one query, its judged documents, two runs side by side."""
     collection, access = readable_collection(request, slug, sees="queries")
+    # Read before the query row: what is cached under the stamp is never older than it.
+    stamp = scores_state.scores_state(collection=collection).stamp
     query = Query.objects.filter(collection=collection, qid=qid).first()
     if query is None:
         raise Http404("No such query")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    overview = query_scores.query_overview(query=query, k=k)
-    runs = {row.run.name: row.run for row in overview.runs}
-    answered = [row.run.name for row in overview.runs if row.answered]
-    default = answered + [name for name in runs if name not in answered]
+    computed: list[query_scores.QueryOverview] = []
+
+    def overview() -> query_scores.QueryOverview:
+        if not computed:
+            computed.append(query_scores.query_overview(query=query, k=k))
+        return computed[0]
+
+    # Every run's stored value for the query moves only with the scores stamp; the table of
+    # them is a cached fragment, so a warm page reads none of them.
+    order = cast(
+        query_scores.QueryRunOrder,
+        cache.get_or_set(
+            f"query-run-order:{query.id}:{k}:{stamp}",
+            lambda: query_scores.query_run_order(overview()),
+            600,
+        ),
+    )
+    answered = set(order.answered)
+    default = [*order.answered, *(name for name in order.names if name not in answered)]
     name_a = request.GET.get("a") or (default[0] if default else "")
     name_b = request.GET.get("b") or (default[1] if len(default) > 1 else name_a)
+    runs = {
+        run.name: run
+        for run in Run.objects.filter(collection=collection, name__in={name_a, name_b}).only(
+            "id", "name"
+        )
+    }
     chosen = [runs[name] for name in (name_a, name_b) if name in runs]
     rankings = query_scores.query_rankings_side_by_side(query=query, runs=chosen, k=k)
     side_a = rankings.get(runs[name_a].id, []) if name_a in runs else []
@@ -175,16 +198,17 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         )
         for position in range(max(len(side_a), len(side_b)))
     ]
-    stamp = scores_state.scores_state(collection=collection).stamp
     context = {
         "collection": collection,
         "query": query,
         "k": k,
-        "overview": overview,
+        "overview": SimpleLazyObject(overview),  # read only if its cached table is not
+        "pending": order.pending,
+        "idcg": order.idcg,
         "name_a": name_a,
         "name_b": name_b,
         "rows": rows,
-        "run_names": list(runs),
+        "run_names": order.names,
         # Grades reveal the qrels: organisers see them, other members see judged/unjudged.
         "show_grades": access.organiser,
         "judged": SimpleLazyObject(lambda: query_scores.query_judged(query=query)),
