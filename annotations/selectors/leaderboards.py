@@ -3,6 +3,7 @@ the per-query matrix its all-pairs significance is computed from (`scores.signif
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from collections.abc import Collection as Container
 from collections.abc import Mapping, Sequence
@@ -162,23 +163,58 @@ def top_grade_bounds_by_query(
     if top_grade is None or not run_ids:
         return bounds
     wanted = set(query_ids) if query_ids is not None else None
-    rankings: dict[int, dict[int, list[int]]] = defaultdict(dict)
+    # Every run's top k of every query is held until its query's grades stream by: packed
+    # 8-byte ids (about 220 bytes a ranking at k = 20), not lists of Python ints (about 780).
+    rankings: dict[int, dict[int, array[int]]] = defaultdict(dict)
     for run_id, query_id, documents in top_documents(
         run_ids=list(run_ids), query_ids=wanted, depth=k
     ):
-        rankings[query_id][run_id] = documents
+        rankings[query_id][run_id] = array("q", documents)
     # All of a collection's judgements are streamed only when every query is asked for.
     graded = effective_grades_by_query(collection=collection, query_ids=wanted)
     for query_id, grades in graded:
-        for run_id, ranking in rankings.get(query_id, {}).items():
-            unjudged = [doc for doc in ranking if not is_judged(grades.get(doc))]
-            if not unjudged:
-                continue
-            promoted = dict(grades)
-            promoted.update(dict.fromkeys(unjudged, top_grade))
-            scores = ndcg.query_scores(ranking, promoted, [k], collection.gain)
-            bounds[query_id][run_id] = scores[k].ndcg
+        found = query_top_grade_bounds(
+            rankings.pop(query_id, {}), grades, top_grade=top_grade, k=k, scheme=collection.gain
+        )
+        if found:
+            bounds[query_id] = found
     return bounds
+
+
+def query_top_grade_bounds(
+    rankings: Mapping[int, Sequence[int]],
+    grades: Mapping[int, int],
+    *,
+    top_grade: int,
+    k: int,
+    scheme: str,
+) -> dict[int, float]:
+    """run id -> one query's top-grade bound (see `top_grade_bounds_by_query`) of every run
+    with an unjudged document in its top k.
+
+    The same bits as scoring the run against all of the query's grades with its unjudged
+    documents promoted, without copying those grades per run: the promoted ideal list is the
+    top grade once per promoted document (no judged grade is higher), then the judged grades
+    in descending order, of which IDCG@k reads at most k; the ranking's DCG reads only its
+    own documents' grades."""
+    best = sorted((grade for grade in grades.values() if grade > 0), reverse=True)[:k]
+    found: dict[int, float] = {}
+    for run_id, ranking in rankings.items():
+        promoted: dict[int, int] = {}
+        unjudged = 0
+        for doc in ranking:
+            grade = grades.get(doc)
+            if grade is not None and grade >= 0:  # judged (`ndcg.is_judged`)
+                promoted[doc] = grade
+            else:
+                promoted[doc] = top_grade
+                unjudged += 1
+        if not unjudged:
+            continue
+        ideal = ndcg.idcgs_for([top_grade] * unjudged + best, [k], scheme)
+        scores = ndcg.query_scores(ranking, promoted, [k], scheme, idcgs=ideal)
+        found[run_id] = scores[k].ndcg
+    return found
 
 
 def _top_grade_mean(row: RunMean, vector: dict[int, float], promoted: dict[int, float]) -> float:
