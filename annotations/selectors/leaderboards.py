@@ -23,7 +23,6 @@ from annotations.selectors.scores_state import ScoresState, scores_state
 from annotations.selectors.stored_scores import (
     RunMean,
     evaluated_queries,
-    is_judged,
     query_vector,
     run_means_and_ndcg,
 )
