@@ -32,7 +32,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -138,13 +137,7 @@ NAVIGATION = """() => {
 
 
 def create_database(url: str) -> None:
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if not name or not name.replace("_", "").isalnum():
-        sys.exit(f"refusing to drop database {name!r}: use a plain name")
-    with base.pg_connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    base.database_recreate(url)
     env = {**os.environ, "DATABASE_URL": url, "DJANGO_SECRET_KEY": production.SECRET_KEY}
     env.pop("CELERY_BROKER_URL", None)
     subprocess.run(

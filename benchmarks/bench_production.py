@@ -50,7 +50,7 @@ import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -118,13 +118,7 @@ def ensure_data(args: argparse.Namespace) -> Path:
 def load_here(args: argparse.Namespace) -> None:
     """Child process: fresh database, runs then qrels through the services, a full rescore."""
     directory = data_directory(args)
-    parts = urlsplit(args.database_url)
-    name = parts.path.lstrip("/")
-    if not name or not name.replace("_", "").isalnum():
-        sys.exit(f"refusing to drop database {name!r}: use a plain name")
-    with base.pg_connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    base.database_recreate(args.database_url)
     base.django_setup(args)
     from django.core.management import call_command
 

@@ -44,7 +44,6 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -81,16 +80,6 @@ def ensure_data(args: argparse.Namespace, runs: int, queries: int) -> Path:
     )  # fmt: skip
     scratch.rename(directory)
     return directory
-
-
-def fresh_database(url: str) -> None:
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if not name or not name.replace("_", "").isalnum():
-        sys.exit(f"refusing to drop database {name!r}: use a plain name")
-    with base.pg_connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def bundles(paths: list[Path], into: Path, megabytes: int) -> list[Path]:
@@ -300,7 +289,7 @@ def one_shape(args: argparse.Namespace) -> dict:
     runs, queries = (int(part) for part in args.one.split("x"))
     directory = ensure_data(args, runs, queries)
     manifest = json.loads((directory / "manifest.json").read_text())
-    fresh_database(args.database_url)
+    base.database_recreate(args.database_url)
     prod.django_setup(args)
     from django.core.management import call_command
 

@@ -245,6 +245,17 @@ def pg_connect(url: str, **kwargs):  # type: ignore[no-untyped-def]
     return psycopg.connect(url.replace("postgres://", "postgresql://", 1), **kwargs)
 
 
+def database_recreate(url: str) -> None:
+    """Drop and create the database `url` names (a plain name only: refused otherwise)."""
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if not name or not name.replace("_", "").isalnum():
+        sys.exit(f"refusing to drop database {name!r}: use a plain name")
+    with pg_connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
 def step_prepare(args: argparse.Namespace, out: dict) -> None:
     parts = urlsplit(args.database_url)
     name = parts.path.lstrip("/")
