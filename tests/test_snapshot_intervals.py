@@ -14,7 +14,7 @@ from annotations.metrics import significance_arrays
 from annotations.models import Collection, LeaderboardSnapshot
 from annotations.scores import snapshot_intervals, snapshots
 from annotations.selectors import leaderboards
-from tests.factories import CollectionFactory, UserFactory
+from tests.factories import CollectionFactory, UserFactory, grade_pair
 
 Interval = tuple[float, float]
 
@@ -44,9 +44,23 @@ def _known(vectors: dict[int, dict[int, float]], intervals: dict[int, Interval])
     return leaderboards.KnownIntervals(query_ids, values, intervals)
 
 
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The runs each `bootstrap_cis` call resamples, in order (the calls still compute)."""
+    calls: list[int] = []
+    real = significance_arrays.bootstrap_cis
+
+    def spy(rows: Any, **kwargs: Any) -> Any:
+        calls.append(len(rows))
+        return real(rows, **kwargs)
+
+    monkeypatch.setattr(significance_arrays, "bootstrap_cis", spy)
+    return calls
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_kept_intervals_equal_resampling_every_run_on_random_data(
-    seed: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, asked: list[int]
 ) -> None:
     rng = np.random.default_rng(seed)
     queries = int(rng.integers(2, 40))
@@ -70,14 +84,7 @@ def test_kept_intervals_equal_resampling_every_run_on_random_data(
         after[run][query] = float(rng.choice([0.0, 0.75, after[run][query] + 2**-40]))
     after[3][query_ids[0]] = -0.0 if after[3][query_ids[0]] == 0.0 else after[3][query_ids[0]]
 
-    asked: list[int] = []
-    real = significance_arrays.bootstrap_cis
-
-    def spy(rows: Any, **kwargs: Any) -> Any:
-        asked.append(len(rows))
-        return real(rows, **kwargs)
-
-    monkeypatch.setattr(significance_arrays, "bootstrap_cis", spy)
+    asked.clear()  # the calls of `_intervals` alone
     kept = leaderboards._intervals(list(after), after, known)
     assert _bits(kept) == _bits(_scratch(after))  # type: ignore[arg-type]
     assert asked and asked[0] <= len(moved) + 2  # the moved runs, run 3, run 31
@@ -136,30 +143,16 @@ def _intervals_of(board: leaderboards.Leaderboard) -> dict[int, Interval | None]
 def test_a_refresh_after_each_judgement_equals_a_computation_from_scratch(
     transactional_db: None,
     write_file: Callable[..., Path],
-    monkeypatch: pytest.MonkeyPatch,
+    asked: list[int],
     missing: str,
 ) -> None:
     collection = _collection(write_file, missing)
     for k in (2, 3):
         snapshots.leaderboard_refresh(collection=collection, k=k)
-    asked: list[int] = []
-    real = significance_arrays.bootstrap_cis
-
-    def spy(rows: Any, **kwargs: Any) -> Any:
-        asked.append(len(rows))
-        return real(rows, **kwargs)
-
-    monkeypatch.setattr(significance_arrays, "bootstrap_cis", spy)
     changes = [("q2", "d9", 1), ("q1", "d8", 3), ("q3", "d5", 0), ("q4", "d2", 2), ("q2", "d9", 0)]
     resampled: list[int] = []
-    for qid, docno, grade in changes:
-        services.judgement_record(
-            query=collection.queries.get(qid=qid),
-            document=collection.documents.get(docno=docno),
-            assessor=UserFactory(),
-            grade=grade,
-            source="api",
-        )
+    for number, (qid, docno, grade) in enumerate(changes):
+        grade_pair(collection, qid, docno, f"assessor-{number}", grade)  # one each
         for k in (2, 3):
             asked.clear()
             board = snapshots.leaderboard_refresh(collection=collection, k=k)

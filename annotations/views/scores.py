@@ -159,20 +159,15 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
     if query is None:
         raise Http404("No such query")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    computed: list[query_scores.QueryOverview] = []
-
-    def overview() -> query_scores.QueryOverview:
-        if not computed:
-            computed.append(query_scores.query_overview(query=query, k=k))
-        return computed[0]
-
+    # Read only if the run order or the cached table below is not in the cache.
+    overview = SimpleLazyObject(lambda: query_scores.query_overview(query=query, k=k))
     # Every run's stored value for the query moves only with the scores stamp; the table of
     # them is a cached fragment, so a warm page reads none of them.
     order = cast(
         query_scores.QueryRunOrder,
         cache.get_or_set(
             f"query-run-order:{query.id}:{k}:{stamp}",
-            lambda: query_scores.query_run_order(overview()),
+            lambda: query_scores.query_run_order(cast(query_scores.QueryOverview, overview)),
             600,
         ),
     )
@@ -202,7 +197,7 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         "collection": collection,
         "query": query,
         "k": k,
-        "overview": SimpleLazyObject(overview),  # read only if its cached table is not
+        "overview": overview,
         "pending": order.pending,
         "idcg": order.idcg,
         "name_a": name_a,
