@@ -140,3 +140,14 @@ def test_a_stored_leaderboard_page_is_served_without_reading_its_rows(
         changed = _body(organiser.get(url))
     assert changed != first
     assert b"beta" in changed
+
+
+def test_query_page_takes_any_run_name_asked_for(scored: Collection) -> None:
+    """The side-by-side runs come from the query string: a name no run has (slashes, percent
+    signs, 5,000 characters) shows nothing for it; a NUL byte is refused at the door."""
+    organiser = _as("organiser")
+    for asked in ("no-such-run", "%2F%3F%23%25", "x" * 5000):
+        page = organiser.get(f"/collections/pages/queries/q1/?a={asked}&b=beta")
+        assert page.status_code == 200, asked
+        assert "beta" in page.content.decode()
+    assert organiser.get("/collections/pages/queries/q1/?a=a%00b").status_code == 400
