@@ -7,10 +7,12 @@ from typing import Any
 
 # Counts the grading page's events on every document the page opens (set before its scripts).
 WATCH = """
-window.__saved = 0; window.__shown = 0; window.__refused = 0; window.__loaded = Date.now();
+window.__saved = 0; window.__shown = 0; window.__refused = 0; window.__held = 0;
+window.__loaded = Date.now();
 document.addEventListener('grading:saved', function () { window.__saved += 1; });
 document.addEventListener('grading:shown', function () { window.__shown += 1; });
 document.addEventListener('grading:refused', function () { window.__refused += 1; });
+document.addEventListener('grading:held', function (e) { window.__held = e.detail.held; });
 """
 
 

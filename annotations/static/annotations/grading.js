@@ -338,6 +338,7 @@
           held.push(pair);
         }
       });
+      emit("grading:held", { held: held.length });
     }, function () {
       fetchPromise = null;
     });
