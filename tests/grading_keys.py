@@ -8,11 +8,17 @@ from typing import Any
 # Counts the grading page's events on every document the page opens (set before its scripts).
 WATCH = """
 window.__saved = 0; window.__shown = 0; window.__refused = 0; window.__held = 0;
+window.__mostHeld = 0; window.__heldTarget = 0; window.__mostHeldChars = 0;
 window.__loaded = Date.now();
 document.addEventListener('grading:saved', function () { window.__saved += 1; });
 document.addEventListener('grading:shown', function () { window.__shown += 1; });
 document.addEventListener('grading:refused', function () { window.__refused += 1; });
-document.addEventListener('grading:held', function (e) { window.__held = e.detail.held; });
+document.addEventListener('grading:held', function (e) {
+  window.__held = e.detail.held;
+  window.__heldTarget = e.detail.target;
+  window.__mostHeld = Math.max(window.__mostHeld, e.detail.held);
+  window.__mostHeldChars = Math.max(window.__mostHeldChars, e.detail.chars);
+});
 """
 
 

@@ -46,6 +46,32 @@ def _docno_at(assignment: Assignment, position: int) -> str:
     return str(assignment.items.get(position=position).entry.document.docno)
 
 
+def _slow_fetches(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Each fetch of the next pairs takes `seconds` on the server."""
+    from annotations.selectors import judging
+
+    real = judging.pending_items_after
+
+    def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(judging, "pending_items_after", slow)
+
+
+def _grade_quickly(page, keys: str) -> None:  # type: ignore[no-untyped-def]
+    """Grade a pair per key as soon as the next one is shown: an assessor faster than the
+    fetches."""
+    for key in keys:
+        shown = page.evaluate("window.__shown")
+        page.keyboard.press(key)
+        page.wait_for_function("(shown) => window.__shown > shown", arg=shown)
+
+
+def _counts_asked(urls: list[str]) -> list[int]:
+    return [int(url.split("count=")[1].split("&")[0]) for url in urls]
+
+
 def test_grades_are_saved_in_the_background_each_exactly_once_with_their_dwell(
     trial: Collection, page, login
 ) -> None:  # type: ignore[no-untyped-def]
@@ -210,18 +236,60 @@ def test_on_a_slow_server_the_next_grade_does_not_wait_for_the_last_ones_answer(
     assert _grades(assignment) == {1: 2, 2: 0}  # each on its own pair
     assert JudgementHistory.objects.count() == 2  # each committed once
     assert "2 / " in page.inner_text("#grading-progress")  # the later answer's progress
-    # The server is busy now: the page holds three pairs ready instead of two ...
-    asked: list[str] = []
-    page.on("request", lambda r: asked.append(r.url) if "/next/" in r.url else None)
+    # The server is busy now: once fewer pairs are held than its target (a second grade
+    # in quick succession), the page fetches the next at once, not after the grades' answers.
     move(page, "j")  # another pair in place: the held ones are fetched again ...
-    page.wait_for_function("() => window.__held >= 3")  # ... and held
-    assert asked and "count=3" in asked[-1]
-    # ... and with a pair still held, fetches the next at once, not after the grade's answer
+    page.wait_for_function("() => window.__held >= 2 && window.__held >= window.__heldTarget")
     page.evaluate("window.__fetchedWhileSaving = 0")
-    page.keyboard.press("1")
-    page.wait_for_function("() => window.__saved >= 3", timeout=20_000)
+    _grade_quickly(page, "10")
+    page.wait_for_function("() => window.__saved >= 4", timeout=20_000)
     assert page.evaluate("window.__fetchedWhileSaving") >= 1
-    assert len(_grades(assignment)) == 3
+    assert len(_grades(assignment)) == 4
+
+
+def test_the_page_holds_more_pairs_when_fetches_are_slow_for_the_assessors_pace(
+    trial: Collection, page, login, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    assignment = _assignment(trial, depth=4)  # ten pairs
+    _slow_fetches(monkeypatch, 1.0)
+    asked: list[str] = []
+    watch(page)
+    login("alice")
+    page.on("request", lambda r: asked.append(r.url) if "/next/" in r.url else None)
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    page.wait_for_function("() => window.__held >= 2")  # before the pace is known: two
+    assert max(_counts_asked(asked)) == 2
+    _grade_quickly(page, "123")
+    # A fetch takes several of this assessor's grades: the page holds more pairs than the
+    # two (or three) of a fast server, and asks for them in one fetch.
+    page.wait_for_function("() => window.__heldTarget > 3 && window.__held > 3", timeout=20_000)
+    assert max(_counts_asked(asked)) > 3
+    page.wait_for_function("() => window.__saved >= 3")
+    _grade_quickly(page, "012")  # from those held, each on its own pair
+    page.wait_for_function("() => window.__saved >= 6")
+    assert _grades(assignment) == {1: 1, 2: 2, 3: 3, 4: 0, 5: 1, 6: 2}
+    assert JudgementHistory.objects.count() == 6
+
+
+def test_the_pairs_held_stay_within_their_size_however_many_the_pace_asks_for(
+    trial: Collection, page, login, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    # Documents of 400,000 characters: the 2,000,000 characters of HTML held are four pairs.
+    Document.objects.filter(collection=trial).update(text="A line of the document.\n" * 16_000)
+    assignment = _assignment(trial, depth=4)
+    _slow_fetches(monkeypatch, 1.0)
+    watch(page)
+    login("alice")
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    page.wait_for_function("() => window.__held >= 2")
+    _grade_quickly(page, "123")
+    # The pace asks for more pairs than fit: the first fetch after it holds those that do.
+    page.wait_for_function("() => window.__heldTarget > 5 && window.__held >= 3", timeout=20_000)
+    assert page.evaluate("window.__mostHeldChars") <= 2_000_000
+    assert page.evaluate("window.__mostHeld") <= 5 < page.evaluate("window.__heldTarget")
+    _grade_quickly(page, "0")
+    page.wait_for_function("() => window.__saved >= 4")
+    assert _grades(assignment) == {1: 1, 2: 2, 3: 3, 4: 0}
 
 
 def test_reload_and_back_land_on_the_right_pair(trial: Collection, page, login) -> None:  # type: ignore[no-untyped-def]

@@ -38,8 +38,9 @@ from annotations.selectors import judging as selectors
 from annotations.services.grading import assignment_grade_undo
 from annotations.views._collection import acting_user
 
-# At most this many pairs are answered by one ``next/`` request (the page holds one or two).
-MAX_PREFETCH = 3
+# At most this many pairs are answered by one ``next/`` request: the page holds as many as
+# cover a fetch's round trip at the assessor's pace, up to this (grading_prefetch.js).
+MAX_PREFETCH = 8
 # A long document is shown in blocks of this many lines, each laid out only when scrolled
 # near (CSS content-visibility): a pair of 100,000 characters appears as fast as a short one.
 BLOCK_LINES = 40

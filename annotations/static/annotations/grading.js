@@ -2,12 +2,13 @@
 // the page is a plain form that saves a grade and loads the next pair.
 //
 // In the background a grade is queued and sent with the pair's own item id and idempotency
-// key (a retry is applied once), while the next pair, already fetched, is swapped in and its
-// URL pushed. Grades are sent in order, at most two at a time (each is a different pair: a
-// fast assessor's grade does not wait for the previous one's answer on a busy server); a
-// grade is shown as saved only when the server answered that it committed it. A failed send is shown and retried with the same
-// key; a grade the server refuses is shown with a link to its pair. The time each pair was
-// visible before its grade (dwell) goes with the grade.
+// key (a retry is applied once), while the next pair, already fetched and held ready
+// (grading_prefetch.js), is swapped in and its URL pushed. Grades are sent in order, at most
+// two at a time (each is a different pair: a fast assessor's grade does not wait for the
+// previous one's answer on a busy server); a grade is shown as saved only when the server
+// answered that it committed it. A failed send is shown and retried with the same key; a
+// grade the server refuses is shown with a link to its pair. The time each pair was visible
+// before its grade (dwell) goes with the grade.
 (function () {
   "use strict";
   var slot = document.getElementById("pair-slot");
@@ -22,10 +23,7 @@
   var retryButton = document.getElementById("save-retry");
 
   var DWELL_CAP_MS = 30 * 60 * 1000;
-  var MAX_HELD = 2; // pairs held ready
-  var MAX_HELD_BUSY = 3; // ... while the server is slower than the assessor (see busy())
   var BUSY_MS = 300; // a save answered slower than this: the server is busy
-  var MAX_HELD_CHARS = 2000000; // and at most about this much of their HTML
   var PAUSE_MS = 800;
 
   function byId(id) {
@@ -187,8 +185,7 @@
 
   var lastSaveMs = 0; // the round trip of the last save answered
 
-  // A busy server: the next pairs are fetched at once (not after the saves on their way) and
-  // one more is held, so that an assessor faster than the server still finds them ready.
+  // A busy server: the next pairs are fetched at once, not after the saves on their way.
   function busy() {
     return lastSaveMs > BUSY_MS;
   }
@@ -238,7 +235,7 @@
           response.status < 500 && response.status !== 408 && response.status !== 429) {
         // Refused (a grade no longer on the scale, a pair no longer assigned): not retried.
         settle(save);
-        exhausted = false;
+        pairs.resume();
         showError("Not saved: " + save.label.what + " for " + save.label.pair + ": " +
           data.error, save.label.url);
         retryButton.hidden = true;
@@ -268,29 +265,12 @@
     }
   });
 
-  // --- the pairs held ready, and swapping one in -------------------------------------------
-  var held = [];
-  var fetching = false;
-  var exhausted = false;
+  // --- the pairs held ready (grading_prefetch.js), and swapping one in -------------------
   var advancing = false;
 
-  function heldChars() {
-    return held.reduce(function (sum, pair) { return sum + pair.size; }, 0);
-  }
-
-  function getJson(url) {
-    return fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
-      .then(function (response) {
-        if (!response.ok) {
-          throw new Error("HTTP " + response.status);
-        }
-        return response.json();
-      });
-  }
-
+  // Not to be fetched: the pair shown and those whose grades are on their way.
   function busyItems() {
     var ids = queue.map(function (save) { return save.item; });
-    held.forEach(function (pair) { ids.push(String(pair.item)); });
     var box = pairBox();
     if (box) {
       ids.push(box.getAttribute("data-item"));
@@ -298,54 +278,13 @@
     return ids;
   }
 
-  function nextUrl(count) {
-    var base = held.length ? held[held.length - 1].next : pairBox().getAttribute("data-next");
-    return base + "?count=" + count + "&exclude=" + encodeURIComponent(busyItems().join(","));
-  }
-
-  var epoch = 0; // moves when the held pairs are dropped (the page moved elsewhere)
-  var fetchPromise = null;
+  var pairs = window.gradingPairs(function () {
+    return pairBox().getAttribute("data-next");
+  }, busyItems, emit);
 
   function prefetch() {
-    if (fetchPromise) {
-      return fetchPromise;
-    }
-    var limit = busy() ? MAX_HELD_BUSY : MAX_HELD;
-    if (!background || exhausted || held.length >= limit || heldChars() >= MAX_HELD_CHARS) {
-      return Promise.resolve();
-    }
-    var asked = epoch;
-    // The pairs are rendered after this moment: a save answered later may be newer than
-    // the progress they show.
-    var at = performance.now();
-    fetchPromise = getJson(nextUrl(limit - held.length)).then(function (data) {
-      fetchPromise = null;
-      if (asked !== epoch) {
-        return prefetch(); // asked from a pair no longer shown: ask again from this one
-      }
-      doneUrl = data.done_url;
-      if (data.pairs.length === 0) {
-        exhausted = true;
-      }
-      data.pairs.forEach(function (pair) {
-        if (held.length === 0 || heldChars() + pair.html.length <= MAX_HELD_CHARS) {
-          pair.at = at;
-          pair.size = pair.html.length;
-          // Parsed now, while the assessor reads: the swap only inserts the nodes.
-          pair.parsed = document.createElement("template");
-          pair.parsed.innerHTML = pair.html;
-          pair.html = "";
-          held.push(pair);
-        }
-      });
-      emit("grading:held", { held: held.length });
-    }, function () {
-      fetchPromise = null;
-    });
-    return fetchPromise;
+    return background ? pairs.fill() : Promise.resolve();
   }
-
-  var doneUrl = pairBox().getAttribute("data-done");
 
   function swapIn(pair, push, ready) {
     if (pair.parsed) {
@@ -376,30 +315,30 @@
   }
 
   function advance() {
-    if (held.length) {
-      swapIn(held.shift(), true, true); // held ready: no request between the key and the pair
-      // Another pair is still held: fetch the next one once the grade is committed, so that
+    if (pairs.count()) {
+      swapIn(pairs.take(), true, true); // held ready: no request between the key and the pair
+      // Another pair is still held: fetch the next ones once the grade is committed, so that
       // the save has the server to itself (on a busy server, at once).
-      if (held.length && !busy()) {
+      if (pairs.count() && !busy()) {
         whenDrained(prefetch);
       } else {
         prefetch();
       }
       return;
     }
-    if (exhausted) {
+    if (pairs.exhausted()) {
       finish();
       return;
     }
     advancing = true;
     showStatus("Opening the next pair…");
     prefetch().then(function () {
-      if (held.length) {
+      if (pairs.count()) {
         advancing = false;
         showStatus(queue.length ? pendingText() : "");
-        swapIn(held.shift(), true);
+        swapIn(pairs.take(), true);
         prefetch();
-      } else if (exhausted) {
+      } else if (pairs.exhausted()) {
         finish();
       } else {
         showError("The next pair could not be loaded; retrying.");
@@ -420,10 +359,10 @@
       var box = pairBox();
       // A refused grade left its pair pending: stay, so that it can be graded again.
       if (errorBox.hidden) {
-        window.location.assign(doneUrl || box.getAttribute("data-done"));
+        window.location.assign(pairs.doneUrl() || box.getAttribute("data-done"));
       } else {
         advancing = false;
-        exhausted = false;
+        pairs.resume();
       }
     });
   }
@@ -431,11 +370,9 @@
   function showUrl(url, push) {
     advancing = true;
     whenDrained(function () {
-      getJson(url).then(function (data) {
+      window.gradingPairs.getJson(url).then(function (data) {
         advancing = false;
-        held = [];
-        epoch += 1;
-        exhausted = false;
+        pairs.drop();
         swapIn(data.pair, push);
         prefetch();
       }, function () {
@@ -504,6 +441,7 @@
       inflight: false,
       seq: ++sequence
     });
+    pairs.graded();
     showStatus(pendingText());
     pump();
     advance();
