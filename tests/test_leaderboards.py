@@ -13,10 +13,10 @@ from annotations.models import Collection, Run
 from annotations.scores import snapshots
 from annotations.selectors import (
     comparisons,
-    leaderboards,
     query_scores,
     scores_state,
     stored_scores,
+    top_grade_bounds,
 )
 from tests.factories import CollectionFactory, UserFactory
 from tests.stored import rewrite_query_scores
@@ -114,7 +114,7 @@ def test_bounds_read_the_top_k_of_all_runs_in_one_query(
     run_ids = list(Run.objects.filter(collection=tiny).values_list("id", flat=True))
     evaluated = set(tiny.queries.values_list("id", flat=True))
     with django_assert_max_num_queries(4):  # grade scale, results, adjudications, judgements
-        bounds = leaderboards.top_grade_bounds_by_query(
+        bounds = top_grade_bounds.top_grade_bounds_by_query(
             collection=tiny, k=2, run_ids=run_ids, query_ids=evaluated
         )
     assert sum(len(per_query) for per_query in bounds.values()) == 3  # A q2, B q2, B q3

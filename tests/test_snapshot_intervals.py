@@ -85,20 +85,27 @@ def test_kept_intervals_equal_resampling_every_run_on_random_data(
     after[3][query_ids[0]] = -0.0 if after[3][query_ids[0]] == 0.0 else after[3][query_ids[0]]
 
     asked.clear()  # the calls of `_intervals` alone
-    kept = leaderboards._intervals(list(after), after, known)
+    kept = leaderboards._intervals(
+        list(after), {run: _vector(v) for run, v in after.items()}, known
+    )
     assert _bits(kept) == _bits(_scratch(after))  # type: ignore[arg-type]
     assert asked and asked[0] <= len(moved) + 2  # the moved runs, run 3, run 31
+
+
+def _vector(values: dict[int, float]) -> leaderboards.RunVector:
+    return tuple(values), np.array(list(values.values()), dtype=np.float64)
 
 
 def test_an_interval_is_kept_only_over_the_same_queries_in_the_same_order() -> None:
     vector = {1: 0.25, 2: 0.5, 3: 1.0}
     known = _known({7: vector}, {7: (0.3, 0.9)})
-    assert known.interval(7, dict(vector)) == (0.3, 0.9)
-    assert known.interval(7, {2: 0.5, 1: 0.25, 3: 1.0}) is None
-    assert known.interval(7, {1: 0.25, 2: 0.5}) is None
-    assert known.interval(7, {1: 0.25, 2: 0.5, 3: 1.0, 4: 0.0}) is None
-    assert known.interval(7, {1: 0.25, 2: 0.5, 3: 0.9999999999999999}) is None
-    assert known.interval(8, dict(vector)) is None
+    assert known.interval(7, _vector(vector)) == (0.3, 0.9)
+    assert known.interval(7, ([1, 2, 3], np.array([0.25, 0.5, 1.0]))) == (0.3, 0.9)
+    assert known.interval(7, _vector({2: 0.5, 1: 0.25, 3: 1.0})) is None
+    assert known.interval(7, _vector({1: 0.25, 2: 0.5})) is None
+    assert known.interval(7, _vector({1: 0.25, 2: 0.5, 3: 1.0, 4: 0.0})) is None
+    assert known.interval(7, _vector({1: 0.25, 2: 0.5, 3: 0.9999999999999999})) is None
+    assert known.interval(8, _vector(vector)) is None
 
 
 # --- through the stored snapshot ------------------------------------------------------------

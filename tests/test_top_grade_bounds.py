@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotations.metrics import ndcg
-from annotations.selectors.leaderboards import query_top_grade_bounds
+from annotations.selectors.top_grade_bounds import query_top_grade_bounds
 
 
 def _reference(

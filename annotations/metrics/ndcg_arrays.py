@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 
 from annotations.metrics.ndcg import check_cutoffs, discounts, gain_function, idcgs_for
 
-__all__ = ["MEASURES", "score_matrix"]
+__all__ = ["MEASURES", "ordered_means", "score_matrix"]
 
 MEASURES: tuple[str, ...] = ("ndcg", "dcg", "judged", "ndcg_condensed")
 
@@ -231,3 +231,19 @@ def score_matrix(
     scores[:, 2] = judged_at
     scores[:, 3] = np.where(relevant, condensed / divisor, 0.0)
     return runs, scores
+
+
+def ordered_means(values: NDArray[np.float64], counts: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """``ndcg.ordered_mean`` along the last axis of the values `counts` marks (broadcast to
+    `values`), bit for bit: a double starting at +0.0, the counted values added left to
+    right, divided by how many there are; 0.0 where none is counted.
+
+    The values not counted become -0.0, the one double that leaves every sum as it is
+    (x + -0.0 == x, the sign of zero included), and np.add.accumulate adds strictly left to
+    right, so its last partial sum is the loop's total."""
+    mask = np.broadcast_to(counts, values.shape)
+    filled = np.where(mask, values, -0.0)
+    start = np.zeros((*values.shape[:-1], 1), dtype=np.float64)
+    totals = np.add.accumulate(np.concatenate([start, filled], axis=-1), axis=-1)[..., -1]
+    how_many = mask.sum(axis=-1)
+    return np.where(how_many > 0, totals / np.maximum(how_many, 1), 0.0)

@@ -29,7 +29,7 @@ MAX_EXACT_QUERIES = 20
 TIE_TOLERANCE = 1e-10
 
 
-def finite_array(values: Sequence[float], name: str) -> FloatArray:
+def finite_array(values: Sequence[float] | FloatArray, name: str) -> FloatArray:
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):

@@ -151,7 +151,7 @@ def _by_size(lengths: Sequence[int]) -> dict[int, list[int]]:
 
 
 def bootstrap_cis(
-    rows: Sequence[Sequence[float]],
+    rows: Sequence[Sequence[float] | FloatArray],
     *,
     resamples: int = 10_000,
     confidence: float = 0.95,

@@ -4,54 +4,94 @@ A query's bounds (every run's nDCG@k with its unjudged documents taken as top gr
 on its own judgements, the collection's gain, aggregation, rule for machine grades and top
 grade, and the runs. They
 are kept per (query, k) in `QueryBound` under a key of all of that, so after one judgement
-only that query's bounds are recomputed.
+only that query's bounds are recomputed, and each process holds the bounds it last used
+under the same keys, so only that query's are read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db.models import Max
 
-from annotations.models import Collection, Query, QueryBound, Run
-from annotations.selectors.leaderboards import BoundsByQuery, top_grade_bounds_by_query
+from annotations.models import Collection, Query, QueryBound
 from annotations.selectors.stored_scores import evaluated_queries
+from annotations.selectors.top_grade_bounds import (
+    BoundArrays,
+    bound_arrays,
+    top_grade_bounds_by_query,
+)
+
+HELD_ENTRIES = 16  # (collection, k) pairs whose bounds a process holds
+HELD_BYTES = 128_000_000  # of their arrays, all entries together
+
+# (collection id, k) -> query id -> (key, (run ids, values) or None for no bound)
+_held: OrderedDict[tuple[int, int], dict[int, tuple[str, Any]]] = OrderedDict()
+_lock = threading.Lock()
 
 
-def _bounds_context(collection: Collection, run_ids: Sequence[int]) -> str:
-    """Everything but the query's own judgements that a query's bounds depend on."""
+def _bounds_context(collection: Collection, runs: Sequence[tuple[int, Any]]) -> str:
+    """Everything but the query's own judgements that a query's bounds depend on (the runs
+    as (id, updated)), digested."""
     top = collection.grades.aggregate(top=Max("value"))["top"]
-    runs = list(
-        Run.objects.filter(id__in=list(run_ids)).order_by("id").values_list("id", "updated")
+    context = repr(
+        (collection.gain, collection.aggregation, collection.machine_grades, top, list(runs))
     )
-    return repr((collection.gain, collection.aggregation, collection.machine_grades, top, runs))
+    return hashlib.sha256(context.encode()).hexdigest()
 
 
 def _key(context: str, version: int) -> str:
     return hashlib.sha256(f"{context}|{version}".encode()).hexdigest()[:32]
 
 
-def bounds_cached(*, collection: Collection, k: int, run_ids: Sequence[int]) -> BoundsByQuery:
-    """query id -> run id -> top-grade nDCG@k for every evaluated query, recomputing only the
-    queries whose cached bounds no longer match their inputs (and storing those)."""
+def bounds_cached(
+    *, collection: Collection, k: int, runs: Sequence[tuple[int, Any]]
+) -> BoundArrays:
+    """query id -> (run ids, top-grade nDCG@k) for every evaluated query, recomputing only the
+        queries whose cached bounds no longer match their inputs (and storing those); `runs` are
+    the scored runs as (id, updated).
+
+        The bounds last used are also held in the process under the same keys, so a query whose
+        key did not move is not even read again: after a judgement, one query is."""
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
     versions = dict(Query.objects.filter(id__in=evaluated).values_list("id", "judgements_version"))
-    context = _bounds_context(collection, run_ids)
+    context = _bounds_context(collection, sorted(runs))
+    run_ids = [run_id for run_id, _ in runs]
     wanted = {query_id: _key(context, versions[query_id]) for query_id in evaluated}
-    cached = {
-        query_id: (key, values)
-        for query_id, key, values in QueryBound.objects.filter(
-            query_id__in=evaluated, k=k
-        ).values_list("query_id", "key", "values")
-    }
-    bounds: BoundsByQuery = {}
-    missing: list[int] = []
+    with _lock:
+        held = _held.pop((collection.id, k), {})
+    bounds: BoundArrays = {}
+    fresh_held: dict[int, tuple[str, Any]] = {}
+    unread: list[int] = []
     for query_id, key in wanted.items():
-        hit = cached.get(query_id)
+        hit = held.get(query_id)
         if hit is not None and hit[0] == key:
-            bounds[query_id] = {int(run_id): value for run_id, value in hit[1].items()}
+            fresh_held[query_id] = hit
+            if hit[1] is not None:
+                bounds[query_id] = hit[1]
+        else:
+            unread.append(query_id)
+    cached = (
+        {
+            query_id: (key, values)
+            for query_id, key, values in QueryBound.objects.filter(
+                query_id__in=unread, k=k
+            ).values_list("query_id", "key", "values")
+        }
+        if unread
+        else {}
+    )
+    missing: list[int] = []
+    for query_id in unread:
+        hit = cached.get(query_id)
+        if hit is not None and hit[0] == wanted[query_id]:
+            arrays = bound_arrays({query_id: {int(r): v for r, v in hit[1].items()}})
+            fresh_held[query_id] = (wanted[query_id], arrays.get(query_id))
+            bounds.update(arrays)
         else:
             missing.append(query_id)
     if missing:
@@ -59,9 +99,35 @@ def bounds_cached(*, collection: Collection, k: int, run_ids: Sequence[int]) -> 
             collection=collection, k=k, run_ids=run_ids, query_ids=set(missing)
         )
         _store_bounds(k, ((q, wanted[q], fresh.get(q, {})) for q in missing))
+        arrays = bound_arrays(fresh)
         for query_id in missing:
-            bounds[query_id] = dict(fresh.get(query_id, {}))
+            fresh_held[query_id] = (wanted[query_id], arrays.get(query_id))
+        bounds.update(arrays)
+    _keep((collection.id, k), fresh_held)
     return bounds
+
+
+def bounds_forget(*, collection_id: int | None = None) -> None:
+    """Drop the bounds held (of one collection, or all): the next call reads them again."""
+    with _lock:
+        for key in [key for key in _held if collection_id in (None, key[0])]:
+            del _held[key]
+
+
+def _keep(key: tuple[int, int], held: dict[int, tuple[str, Any]]) -> None:
+    with _lock:
+        _held[key] = held
+        _held.move_to_end(key)
+        while len(_held) > HELD_ENTRIES or sum(map(_nbytes, _held.values())) > HELD_BYTES:
+            _held.popitem(last=False)
+
+
+def _nbytes(held: dict[int, tuple[str, Any]]) -> int:
+    return sum(
+        int(arrays[0].nbytes + arrays[1].nbytes)
+        for _, arrays in held.values()
+        if arrays is not None
+    )
 
 
 def _store_bounds(k: int, rows: Iterable[tuple[int, str, dict[int, float]]]) -> None:

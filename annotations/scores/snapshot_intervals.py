@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+from annotations.bulk import fetch_binary
 from annotations.models import Collection, LeaderboardSnapshot
 from annotations.selectors.leaderboards import KnownIntervals
 
@@ -17,14 +20,17 @@ def known_intervals(*, collection: Collection, k: int) -> KnownIntervals | None:
     computed from only when the run counted exactly those queries (its ``queries``), so
     only such runs are offered.
     """
-    stored = (
-        LeaderboardSnapshot.objects.filter(collection=collection, k=k)
-        .values_list("rows", "query_ids", "per_query")
-        .first()
+    table = LeaderboardSnapshot._meta.db_table
+    found = fetch_binary(
+        f"SELECT rows, query_ids, per_query, stamp FROM {table} "
+        "WHERE collection_id = %s AND k = %s",
+        [collection.id, k],
     )
-    if stored is None:
+    if not found:
         return None
-    rows, query_ids, per_query = stored
+    rows, query_ids, per_query, stamp = found[0]
+    if isinstance(rows, str):  # SQLite's raw rows are text
+        rows, query_ids = json.loads(rows), json.loads(query_ids)
     matrix = bytes(per_query)
     width = _WIDTH * len(query_ids)
     if not rows or not width or len(matrix) != width * len(rows):
@@ -39,4 +45,4 @@ def known_intervals(*, collection: Collection, k: int) -> KnownIntervals | None:
             continue
         values[row["run"]] = matrix[index * width : (index + 1) * width]
         intervals[row["run"]] = (float(low), float(high))
-    return KnownIntervals(tuple(query_ids), values, intervals)
+    return KnownIntervals(tuple(query_ids), values, intervals, matrix, stamp)

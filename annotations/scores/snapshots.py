@@ -40,19 +40,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations import events
-from annotations.formats import score_bytes
-from annotations.models import Collection, LeaderboardSnapshot, Run
+from annotations.models import Collection, LeaderboardSnapshot
 from annotations.models.webhooks import LEADERBOARD_CHANGED
 from annotations.scores import refresh_pacing, refresh_queue
 from annotations.scores.bounds_cache import bounds_cached
 from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
 from annotations.scores.snapshot_intervals import known_intervals
+from annotations.scores.snapshot_store import snapshot_store
 from annotations.selectors.leaderboards import (
     Leaderboard,
     LeaderboardRow,
     RunRef,
     leaderboard_compute,
+    leaderboard_runs,
 )
 from annotations.selectors.scores_state import ScoresState, scores_state
 
@@ -231,19 +232,11 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
     runs.
     """
     started = time.perf_counter()
-    run_ids = (
-        sorted(
-            Run.objects.filter(
-                collection=collection,
-                run_scores__cutoffs=score_bytes.layout(collection.sorted_cutoffs),
-            ).values_list("id", flat=True)
-        )
-        if k in collection.sorted_cutoffs
-        else []
-    )
-    bounds = bounds_cached(collection=collection, k=k, run_ids=run_ids)
+    runs = leaderboard_runs(collection=collection, k=k)
+    bounds = bounds_cached(collection=collection, k=k, runs=[(run[0], run[3]) for run in runs[0]])
+    known = known_intervals(collection=collection, k=k)
     board = leaderboard_compute(
-        collection=collection, k=k, bounds=bounds, known=known_intervals(collection=collection, k=k)
+        collection=collection, k=k, bounds=bounds, known=known, held=True, runs=runs
     )
     rows = [
         {
@@ -254,34 +247,18 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         }
         for row in board.rows
     ]
-    LeaderboardSnapshot.objects.bulk_create(
-        [
-            LeaderboardSnapshot(
-                collection=collection,
-                k=k,
-                stamp=board.computed_stamp,
-                rows=rows,
-                unscored=[[run.id, run.name, run.owner] for run in board.unscored],
-                computed_at=board.computed_at or timezone.now(),
-                seconds=time.perf_counter() - started,
-                query_ids=board.query_ids,
-                per_query=_matrix_bytes(board),
-            )
-        ],
-        update_conflicts=True,
-        unique_fields=["collection", "k"],
-        update_fields=[
-            "stamp",
-            "rows",
-            "unscored",
-            "computed_at",
-            "seconds",
-            "query_ids",
-            "per_query",
-        ],
-    )
-    stored = LeaderboardSnapshot.objects.filter(collection=collection, k=k).values_list(
-        "significance", flat=True
+    matrix = _matrix_bytes(board)
+    stored = snapshot_store(
+        collection_id=collection.id,
+        k=k,
+        stamp=board.computed_stamp,
+        rows=rows,
+        unscored=[[run.id, run.name, run.owner] for run in board.unscored],
+        computed_at=board.computed_at or timezone.now(),
+        seconds=time.perf_counter() - started,
+        query_ids=board.query_ids,
+        per_query=matrix,
+        same_as_stored_at=known.stamp if known is not None and known.matrix == matrix else None,
     )
     events.emit(
         collection_id=collection.id,
@@ -294,7 +271,7 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         },
         coalesce_key=f"leaderboard:{k}",
     )
-    significance = significance_of(stored.first() or {})
+    significance = significance_of(stored)
     if significance is None:
         return board
     return _with_significance(board, significance)

@@ -3,28 +3,31 @@ the per-query matrix its all-pairs significance is computed from (`scores.signif
 
 from __future__ import annotations
 
-from array import array
-from collections import defaultdict
-from collections.abc import Collection as Container
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from django.db.models import Max
 from django.utils import timezone
 
-from annotations.metrics import ndcg, significance_arrays
-from annotations.metrics.ndcg import ordered_mean
+from annotations.formats import score_bytes
+from annotations.metrics import significance_arrays
+from annotations.metrics.ndcg_arrays import ordered_means
 from annotations.models import Collection, Run
-from annotations.selectors import effective_grades_by_query, top_documents
+from annotations.selectors.score_matrix import (
+    ScoreMatrix,
+    matrix_means,
+    score_matrix_held,
+    score_matrix_read,
+)
 from annotations.selectors.scores_state import ScoresState, scores_state
-from annotations.selectors.stored_scores import (
-    RunMean,
-    evaluated_queries,
-    query_vector,
-    run_means_and_ndcg,
+from annotations.selectors.stored_scores import evaluated_queries
+from annotations.selectors.top_grade_bounds import (
+    BoundArrays,
+    bound_arrays,
+    top_grade_bounds_by_query,
 )
 
 # Fixed so that a page reload never moves an interval or a group by chance alone.
@@ -134,94 +137,8 @@ class Leaderboard:
         return self.significance is not None and self.significance.stamp == self.computed_stamp
 
 
-# --- bounds -------------------------------------------------------------------------------
-
-BoundsByQuery = dict[int, dict[int, float]]  # query id -> run id -> top-grade nDCG@k
-
-
-def top_grade_bounds_by_query(
-    *,
-    collection: Collection,
-    k: int,
-    run_ids: Sequence[int],
-    query_ids: Container[int] | None = None,
-) -> BoundsByQuery:
-    """query id -> run id -> nDCG@k if every unjudged document of the run's top k had the
-    scale's highest grade, for the given queries (all evaluated ones when None).
-
-    The what-if is scored like any real judging would be: the promoted documents join the
-    query's ideal list too, so the value is the score the run would get had they been judged
-    at the top grade. Because the ideal list grows, a run whose unjudged documents sit low in
-    an already good top k can score *less* than reported; pages show both values as a range.
-    A run with no unjudged document in a query's top k has no entry there: its reported
-    value stands. Computed from current judgements, so while scores are pending it can be
-    ahead of the stored values.
-    """
-    top_grade = collection.grades.aggregate(top=Max("value"))["top"]
-    bounds: BoundsByQuery = defaultdict(dict)
-    if top_grade is None or not run_ids:
-        return bounds
-    wanted = set(query_ids) if query_ids is not None else None
-    # Every run's top k of every query is held until its query's grades stream by: packed
-    # 8-byte ids (about 220 bytes a ranking at k = 20), not lists of Python ints (about 780).
-    rankings: dict[int, dict[int, array[int]]] = defaultdict(dict)
-    for run_id, query_id, documents in top_documents(
-        run_ids=list(run_ids), query_ids=wanted, depth=k
-    ):
-        rankings[query_id][run_id] = array("q", documents)
-    # All of a collection's judgements are streamed only when every query is asked for.
-    graded = effective_grades_by_query(collection=collection, query_ids=wanted)
-    for query_id, grades in graded:
-        found = query_top_grade_bounds(
-            rankings.pop(query_id, {}), grades, top_grade=top_grade, k=k, scheme=collection.gain
-        )
-        if found:
-            bounds[query_id] = found
-    return bounds
-
-
-def query_top_grade_bounds(
-    rankings: Mapping[int, Sequence[int]],
-    grades: Mapping[int, int],
-    *,
-    top_grade: int,
-    k: int,
-    scheme: str,
-) -> dict[int, float]:
-    """run id -> one query's top-grade bound (see `top_grade_bounds_by_query`) of every run
-    with an unjudged document in its top k.
-
-    The same bits as scoring the run against all of the query's grades with its unjudged
-    documents promoted, without copying those grades per run: the promoted ideal list is the
-    top grade once per promoted document (no judged grade is higher), then the judged grades
-    in descending order, of which IDCG@k reads at most k; the ranking's DCG reads only its
-    own documents' grades."""
-    best = sorted((grade for grade in grades.values() if grade > 0), reverse=True)[:k]
-    found: dict[int, float] = {}
-    for run_id, ranking in rankings.items():
-        promoted: dict[int, int] = {}
-        unjudged = 0
-        for doc in ranking:
-            grade = grades.get(doc)
-            if grade is not None and grade >= 0:  # judged (`ndcg.is_judged`)
-                promoted[doc] = grade
-            else:
-                promoted[doc] = top_grade
-                unjudged += 1
-        if not unjudged:
-            continue
-        ideal = ndcg.idcgs_for([top_grade] * unjudged + best, [k], scheme)
-        scores = ndcg.query_scores(ranking, promoted, [k], scheme, idcgs=ideal)
-        found[run_id] = scores[k].ndcg
-    return found
-
-
-def _top_grade_mean(row: RunMean, vector: dict[int, float], promoted: dict[int, float]) -> float:
-    """The run's mean with the promoted values in place of the stored ones, summed as the
-    mean itself is (trec_eval's order: the vector is in qid order)."""
-    if not promoted:
-        return row.ndcg
-    return ordered_mean(promoted.get(q, v) for q, v in vector.items())
+# A run's values its mean counts: (query ids in qid order, nDCG@k of each).
+RunVector = tuple[Sequence[int], npt.NDArray[np.float64]]
 
 
 # --- intervals kept from an earlier computation ------------------------------------------
@@ -249,17 +166,19 @@ class KnownIntervals:
     query_ids: tuple[int, ...]
     values: Mapping[int, bytes]
     intervals: Mapping[int, tuple[float, float]]
+    matrix: bytes = b""  # the stored matrix they were taken from, whole
+    stamp: str = ""  # the stamp it was stored with
 
-    def interval(self, run_id: int, vector: dict[int, float]) -> tuple[float, float] | None:
-        """The kept CI of the run if `vector` (query id -> value, qid order) is the same bits
-        over the same queries as the values it was computed from, else None."""
+    def interval(self, run_id: int, vector: RunVector) -> tuple[float, float] | None:
+        """The kept CI of the run if `vector` (its query ids in qid order, and its values) is
+        the same bits over the same queries as the values it was computed from, else None."""
         kept = self.intervals.get(run_id)
         if kept is None or self.values.get(run_id) is None:
             return None
-        if len(vector) != len(self.query_ids) or tuple(vector) != self.query_ids:
+        query_ids, now = vector
+        if len(query_ids) != len(self.query_ids) or tuple(query_ids) != self.query_ids:
             return None
-        now = np.fromiter(vector.values(), dtype="<f8", count=len(vector))
-        if now.tobytes() != self.values[run_id]:
+        if np.ascontiguousarray(now, dtype="<f8").tobytes() != self.values[run_id]:
             return None
         if 0.0 in kept and np.signbit(now).any():
             return None
@@ -268,7 +187,7 @@ class KnownIntervals:
 
 def _intervals(
     with_values: Sequence[int],
-    vectors: Mapping[int, dict[int, float]],
+    vectors: Mapping[int, RunVector],
     known: KnownIntervals | None,
 ) -> dict[int, tuple[float, float]]:
     """run id -> bootstrap CI of its values: kept from `known` where its values did not move,
@@ -281,7 +200,7 @@ def _intervals(
                 intervals[run_id] = kept
     missing = [run_id for run_id in with_values if run_id not in intervals]
     computed = significance_arrays.bootstrap_cis(
-        [list(vectors[run_id].values()) for run_id in missing],
+        [vectors[run_id][1] for run_id in missing],
         resamples=BOOTSTRAP_RESAMPLES,
         confidence=CONFIDENCE,
         seed=BOOTSTRAP_SEED,
@@ -293,85 +212,106 @@ def _intervals(
 # --- leaderboard --------------------------------------------------------------------------
 
 
-def per_query_matrix(
-    evaluated: Sequence[int], vectors: Sequence[dict[int, float]]
-) -> tuple[list[int], npt.NDArray[np.float64]]:
-    """(query ids, runs x queries nDCG@k) over the queries every run's mean counts: all
-    evaluated queries when unanswered ones count 0, else those every run answered."""
-    common = [q for q in evaluated if all(q in vector for vector in vectors)]
-    matrix = np.array([[vector[q] for q in common] for vector in vectors], dtype=np.float64)
-    return common, matrix.reshape(len(vectors), len(common))
+def _promoted(matrix: ScoreMatrix, bounds: BoundArrays) -> npt.NDArray[np.float64]:
+    """(runs, queries) nDCG@k with each run's top-grade bound in place of its stored value
+    where it has one (`top_grade_bounds_by_query`)."""
+    promoted = matrix.values[:, 0, :].copy()
+    run_ids = np.asarray(matrix.run_ids, dtype=np.int64)  # ascending
+    column = {query_id: q for q, query_id in enumerate(matrix.query_ids)}
+    for query_id, (runs, values) in bounds.items():
+        q = column.get(query_id)
+        if q is None or not len(run_ids):
+            continue
+        rows = np.minimum(np.searchsorted(run_ids, runs), len(run_ids) - 1)
+        found = run_ids[rows] == runs
+        promoted[rows[found], q] = values[found]
+    return promoted
 
 
 def leaderboard_compute(
     *,
     collection: Collection,
     k: int,
-    bounds: BoundsByQuery | None = None,
+    bounds: BoundArrays | None = None,
     known: KnownIntervals | None = None,
+    held: bool = False,
+    runs: LeaderboardRuns | None = None,
 ) -> Leaderboard:
     """Every scored run at k, best first, with CI, judged@k, bounds and the per-query matrix.
 
     - Mean nDCG@k, judged@k, nDCG'@k and the query count are the run means computed from
-      the stored per-query values (``stored_scores.run_means_and_ndcg``).
+      the stored per-query values in trec_eval's order (``score_matrix.matrix_means``).
     - CI: percentile bootstrap of the mean over the run's per-query values (the same queries
       the mean is over), ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``.
-    - ``per_query``: runs (in rank order) x queries (``query_ids``, see
-      ``per_query_matrix``), which the significance pass (``scores.significance``) tests
-      all pairs on; letters and below-best marks are left empty here.
+    - ``per_query``: runs (in rank order) x queries (``query_ids``: all evaluated queries
+      when unanswered ones count 0, else those every run answered), which the significance
+      pass (``scores.significance``) tests all pairs on; letters and below-best marks are
+      left empty here.
     - Runs without stored means at k (never scored yet) are listed in ``unscored``.
 
     CIs come from ``bootstrap_cis`` (all runs in one matrix product), equal bit for bit to
     ``significance.bootstrap_ci`` per run; with ``known`` (the last snapshot's), only the
     runs whose values moved are resampled, the others keep their CI, the same bits. ``bounds``
-    (query id -> run id -> value) may be passed in from a cache; by default they are
-    computed here. This is the expensive read: pages get it from a stored snapshot.
+    (query id -> run ids, values) may be passed in from a cache; by default they are
+    computed here. With ``held`` the stored values come from the matrix this process holds,
+    read again only where they moved (``score_matrix_held``). This is the expensive read:
+    pages get it from a stored snapshot.
     """
     state = scores_state(collection=collection)
-    # the means and the per-query nDCG their statistics need, in one read
-    stored_means, stored = run_means_and_ndcg(collection, k)
-    scored_ids = {row.run_id for row in stored_means}
-    unscored = [
-        RunRef.of(run)
-        for run in Run.objects.filter(collection=collection)
-        .exclude(id__in=scored_ids)
-        .select_related("owner")
-        .order_by("name")
-    ]
-    evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
-    vectors = {
-        row.run_id: query_vector(collection, evaluated, stored[row.run_id]) for row in stored_means
-    }
-    if bounds is None:
-        bounds = top_grade_bounds_by_query(
-            collection=collection, k=k, run_ids=sorted(scored_ids), query_ids=set(evaluated)
+    scored, unscored = runs if runs is not None else leaderboard_runs(collection=collection, k=k)
+    if held and k in collection.sorted_cutoffs:
+        matrix = score_matrix_held(collection, k, [(run[0], run[3], run[4]) for run in scored])
+    else:
+        evaluated = (
+            [query_id for query_id, _, _ in evaluated_queries(collection, k)] if scored else []
         )
-    with_values = [row.run_id for row in stored_means if vectors[row.run_id]]
-    intervals = _intervals(with_values, vectors, known)
-    promoted_by_run: dict[int, dict[int, float]] = defaultdict(dict)
-    for query_id, by_run in bounds.items():
-        for run_id, value in by_run.items():
-            promoted_by_run[run_id][query_id] = value
-    rows: list[LeaderboardRow] = []
-    for index, row in enumerate(stored_means):
-        ci = intervals.get(row.run_id)
-        vector = vectors[row.run_id]
-        promoted = {q: v for q, v in promoted_by_run.get(row.run_id, {}).items() if q in vector}
-        rows.append(
-            LeaderboardRow(
-                rank=index + 1,
-                run=RunRef.of(row.run),
-                ndcg=row.ndcg,
-                ci_low=ci[0] if ci else None,
-                ci_high=ci[1] if ci else None,
-                judged=row.judged,
-                ndcg_condensed=row.ndcg_condensed,
-                queries=row.queries,
-                ndcg_top_grade=_top_grade_mean(row, vector, promoted),
-                pending=row.run.scored_at is None,
+        matrix = score_matrix_read(collection, k, [run[0] for run in scored], evaluated)
+    if bounds is None:
+        bounds = bound_arrays(
+            top_grade_bounds_by_query(
+                collection=collection,
+                k=k,
+                run_ids=list(matrix.run_ids),
+                query_ids=set(matrix.query_ids),
             )
         )
-    query_ids, matrix = per_query_matrix(evaluated, [vectors[row.run_id] for row in stored_means])
+    zero = collection.missing_queries == "zero"
+    means, counts = matrix_means(matrix, zero=zero)
+    mask = np.ones(matrix.answered.shape, dtype=bool) if zero else matrix.answered
+    top_grade = ordered_means(_promoted(matrix, bounds), mask)
+    order = sorted(range(len(scored)), key=lambda r: (-float(means[r, 0]), scored[r][1]))
+    every = np.asarray(matrix.query_ids, dtype=np.int64)
+    vectors: dict[int, RunVector] = {}
+    for r, run in enumerate(scored):
+        if zero:
+            vectors[run[0]] = (matrix.query_ids, matrix.values[r, 0, :])
+        else:
+            vectors[run[0]] = (every[mask[r]].tolist(), matrix.values[r, 0, mask[r]])
+    with_values = [scored[r][0] for r in order if counts[r]]
+    intervals = _intervals(with_values, vectors, known)
+    rows: list[LeaderboardRow] = []
+    for rank, r in enumerate(order, start=1):
+        run_id, name, owner, _, scored_at = scored[r]
+        ci = intervals.get(run_id)
+        ndcg, condensed, judged = means[r].tolist()
+        rows.append(
+            LeaderboardRow(
+                rank=rank,
+                run=RunRef(run_id, name, owner),
+                ndcg=ndcg,
+                ci_low=ci[0] if ci else None,
+                ci_high=ci[1] if ci else None,
+                judged=judged,
+                ndcg_condensed=condensed,
+                queries=int(counts[r]),
+                ndcg_top_grade=float(top_grade[r]),
+                pending=scored_at is None,
+            )
+        )
+    common = np.all(mask, axis=0) if len(scored) else np.ones(len(matrix.query_ids), dtype=bool)
+    per_query = (
+        matrix.values[order][:, 0, :][:, common] if order else np.zeros((0, int(common.sum())))
+    )
     return Leaderboard(
         collection=collection,
         k=k,
@@ -380,6 +320,35 @@ def leaderboard_compute(
         state=state,
         computed_at=timezone.now(),
         computed_stamp=state.stamp,
-        query_ids=query_ids,
-        per_query=matrix,
+        query_ids=every[common].tolist(),
+        per_query=np.ascontiguousarray(per_query, dtype=np.float64),
     )
+
+
+# (id, name, owner's username, updated, scored_at) of a run.
+RunFacts = tuple[int, str, str | None, datetime, datetime | None]
+# The runs with stored scores in the collection's current layout (by id), and the others.
+LeaderboardRuns = tuple[list[RunFacts], list[RunRef]]
+
+
+def leaderboard_runs(*, collection: Collection, k: int) -> LeaderboardRuns:
+    """The runs a leaderboard at k ranks (by id) and those it lists as unscored (by name), in
+    one read."""
+    ks = collection.sorted_cutoffs
+    layout = score_bytes.layout(ks) if k in ks else None
+    runs = list(
+        Run.objects.filter(collection=collection)
+        .order_by("name", "id")
+        .values_list("id", "name", "owner__username", "updated", "scored_at", "run_scores__cutoffs")
+    )
+    scored: list[RunFacts] = sorted(
+        (run[:5] for run in runs if layout is not None and run[5] == layout), key=_first
+    )
+    unscored = [
+        RunRef(run[0], run[1], run[2]) for run in runs if layout is None or run[5] != layout
+    ]
+    return scored, unscored
+
+
+def _first(run: tuple[Any, ...]) -> Any:
+    return run[0]
