@@ -194,11 +194,16 @@ def test_a_refused_grade_is_shown_with_its_pair_and_nothing_is_misplaced(
 
 IN_FLIGHT = """
 window.__inFlight = 0; window.__mostInFlight = 0; window.__fetchedWhileSaving = 0;
+window.__readsInFlight = 0;
 var plainFetch = window.fetch;
 window.fetch = function (url, options) {
   if (!options || options.method !== "POST") {
     if (window.__inFlight > 0) { window.__fetchedWhileSaving += 1; }
-    return plainFetch.apply(this, arguments);
+    window.__readsInFlight += 1;
+    var read = plainFetch.apply(this, arguments);
+    var answered = function () { window.__readsInFlight -= 1; };
+    read.then(answered, answered);
+    return read;
   }
   window.__inFlight += 1;
   window.__mostInFlight = Math.max(window.__mostInFlight, window.__inFlight);
@@ -215,7 +220,7 @@ def test_on_a_slow_server_the_next_grade_does_not_wait_for_the_last_ones_answer(
 ) -> None:  # type: ignore[no-untyped-def]
     from annotations.views import grading
 
-    assignment = _assignment(trial)
+    assignment = _assignment(trial, depth=4)  # ten pairs
     real = grading._grade_or_skip
 
     def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -236,15 +241,17 @@ def test_on_a_slow_server_the_next_grade_does_not_wait_for_the_last_ones_answer(
     assert _grades(assignment) == {1: 2, 2: 0}  # each on its own pair
     assert JudgementHistory.objects.count() == 2  # each committed once
     assert "2 / " in page.inner_text("#grading-progress")  # the later answer's progress
-    # The server is busy now: once fewer pairs are held than its target (a second grade
-    # in quick succession), the page fetches the next at once, not after the grades' answers.
+    # The server is busy now: with a pair still held but fewer than the page holds, it
+    # fetches the next at once, not after the grade's answer.
+    page.evaluate("window.__held = 0")
     move(page, "j")  # another pair in place: the held ones are fetched again ...
-    page.wait_for_function("() => window.__held >= 2 && window.__held >= window.__heldTarget")
+    page.wait_for_function("() => window.__held >= 2 && window.__readsInFlight === 0")
     page.evaluate("window.__fetchedWhileSaving = 0")
-    _grade_quickly(page, "10")
-    page.wait_for_function("() => window.__saved >= 4", timeout=20_000)
+    keys = "1" * (page.evaluate("window.__held") - 1)  # down to one held: fewer than two
+    _grade_quickly(page, keys)
+    page.wait_for_function("(saved) => window.__saved >= saved", arg=2 + len(keys))
     assert page.evaluate("window.__fetchedWhileSaving") >= 1
-    assert len(_grades(assignment)) == 4
+    assert len(_grades(assignment)) == 2 + len(keys)
 
 
 def test_the_page_holds_more_pairs_when_fetches_are_slow_for_the_assessors_pace(

@@ -213,3 +213,16 @@ def test_a_201_names_the_created_resource_in_location_and_a_retry_repeats_it(ide
     assert olga.get(run["Location"]).status_code == 200
     made = olga.post("/api/v1/collections/", {"slug": "made", "cutoffs": [10]}, format="json")
     assert made.status_code == 201 and made["Location"].endswith("/api/v1/collections/made/")
+
+
+def test_every_so_many_keys_claimed_forget_the_expired_ones_of_everybody(
+    idem: Any, monkeypatch: Any
+) -> None:
+    from annotations import idempotency
+
+    _, users = idem
+    monkeypatch.setattr(idempotency, "SWEEP_EVERY", 1)
+    assert _judge(_client(users["bob"]), "bob-old", 1).status_code == 201
+    IdempotentResponse.objects.update(created=timezone.now() - timedelta(hours=25))
+    assert _judge(_client(users["alice"]), "alice-new", 2).status_code == 201
+    assert list(IdempotentResponse.objects.values_list("key", flat=True)) == ["alice-new"]

@@ -150,3 +150,27 @@ def test_the_pairs_after_refuse_nothing_they_cannot_name(assigned: Assignment) -
     odd = client.get(f"{base}/1/next/?count={'9' * 5000}&exclude={'9' * 5000},x,-1,{2**70}")
     assert odd.status_code == 200 and len(odd.json()["pairs"]) == 1
     assert client.get(f"{base}/{2**40}/next/").status_code == 404
+
+
+def test_a_background_save_is_thirteen_statements_in_all(
+    assigned: Assignment, django_assert_num_queries, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from annotations import idempotency
+
+    monkeypatch.setattr(idempotency, "SWEEP_EVERY", 2**62)  # the occasional sweep left out
+    client = as_user("alice")
+    form = {"grade": "2", "item": item_id(assigned, 2), "idempotency_key": "k-2", "dwell_ms": "9"}
+    # The session and its user; the key claimed; the item with its assignment, pool and
+    # collection; the scale; the judgement and its history row; the query marked for
+    # rescoring; the webhook subscriptions; the progress; the answer kept with its key. And
+    # the transaction's two (in a test, a savepoint and its release).
+    with django_assert_num_queries(13):
+        answer = client.post(grade_url(assigned, 1), form, **JSON)
+    assert answer.status_code == 200 and answer.json()["pair"] == "q1 / d2"
+    assert Judgement.objects.get().grade == 2
+    assert JudgementHistory.objects.get().dwell_ms == 9
+    assigned.items.filter(position=3).update(skipped=True, note="later")
+    form = {"grade": "1", "item": item_id(assigned, 3), "idempotency_key": "k-3"}
+    with django_assert_num_queries(14):  # and the item's skip mark cleared
+        client.post(grade_url(assigned, 3), form, **JSON)
+    assert not assigned.items.get(position=3).skipped

@@ -166,12 +166,17 @@ def pending_items_after(
     return later
 
 
-def item_of(*, assignment: Assignment, item_id: int) -> AssignmentItem | None:
-    return (
-        AssignmentItem.objects.filter(assignment=assignment, id=item_id)
-        .select_related("entry__query", "entry__document", "assignment")
-        .first()
-    )
+def item_to_grade(
+    *, user: Any, assignment_id: int, position: int, item_id: int | None = None
+) -> AssignmentItem | None:
+    """In one statement, the item a grade is for: `item_id` (the item the page showed) or
+    else the one at `position`, only in the user's own assignment (None otherwise, as if it
+    did not exist), with its pair, its assignment and the assignment's pool and collection."""
+    found = AssignmentItem.objects.filter(assignment_id=assignment_id, assignment__assessor=user)
+    found = found.filter(id=item_id) if item_id is not None else found.filter(position=position)
+    return found.select_related(
+        "entry__query", "entry__document", "assignment__pool__collection"
+    ).first()
 
 
 def neighbour_positions(*, assignment: Assignment, position: int) -> tuple[int | None, int | None]:

@@ -97,8 +97,9 @@ def judgement_locked(query_id: int, document_id: int, assessor_id: int) -> Locke
 def judgement_insert(
     query_id: int, document_id: int, assessor_id: int, grade: int, note: str, now: datetime
 ) -> int | None:
-    """Insert the judgement unless the pair already has one (another request's): its id, or
-    None when there was one. No savepoint: the conflict is not an error."""
+    """Insert the judgement unless the pair already has one: its id, or None when there was
+    one (committed, or inserted by a transaction this waited for). No savepoint: the
+    conflict is not an error."""
     at = timestamp_parameter(now)
     rows = _fetch(
         f"INSERT INTO {_JUDGEMENT} "

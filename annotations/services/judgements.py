@@ -109,7 +109,10 @@ def judgement_upsert(
     # transaction as a whole (the API's write, the grading form's), which none catches.
     with transaction.atomic(savepoint=False):
         now = timezone.now()
-        found = rows.judgement_locked(*pair)
+        # Inserted first (most grades are a pair's first): one statement when it is new;
+        # else the row in place, locked, is compared and changed. A row deleted between the
+        # two (a skip withdrew it) is inserted again.
+        found = None
         while found is None:
             created_id = rows.judgement_insert(*pair, grade, note, now)
             if created_id is not None:
@@ -118,7 +121,6 @@ def judgement_upsert(
                 queries_mark_stale([query.id])
                 _tell(JUDGEMENT_CREATED, query.collection_id, judgement, None, grade, source)
                 return judgement, True
-            # Another request created it first: change that one (locked now).
             found = rows.judgement_locked(*pair)
         judgement_id, old_grade, old_note, was_stale, created, updated = found
         if old_grade == grade and old_note == note and not was_stale:

@@ -31,7 +31,7 @@ from annotations.services.impact import (
     impact_fresh,
     pool_entries_impact_set,
 )
-from annotations.services.judgements import judgement_delete, judgement_record
+from annotations.services.judgements import grade_check, judgement_delete, judgement_record
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -352,10 +352,14 @@ def assignment_item_grade(
     `dwell_ms`, how long the page showed the pair, is kept with the history row.
 
     `judgement_record` locks the judgement, so a double submit or a second tab changes the
-    one row (and writes history only for a real change).
+    one row (and writes history only for a real change). The item is written only when its
+    skip mark or note (as `item` was read) changes.
     """
     _check_own(item, assessor)
-    with transaction.atomic():
+    # Refused before the writes, which then need no savepoint of their own inside the
+    # caller's transaction (the grading view's): an error among them fails it as a whole.
+    grade_check(item.entry.query.collection, grade)
+    with transaction.atomic(savepoint=False):
         judgement = judgement_record(
             query=item.entry.query,
             document=item.entry.document,
@@ -365,7 +369,9 @@ def assignment_item_grade(
             source="form",
             dwell_ms=dwell_ms,
         )
-        AssignmentItem.objects.filter(id=item.id).update(skipped=False, note=note)
+        if item.skipped or item.note != note:
+            AssignmentItem.objects.filter(id=item.id).update(skipped=False, note=note)
+            item.skipped, item.note = False, note
     return judgement
 
 

@@ -225,18 +225,37 @@ def grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespon
     return response
 
 
+def _shown_item(request: HttpRequest) -> int | None:
+    """The item id the form carries (the pair the page showed), if it can name one."""
+    raw = request.POST.get("item", "")
+    return int(raw) if raw.isdigit() and len(raw) < 19 else None
+
+
 def _grade(request: HttpRequest, assignment_id: int, position: int) -> HttpResponse:
-    assignment = own_assignment(request, assignment_id)
-    item = selectors.item_at(assignment=assignment, position=position)
     as_json = wants_json(request)
+    if request.method != "POST":
+        assignment = own_assignment(request, assignment_id)
+        shown = selectors.item_at(assignment=assignment, position=position)
+        if shown is None:
+            if as_json:
+                return JsonResponse({"error": "No such pair in this assignment."}, status=404)
+            raise Http404("No such pair in this assignment")
+        if as_json:
+            return JsonResponse({"pair": _pair_payload(request, assignment, shown)})
+        return render(request, "annotations/judging/grade.html", _pair_context(assignment, shown))
+    # The pair the page showed (positions may be re-prioritised since), else the one at this
+    # position; with its assignment, read in one statement and only if it is the user's.
+    item = selectors.item_to_grade(
+        user=request.user,
+        assignment_id=assignment_id,
+        position=position,
+        item_id=_shown_item(request),
+    )
     if item is None:
         if as_json:
             return JsonResponse({"error": "No such pair in this assignment."}, status=404)
         raise Http404("No such pair in this assignment")
-    if request.method != "POST":
-        if as_json:
-            return JsonResponse({"pair": _pair_payload(request, assignment, item)})
-        return render(request, "annotations/judging/grade.html", _pair_context(assignment, item))
+    assignment, position = item.assignment, item.position
     collection = assignment.pool.collection
     levels = services.grade_values(collection)
     # The write below checks the grade against these and reads the pair's collection from
@@ -246,16 +265,6 @@ def _grade(request: HttpRequest, assignment_id: int, position: int) -> HttpRespo
     form = GradeForm(request.POST, levels=levels)
     error: str | None = None
     if form.is_valid():
-        shown = form.cleaned_data.get("item")
-        if shown and shown != item.id:
-            # Re-prioritised since the page was shown: grade the pair the assessor saw.
-            seen = selectors.item_of(assignment=assignment, item_id=shown)
-            if seen is None:
-                if as_json:
-                    return JsonResponse({"error": "No such pair in this assignment."}, status=404)
-                raise Http404("No such pair in this assignment")
-            item, position = seen, seen.position
-            item.entry.query.collection = item.entry.document.collection = collection
         try:
             withdrawn = _grade_or_skip(request, item, form.cleaned_data)
         except ValidationError as invalid:
