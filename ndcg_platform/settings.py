@@ -392,6 +392,9 @@ NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
 NDCG_SIGNIFICANCE_MAX_SHARE = env_float("NDCG_SIGNIFICANCE_MAX_SHARE", 0.2, minimum=0.05)
 # ... and it waits until the scores have been still this long (judgements streaming in).
 NDCG_SIGNIFICANCE_QUIET_SECONDS = env_float("NDCG_SIGNIFICANCE_QUIET_SECONDS", 2.0, minimum=0.0)
+# Without a broker: the passes run on a thread of the web process (off: in the read that
+# finds one due).
+NDCG_SIGNIFICANCE_THREAD = env_bool("NDCG_SIGNIFICANCE_THREAD", True)
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (

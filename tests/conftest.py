@@ -65,6 +65,26 @@ def _import_jobs_in_the_request(settings: Any) -> None:
     settings.NDCG_IMPORT_THREADS = 0
 
 
+@pytest.fixture(autouse=True)
+def _significance_in_the_read(settings: Any) -> None:
+    """Without a broker, tests run a due significance pass in the read that finds it (a
+    test's transaction is not visible to another thread); `significance_thread` turns the
+    web process's thread on."""
+    settings.NDCG_SIGNIFICANCE_THREAD = False
+
+
+@pytest.fixture
+def significance_thread(settings: Any, transactional_db: None) -> Iterator[None]:
+    """Significance passes on the web process's thread, as `make demo` runs them; the test
+    ends once the thread has run every pass handed to it."""
+    from annotations.scores.significance_thread import significance_passes_wait
+
+    settings.NDCG_SIGNIFICANCE_THREAD = True
+    settings.CELERY_BROKER_URL = ""
+    yield
+    assert significance_passes_wait(timeout=120), "the significance thread still holds passes"
+
+
 @pytest.fixture
 def import_threads(settings: Any, transactional_db: None) -> Iterator[int]:
     """Import jobs on the web process's own threads (two), as `make demo` runs them; the

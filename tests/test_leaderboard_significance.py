@@ -356,3 +356,24 @@ def test_the_pictures_are_blinded_as_the_leaderboard_is(campaign: Collection) ->
         assert assessor.get(f"/collections/{campaign.slug}/{path}").status_code in (403, 404)
     api = assessor.get(f"/api/v1/collections/{campaign.slug}/leaderboard/report/?as=csv")
     assert api.status_code in (403, 404)
+
+
+def test_without_a_broker_the_pass_runs_on_the_web_process_thread_not_in_the_read(
+    campaign: Collection, settings: Any, significance_thread: None
+) -> None:
+    from annotations.scores.significance_thread import significance_passes_wait
+
+    client = _as("olga")
+    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
+    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    _judge(campaign, "q002", 1)
+    snapshots.leaderboard_refresh(collection=campaign, k=10)  # the rows, the pass behind
+    board = snapshots.leaderboard_read(collection=campaign, k=10)
+    assert not board.significance_current  # the read answered without computing it
+    assert significance_passes_wait(timeout=120)
+    board = snapshots.leaderboard_read(collection=campaign, k=10)
+    assert board.significance_current and board.rows[0].letters
+    assert (
+        "significance-pending"
+        not in client.get(f"/collections/{campaign.slug}/leaderboard/?k=10").content.decode()
+    )

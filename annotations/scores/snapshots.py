@@ -42,7 +42,7 @@ from django.utils import timezone
 from annotations import events
 from annotations.models import Collection, LeaderboardSnapshot
 from annotations.models.webhooks import LEADERBOARD_CHANGED
-from annotations.scores import refresh_pacing, refresh_queue
+from annotations.scores import refresh_pacing, refresh_queue, significance_thread
 from annotations.scores.bounds_cache import bounds_cached
 from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
@@ -157,8 +157,9 @@ def _significance_pass(
     collection: Collection, snapshot: LeaderboardSnapshot
 ) -> LeaderboardSnapshot:
     """The rows are current but their significance is not: with a broker a worker computes it
-    (queued); inline this read does, one at a time per (collection, k) across processes
-    (`refresh_pacing.significance_pass_lock`), once the scores have been still for
+    (queued); without one this process's significance thread does
+    (`scores.significance_thread`), or with that thread off this read
+    (`significance_pass_run`). Either way only once the scores have been still for
     NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest is over
     (`refresh_pacing.significance_due`)."""
     if settings.CELERY_BROKER_URL:
@@ -168,17 +169,29 @@ def _significance_pass(
         collection_id=collection.id, k=snapshot.k, rows_computed_at=snapshot.computed_at
     ):
         return snapshot
-    started = time.perf_counter()
-    with refresh_pacing.significance_pass_lock(collection_id=collection.id, k=snapshot.k) as taken:
-        if not taken:
-            return snapshot  # another read is computing it
-        if significance_refresh(collection=collection, k=snapshot.k) is None:
-            leaderboard_refresh(collection=collection, k=snapshot.k)
-            significance_refresh(collection=collection, k=snapshot.k)
-    refresh_pacing.significance_done(
-        collection_id=collection.id, k=snapshot.k, seconds=time.perf_counter() - started
-    )
+    if significance_thread.significance_thread_on():
+        significance_thread.significance_pass_start(collection_id=collection.id, k=snapshot.k)
+        return snapshot
+    significance_pass_run(collection=collection, k=snapshot.k)
     return _snapshot(collection, snapshot.k) or snapshot
+
+
+def significance_pass_run(*, collection: Collection, k: int) -> None:
+    """Run the significance pass of (collection, k) here if it is still behind, one at a time
+    per (collection, k) across processes (`refresh_pacing.significance_pass_lock`), and
+    start its rest."""
+    started = time.perf_counter()
+    with refresh_pacing.significance_pass_lock(collection_id=collection.id, k=k) as taken:
+        if not taken:
+            return  # another process is computing it
+        computed = significance_refresh(collection=collection, k=k)
+        if computed is None:
+            leaderboard_refresh(collection=collection, k=k)
+            computed = significance_refresh(collection=collection, k=k)
+    if computed:  # the rest follows a pass that ran, not a look that found none due
+        refresh_pacing.significance_done(
+            collection_id=collection.id, k=k, seconds=time.perf_counter() - started
+        )
 
 
 def _readable(snapshot: LeaderboardSnapshot) -> bool:
