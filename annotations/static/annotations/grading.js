@@ -311,6 +311,7 @@
     // The read position needs the new document's layout: measured after it is painted.
     window.requestAnimationFrame(watchPosition);
     dwellReset();
+    pairs.shown();
     emit("grading:shown", { item: String(pair.item), url: pair.url, ready: !!ready });
   }
 

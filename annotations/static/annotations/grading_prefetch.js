@@ -2,7 +2,9 @@
 // in the background, as many as cover the time a fetch takes at the assessor's own pace,
 // so that a pair is ready at every key press even on a server slower than the assessor.
 //
-// Held: ceil(fetch round trip / time between grades) + 1, both moving averages, at least
+// Held: ceil(fetch round trip / the assessor's time on a pair) + 1, both moving averages
+// (the time on a pair from its showing to its grade: a wait for a pair not held does not
+// count, or a slow fetch would lower the pairs held and lengthen the waits), at least
 // MIN_HELD and at most MAX_HELD pairs (the server answers at most that many at once) and
 // about MAX_HELD_CHARS of their HTML (documents can be large). One fetch at a time, for
 // what is missing; it starts as soon as fewer are held than that, and again when it lands
@@ -37,8 +39,8 @@
     var epoch = 0; // moves when the held pairs are dropped (the page moved elsewhere)
     var fetching = null;
     var fetchMs = null; // a fetch's round trip
-    var paceMs = null; // the time between the assessor's grades
-    var lastGrade = null;
+    var paceMs = null; // the assessor's time on a pair
+    var shownAt = null; // the pair the page opened on is not timed (its load counts)
     var doneUrl = null;
 
     function chars() {
@@ -57,7 +59,7 @@
     function wanted() {
       var missing = target() - held.length;
       if (held.length) {
-        var room = Math.floor((MAX_HELD_CHARS - chars()) / (chars() / held.length));
+        var room = Math.floor((MAX_HELD_CHARS - chars()) / Math.max(chars() / held.length, 1));
         missing = Math.min(missing, room);
       }
       return Math.max(missing, 1);
@@ -133,13 +135,16 @@
         epoch += 1;
         exhausted = false;
       },
-      // The assessor graded the pair shown: the pace.
+      // A pair is shown, and the assessor graded it: the pace.
+      shown: function () {
+        shownAt = performance.now();
+      },
       graded: function () {
-        var now = performance.now();
-        if (lastGrade !== null && now - lastGrade < PACE_CAP_MS) {
-          paceMs = average(paceMs, now - lastGrade);
+        var spent = shownAt === null ? PACE_CAP_MS : performance.now() - shownAt;
+        if (spent < PACE_CAP_MS) {
+          paceMs = average(paceMs, spent);
         }
-        lastGrade = now;
+        shownAt = null;
       }
     };
   };
