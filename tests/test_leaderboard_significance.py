@@ -377,3 +377,26 @@ def test_without_a_broker_the_pass_runs_on_the_web_process_thread_not_in_the_rea
         "significance-pending"
         not in client.get(f"/collections/{campaign.slug}/leaderboard/?k=10").content.decode()
     )
+
+
+def test_with_the_thread_the_open_pages_poll_starts_the_pass_and_reads_stay_stored(
+    campaign: Collection, settings: Any, significance_thread: None
+) -> None:
+    from annotations.scores import leaderboard_reads
+    from annotations.scores.significance_thread import significance_passes_wait
+
+    client = _as("olga")
+    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
+    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    _judge(campaign, "q002", 1)
+    snapshots.leaderboard_refresh(collection=campaign, k=10)
+    # the rows current, the letters behind: still served as stored, under its own name
+    before = leaderboard_reads.stored_read(collection=campaign, k=10)
+    assert before is not None
+    state = client.get(f"/collections/{campaign.slug}/leaderboard/state/?k=10").json()
+    assert state["table"] == f"{state['stamp']}+significance"  # not "-due": handed over
+    assert significance_passes_wait(timeout=120)
+    after = leaderboard_reads.stored_read(collection=campaign, k=10)
+    assert after is not None and after.key != before.key  # the letters moved the name
+    state = client.get(f"/collections/{campaign.slug}/leaderboard/state/?k=10").json()
+    assert state["table"] == state["stamp"]

@@ -202,11 +202,7 @@ class LeaderboardApi(CollectionApiView):
         if body is None:
             body = leaderboard_body(board, flips)
             cache.set(key, body, timeout=600)
-        as_stored = (
-            stored is not None
-            and stored.stamp == board.computed_stamp == board.state.stamp
-            and board.significance_current
-        )
+        as_stored = stored is not None and stored.stamp == board.computed_stamp == board.state.stamp
         if served and as_stored:
             content = JSONRenderer().render(body)
             cache.set(served, (validators.etag, validators.last_modified, content), 600)

@@ -21,7 +21,7 @@ from django.db.models import TextField
 from django.db.models.functions import MD5, Cast
 
 from annotations.models import Collection, ImpactSnapshot, LeaderboardSnapshot
-from annotations.scores import refresh_pacing, refresh_queue, snapshots
+from annotations.scores import refresh_pacing, refresh_queue, significance_thread, snapshots
 from annotations.selectors.leaderboards import Leaderboard
 from annotations.selectors.scores_state import ScoresState, scores_state
 
@@ -52,8 +52,10 @@ class StoredRead:
 
 def stored_read(*, collection: Collection, k: int) -> StoredRead | None:
     """What a read of the leaderboard at k serves, when it would serve what is stored as it
-    is: no score pending, the rows and their significance at the current scores stamp, the
-    flip marks (if any) for those rows. None when the read has work to do.
+    is: no score pending, the rows at the current scores stamp, the flip marks (if any) for
+    those rows, and their significance either at that stamp too or set going where it runs
+    (`snapshots.significance_nudge`: queued, waiting, or on this process's thread; the
+    name then holds the earlier letters' time). None when the read has work to do.
 
     Four small reads, none of them the rows: a page or endpoint can answer from a body it
     rendered under this name without decoding the stored rows (hundreds of runs)."""
@@ -68,7 +70,11 @@ def stored_read(*, collection: Collection, k: int) -> StoredRead | None:
     if header is None:
         return None
     stamp, computed_at, significance_stamp, significance_at = header
-    if stamp != state.stamp or significance_stamp != stamp:
+    if stamp != state.stamp:
+        return None
+    if significance_stamp != stamp and not snapshots.significance_nudge(
+        collection=collection, k=k, rows_at=computed_at
+    ):
         return None
     flips = (
         ImpactSnapshot.objects.filter(collection=collection, k=k)
@@ -79,18 +85,21 @@ def stored_read(*, collection: Collection, k: int) -> StoredRead | None:
     if flips is not None and flips[0] != stamp:
         return None  # the marks trail the rows: the read refreshes them
     marks = flips[1] if flips is not None else "none"
-    parts = (collection.id, k, stamp, computed_at.timestamp(), significance_at, marks)
+    parts = (
+        collection.id, k, stamp, computed_at.timestamp(), significance_stamp, significance_at, marks
+    )  # fmt: skip
     return StoredRead(key=":".join(map(str, parts)), stamp=stamp)
 
 
 def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
     """What the open leaderboard page's table should carry as its stamp (``data-stamp``):
-    the scores stamp, with ``+significance`` while its significance pass has not run for
-    them. The page reloads its table when this differs from its own; while the pass is
-    only waiting (for a worker, or inline for the rest or a still moment) nothing changes,
-    and inline, once a reload would run the pass, ``+significance-due`` asks for one. A
-    snapshot behind the scores that a read would still serve names itself, so that pages
-    reload once it is computed again, not at every poll meanwhile."""
+        the scores stamp, with ``+significance`` while its significance pass has not run for
+        them. The page reloads its table when this differs from its own; while the pass is
+        only waiting (for a worker, or inline for the rest or a still moment) nothing changes,
+        and inline, once a pass is due, the poll hands it to the web process's significance
+    thread (with that thread off, ``+significance-due`` asks for a reload that runs it). A
+        snapshot behind the scores that a read would still serve names itself, so that pages
+        reload once it is computed again, not at every poll meanwhile."""
     stored = LeaderboardSnapshot.objects.filter(collection=collection, k=k)
     found = stored.values_list("stamp", "computed_at", "significance__stamp").first()
     if found is None:
@@ -109,5 +118,8 @@ def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
     if not settings.CELERY_BROKER_URL and refresh_pacing.significance_due(
         collection_id=collection.id, k=k, rows_computed_at=computed_at
     ):
-        return f"{state.stamp}+significance-due"
+        if not significance_thread.significance_thread_on():
+            return f"{state.stamp}+significance-due"
+        # The poll itself hands the pass to the thread; the page reloads once it is done.
+        significance_thread.significance_pass_start(collection_id=collection.id, k=k)
     return f"{state.stamp}+significance"

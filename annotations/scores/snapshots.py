@@ -156,24 +156,33 @@ def _snapshot(collection: Collection, k: int) -> LeaderboardSnapshot | None:
 def _significance_pass(
     collection: Collection, snapshot: LeaderboardSnapshot
 ) -> LeaderboardSnapshot:
-    """The rows are current but their significance is not: with a broker a worker computes it
-    (queued); without one this process's significance thread does
-    (`scores.significance_thread`), or with that thread off this read
-    (`significance_pass_run`). Either way only once the scores have been still for
-    NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest is over
-    (`refresh_pacing.significance_due`)."""
-    if settings.CELERY_BROKER_URL:
-        refresh_queue.significance_schedule(collection_id=collection.id)
-        return snapshot
-    if not refresh_pacing.significance_due(
-        collection_id=collection.id, k=snapshot.k, rows_computed_at=snapshot.computed_at
-    ):
-        return snapshot
-    if significance_thread.significance_thread_on():
-        significance_thread.significance_pass_start(collection_id=collection.id, k=snapshot.k)
+    """The rows are current but their significance is not: see `significance_nudge`; if
+    this read must run the pass, it does (`significance_pass_run`)."""
+    if significance_nudge(collection=collection, k=snapshot.k, rows_at=snapshot.computed_at):
         return snapshot
     significance_pass_run(collection=collection, k=snapshot.k)
     return _snapshot(collection, snapshot.k) or snapshot
+
+
+def significance_nudge(*, collection: Collection, k: int, rows_at: datetime) -> bool:
+    """Set the significance pass of the rows computed at `rows_at` going where it runs; True
+    if the read has nothing more to do for it: with a broker it is queued for a worker;
+    without one it waits until the scores have been still for
+    NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest is over
+    (`refresh_pacing.significance_due`), then this process's significance thread runs it
+    (`scores.significance_thread`). False when it is due and that thread is off: the read
+    runs it."""
+    if settings.CELERY_BROKER_URL:
+        refresh_queue.significance_schedule(collection_id=collection.id)
+        return True
+    if not refresh_pacing.significance_due(
+        collection_id=collection.id, k=k, rows_computed_at=rows_at
+    ):
+        return True
+    if significance_thread.significance_thread_on():
+        significance_thread.significance_pass_start(collection_id=collection.id, k=k)
+        return True
+    return False
 
 
 def significance_pass_run(*, collection: Collection, k: int) -> None:

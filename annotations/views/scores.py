@@ -54,7 +54,6 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
             stored is not None
             and board is not None
             and stored.stamp == board.computed_stamp == board.state.stamp
-            and board.significance_current
         )
         if served and as_stored:
             cache.set(served, live, 600)
