@@ -121,5 +121,5 @@ def table_stamp(*, collection: Collection, k: int, state: ScoresState) -> str:
         if not significance_thread.significance_thread_on():
             return f"{state.stamp}+significance-due"
         # The poll itself hands the pass to the thread; the page reloads once it is done.
-        significance_thread.significance_pass_start(collection_id=collection.id, k=k)
+        snapshots.significance_hand_over(collection_id=collection.id, k=k)
     return f"{state.stamp}+significance"

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.conf import settings
@@ -33,9 +34,9 @@ def significance_thread_on() -> bool:
     return bool(getattr(settings, "NDCG_SIGNIFICANCE_THREAD", True))
 
 
-def significance_pass_start(*, collection_id: int, k: int) -> bool:
-    """Hand the significance pass of (collection, k) to this process's thread, unless it
-    holds it already; True if handed over now."""
+def significance_pass_start(*, collection_id: int, k: int, run: Callable[[int, int], None]) -> bool:
+    """Hand the significance pass of (collection, k), ``run(collection_id, k)``, to this
+    process's thread, unless it holds that pass already; True if handed over now."""
     global _executor
     with _lock:
         if (collection_id, k) in _asked:
@@ -45,7 +46,7 @@ def significance_pass_start(*, collection_id: int, k: int) -> bool:
             _executor = ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="significance", initializer=_lower_priority
             )
-        future = _executor.submit(_run, collection_id, k)
+        future = _executor.submit(_run, run, collection_id, k)
         _futures[:] = [f for f in _futures if not f.done()] + [future]
     return True
 
@@ -67,14 +68,9 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
-def _run(collection_id: int, k: int) -> None:
-    from annotations.models import Collection
-    from annotations.scores import snapshots
-
+def _run(run: Callable[[int, int], None], collection_id: int, k: int) -> None:
     try:
-        collection = Collection.objects.filter(id=collection_id).first()
-        if collection is not None:
-            snapshots.significance_pass_run(collection=collection, k=k)
+        run(collection_id, k)
     except Exception:  # the next read hands it over again
         logger.exception("significance pass of collection %s at k=%s failed", collection_id, k)
     finally:

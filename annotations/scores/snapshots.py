@@ -180,9 +180,23 @@ def significance_nudge(*, collection: Collection, k: int, rows_at: datetime) -> 
     ):
         return True
     if significance_thread.significance_thread_on():
-        significance_thread.significance_pass_start(collection_id=collection.id, k=k)
+        significance_hand_over(collection_id=collection.id, k=k)
         return True
     return False
+
+
+def significance_hand_over(*, collection_id: int, k: int) -> bool:
+    """Hand the significance pass of (collection, k) to this process's significance thread
+    (`scores.significance_thread`); True if handed over now."""
+    return significance_thread.significance_pass_start(
+        collection_id=collection_id, k=k, run=_significance_pass_of
+    )
+
+
+def _significance_pass_of(collection_id: int, k: int) -> None:
+    collection = Collection.objects.filter(id=collection_id).first()
+    if collection is not None:
+        significance_pass_run(collection=collection, k=k)
 
 
 def significance_pass_run(*, collection: Collection, k: int) -> None:
