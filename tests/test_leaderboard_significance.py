@@ -358,16 +358,22 @@ def test_the_pictures_are_blinded_as_the_leaderboard_is(campaign: Collection) ->
     assert api.status_code in (403, 404)
 
 
+def _rows_ahead_of_their_letters(campaign: Collection, settings: Any) -> Client:
+    """The rows stored after a judgement, their significance pass behind and due at once;
+    an organiser's client."""
+    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
+    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    _judge(campaign, "q002", 1)
+    snapshots.leaderboard_refresh(collection=campaign, k=10)
+    return _as("olga")
+
+
 def test_without_a_broker_the_pass_runs_on_the_web_process_thread_not_in_the_read(
     campaign: Collection, settings: Any, significance_thread: None
 ) -> None:
     from annotations.scores.significance_thread import significance_passes_wait
 
-    client = _as("olga")
-    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
-    _judge(campaign, "q002", 1)
-    snapshots.leaderboard_refresh(collection=campaign, k=10)  # the rows, the pass behind
+    client = _rows_ahead_of_their_letters(campaign, settings)
     board = snapshots.leaderboard_read(collection=campaign, k=10)
     assert not board.significance_current  # the read answered without computing it
     assert significance_passes_wait(timeout=120)
@@ -385,11 +391,7 @@ def test_with_the_thread_the_open_pages_poll_starts_the_pass_and_reads_stay_stor
     from annotations.scores import leaderboard_reads
     from annotations.scores.significance_thread import significance_passes_wait
 
-    client = _as("olga")
-    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
-    _judge(campaign, "q002", 1)
-    snapshots.leaderboard_refresh(collection=campaign, k=10)
+    client = _rows_ahead_of_their_letters(campaign, settings)
     # the rows current, the letters behind: still served as stored, under its own name
     before = leaderboard_reads.stored_read(collection=campaign, k=10)
     assert before is not None

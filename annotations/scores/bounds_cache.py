@@ -11,14 +11,13 @@ under the same keys, so only that query's are read.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db.models import Max
 
 from annotations.models import Collection, Query, QueryBound
+from annotations.selectors.process_held import ProcessHeld
 from annotations.selectors.stored_scores import evaluated_queries
 from annotations.selectors.top_grade_bounds import (
     BoundArrays,
@@ -29,9 +28,21 @@ from annotations.selectors.top_grade_bounds import (
 HELD_ENTRIES = 16  # (collection, k) pairs whose bounds a process holds
 HELD_BYTES = 128_000_000  # of their arrays, all entries together
 
-# (collection id, k) -> query id -> (key, (run ids, values) or None for no bound)
-_held: OrderedDict[tuple[int, int], dict[int, tuple[str, Any]]] = OrderedDict()
-_lock = threading.Lock()
+# Per (collection id, k): query id -> (key, (run ids, values) or None for no bound).
+HeldBounds = dict[int, tuple[str, Any]]
+
+
+def _nbytes(held: HeldBounds) -> int:
+    return sum(
+        int(arrays[0].nbytes + arrays[1].nbytes)
+        for _, arrays in held.values()
+        if arrays is not None
+    )
+
+
+_held: ProcessHeld[HeldBounds] = ProcessHeld(
+    entries=lambda: HELD_ENTRIES, nbytes=lambda: HELD_BYTES, size=_nbytes
+)
 
 
 def _bounds_context(collection: Collection, runs: Sequence[tuple[int, Any]]) -> str:
@@ -52,20 +63,19 @@ def bounds_cached(
     *, collection: Collection, k: int, runs: Sequence[tuple[int, Any]]
 ) -> BoundArrays:
     """query id -> (run ids, top-grade nDCG@k) for every evaluated query, recomputing only the
-        queries whose cached bounds no longer match their inputs (and storing those); `runs` are
+    queries whose cached bounds no longer match their inputs (and storing those); `runs` are
     the scored runs as (id, updated).
 
-        The bounds last used are also held in the process under the same keys, so a query whose
-        key did not move is not even read again: after a judgement, one query is."""
+    The bounds last used are also held in the process under the same keys, so a query whose
+    key did not move is not even read again: after a judgement, one query is."""
     evaluated = [query_id for query_id, _, _ in evaluated_queries(collection, k)]
     versions = dict(Query.objects.filter(id__in=evaluated).values_list("id", "judgements_version"))
     context = _bounds_context(collection, sorted(runs))
     run_ids = [run_id for run_id, _ in runs]
     wanted = {query_id: _key(context, versions[query_id]) for query_id in evaluated}
-    with _lock:
-        held = _held.pop((collection.id, k), {})
+    held = _held.take((collection.id, k)) or {}
     bounds: BoundArrays = {}
-    fresh_held: dict[int, tuple[str, Any]] = {}
+    fresh_held: HeldBounds = {}
     unread: list[int] = []
     for query_id, key in wanted.items():
         hit = held.get(query_id)
@@ -103,31 +113,13 @@ def bounds_cached(
         for query_id in missing:
             fresh_held[query_id] = (wanted[query_id], arrays.get(query_id))
         bounds.update(arrays)
-    _keep((collection.id, k), fresh_held)
+    _held.keep((collection.id, k), fresh_held)
     return bounds
 
 
 def bounds_forget(*, collection_id: int | None = None) -> None:
     """Drop the bounds held (of one collection, or all): the next call reads them again."""
-    with _lock:
-        for key in [key for key in _held if collection_id in (None, key[0])]:
-            del _held[key]
-
-
-def _keep(key: tuple[int, int], held: dict[int, tuple[str, Any]]) -> None:
-    with _lock:
-        _held[key] = held
-        _held.move_to_end(key)
-        while len(_held) > HELD_ENTRIES or sum(map(_nbytes, _held.values())) > HELD_BYTES:
-            _held.popitem(last=False)
-
-
-def _nbytes(held: dict[int, tuple[str, Any]]) -> int:
-    return sum(
-        int(arrays[0].nbytes + arrays[1].nbytes)
-        for _, arrays in held.values()
-        if arrays is not None
-    )
+    _held.forget(collection_id=collection_id)
 
 
 def _store_bounds(k: int, rows: Iterable[tuple[int, str, dict[int, float]]]) -> None:

@@ -13,8 +13,6 @@ evicted entry only costs a full read, and what is returned always equals a from-
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,6 +27,7 @@ from annotations.selectors.impact_parts import (
     query_grades_read,
     query_rankings_read,
 )
+from annotations.selectors.process_held import ProcessHeld
 
 HELD_ENTRIES = 8  # (collection, k) pairs held per process
 HELD_BYTES = 256_000_000  # of arrays held per process, all entries together
@@ -43,15 +42,14 @@ class _Held:
     nbytes: int
 
 
-_held: OrderedDict[tuple[int, int], _Held] = OrderedDict()
-_lock = threading.Lock()
+_held: ProcessHeld[_Held] = ProcessHeld(
+    entries=lambda: HELD_ENTRIES, nbytes=lambda: HELD_BYTES, size=lambda held: held.nbytes
+)
 
 
 def impact_inputs_forget(*, collection_id: int | None = None) -> None:
     """Drop the inputs held (of one collection, or all): the next refresh reads everything."""
-    with _lock:
-        for key in [key for key in _held if collection_id in (None, key[0])]:
-            del _held[key]
+    _held.forget(collection_id=collection_id)
 
 
 def impact_inputs_held(
@@ -76,8 +74,7 @@ def impact_inputs_held(
     )
     versions = _versions(collection, bool(machines))
     run_ids = [run_id for run_id, _ in runs]
-    with _lock:  # taken out while in use: a concurrent refresh reads on its own
-        held = _held.pop((collection.id, k), None)
+    held = _held.take((collection.id, k))  # a concurrent refresh reads on its own
     if held is None or held.signature != signature or not set(held.rankings) <= set(versions):
         rankings = query_rankings_read(run_ids=run_ids, k=k)
         needed = set(rankings) | (set(versions) if machines else set())
@@ -111,7 +108,7 @@ def impact_inputs_held(
         machines=bool(machines),
     )
     held.nbytes = _nbytes(held)
-    _keep((collection.id, k), held)
+    _held.keep((collection.id, k), held)
     return inputs
 
 
@@ -142,19 +139,6 @@ def _nbytes(held: _Held) -> int:
     return total
 
 
-def _keep(key: tuple[int, int], held: _Held) -> None:
-    """Hold the entry as the most recent; evict the least recent past the bounds
-    (``HELD_ENTRIES``, ``HELD_BYTES``); one larger than the whole budget is not held."""
-    if held.nbytes > HELD_BYTES:
-        return
-    with _lock:
-        _held.pop(key, None)
-        _held[key] = held
-        while len(_held) > HELD_ENTRIES or sum(e.nbytes for e in _held.values()) > HELD_BYTES:
-            _held.popitem(last=False)
-
-
 def impact_inputs_held_keys() -> list[tuple[int, int]]:
     """The (collection id, k) entries held, least recent first."""
-    with _lock:
-        return list(_held)
+    return _held.keys()

@@ -11,8 +11,6 @@ row (``matrix_means``).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +20,7 @@ import numpy.typing as npt
 from annotations.formats import score_bytes
 from annotations.metrics.ndcg_arrays import ordered_means
 from annotations.models import Collection, IdealScore
+from annotations.selectors.process_held import ProcessHeld
 from annotations.selectors.stored_scores import stored_columns, stored_rows_at
 
 # The measures a leaderboard row shows, in the order of the matrix's second axis.
@@ -119,15 +118,14 @@ class _Held:
     matrix: ScoreMatrix
 
 
-_held: OrderedDict[tuple[int, int], _Held] = OrderedDict()
-_lock = threading.Lock()
+_held: ProcessHeld[_Held] = ProcessHeld(
+    entries=lambda: HELD_ENTRIES, nbytes=lambda: HELD_BYTES, size=lambda h: h.matrix.nbytes
+)
 
 
 def score_matrix_forget(*, collection_id: int | None = None) -> None:
     """Drop the matrices held (of one collection, or all): the next read is whole."""
-    with _lock:
-        for key in [key for key in _held if collection_id in (None, key[0])]:
-            del _held[key]
+    _held.forget(collection_id=collection_id)
 
 
 def score_matrix_held(
@@ -151,8 +149,7 @@ def score_matrix_held(
     query_ids = tuple(query_id for query_id, _ in evaluated)
     versions = dict(evaluated)
     run_ids = [run_id for run_id, _, _ in runs]
-    with _lock:  # taken out while in use: a concurrent computation reads on its own
-        held = _held.pop((collection.id, k), None)
+    held = _held.take((collection.id, k))  # a concurrent computation reads on its own
     if held is not None and held.basis == basis and held.matrix.query_ids == query_ids:
         moved = [q for q in query_ids if held.versions.get(q) != versions[q]]
         if len(moved) > PATCH_SHARE * len(query_ids):
@@ -163,7 +160,7 @@ def score_matrix_held(
             matrix = held.matrix
     else:
         matrix = score_matrix_read(collection, k, run_ids, query_ids)
-    _keep((collection.id, k), _Held(basis, versions, matrix))
+    _held.keep((collection.id, k), _Held(basis, versions, matrix))
     return matrix
 
 
@@ -174,13 +171,3 @@ def _evaluated_versions(collection: Collection, k: int) -> list[tuple[int, int]]
         "query_id", "query__qid", "query__scored_version"
     )
     return [(query_id, version) for query_id, _, version in sorted(rows, key=lambda r: r[1])]
-
-
-def _keep(key: tuple[int, int], held: _Held) -> None:
-    with _lock:
-        _held[key] = held
-        _held.move_to_end(key)
-        while _held and (
-            len(_held) > HELD_ENTRIES or sum(h.matrix.nbytes for h in _held.values()) > HELD_BYTES
-        ):
-            _held.popitem(last=False)
