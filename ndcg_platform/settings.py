@@ -329,6 +329,9 @@ NDCG_LEADERBOARD_STALE_SECONDS = env_int("NDCG_LEADERBOARD_STALE_SECONDS", 30, m
 # Inline: a stored leaderboard younger than this is served (marked stale) rather than
 # computed again, bounding the work a stream of judgements causes for watching pages.
 NDCG_LEADERBOARD_MIN_INTERVAL_MS = env_int("NDCG_LEADERBOARD_MIN_INTERVAL_MS", 1000)
+# Runs per page of the leaderboard page (its table, CI plot and flip marks); `?page=all`
+# shows every run, the downloads and the API always hold every run.
+NDCG_LEADERBOARD_PAGE_RUNS = env_int("NDCG_LEADERBOARD_PAGE_RUNS", 100, minimum=1)
 # `load_demo` writes the demo accounts here and `serve_demo` prints them.
 NDCG_DEMO_ACCOUNTS_FILE = os.environ.get("NDCG_DEMO_ACCOUNTS_FILE") or str(
     BASE_DIR / "demo-accounts.txt"

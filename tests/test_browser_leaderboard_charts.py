@@ -99,3 +99,44 @@ def test_plot_matrix_and_heat_map_render_pass_axe_and_fit_a_phone(  # type: igno
         expect(page.locator("#sort-difficulty")).to_have_attribute("aria-current", "true")
         problems += _axe_problems(page)
     assert not problems, problems
+
+
+def test_a_long_ranking_pages_and_finds_runs_at_a_phones_width(  # type: ignore[no-untyped-def]
+    campaign: Collection, browser, live_server, settings: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.conftest import browser_page, log_in
+
+    settings.NDCG_LEADERBOARD_PAGE_RUNS = 10
+    with browser_page(browser, live_server, viewport=PHONE) as page:
+        log_in(page, "olga")
+        page.goto(f"/collections/{campaign.slug}/leaderboard/?k=10")
+        rows = page.locator("#leaderboard tbody tr")
+        expect(rows).to_have_count(10)
+        expect(page.locator("#leaderboard-shown")).to_contain_text("Runs 1\u201310 of 34")
+        expect(page.locator("#forest-plot g.forest-row")).to_have_count(10)
+        problems = _axe_problems(page)
+
+        page.locator("#leaderboard-pages a[rel=next]").click()
+        page.wait_for_url(lambda url: "page=2" in url)
+        expect(rows.first.locator("td.num").first).to_have_text("11")
+        expect(page.locator("#forest-plot g.forest-row")).to_have_count(10)
+        expect(page.locator("#leaderboard-pages [aria-current=page]")).to_have_text("2")
+        # the best run's reference line stays on every page
+        expect(page.locator("#forest-plot line[stroke-dasharray]")).to_have_count(1)
+        problems += _axe_problems(page)
+
+        page.fill("#leaderboard-q", run_name(33)[-20:])
+        page.press("#leaderboard-q", "Enter")
+        page.wait_for_url(lambda url: "q=" in url)
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-run", run_name(33))
+        expect(page.locator("#leaderboard-shown")).to_contain_text("1 of 34 runs match")
+        problems += _axe_problems(page)
+
+        page.goto(f"/collections/{campaign.slug}/leaderboard/?k=10")
+        page.click("#leaderboard-all")
+        expect(rows).to_have_count(RUNS)
+        expect(page.locator("#forest-plot g.forest-row")).to_have_count(RUNS)
+    assert not problems, problems

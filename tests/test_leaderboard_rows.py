@@ -78,7 +78,7 @@ def test_the_rows_are_the_template_loops_markup(run_links: str, empty: bool) -> 
     )
     context = {"board": board, "access": _Access(run_links), "user": _User("amy"), "k": 10}
     expected = Template(LOOP).render(Context({**context, "collection": collection}))
-    joined = leaderboard_rows(board, run_links, "amy", 10)
+    joined = leaderboard_rows(board, board.rows, run_links, "amy", 10)
     assert _markup(joined) == _markup(expected)
 
 

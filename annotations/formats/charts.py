@@ -140,15 +140,25 @@ def _domain(values: Sequence[float]) -> tuple[float, float]:
     return max(0.0, low) if min(values) >= 0 else low, high
 
 
-def forest_plot(rows: Sequence[ForestRow], *, width: int = 640, row_height: int = 18) -> ForestPlot:
+def forest_plot(
+    rows: Sequence[ForestRow],
+    *,
+    width: int = 640,
+    row_height: int = 18,
+    extent: Sequence[float] | None = None,
+    best: ForestRow | None = None,
+) -> ForestPlot:
     """Point and interval per run, one row each in the given (rank) order, on one axis.
 
-    The axis spans the intervals' range rounded out to tenths (0..1 at most for nDCG);
-    labels take the left 200 px (names cut to 28 characters), the letters the right 80.
+    The axis spans the intervals' range (or `extent`'s values: a page of a longer ranking
+    drawn on the whole ranking's scale) rounded out to tenths (0..1 at most for nDCG); the
+    reference line marks `best` (default: the first row). Labels take the left 200 px (names
+    cut to 28 characters), the letters the right 80.
     """
     left, right = 210, width - 80
-    values = [v for row in rows for v in (row.mean, row.low, row.high) if v is not None]
-    low, high = _domain(values)
+    if extent is None:
+        extent = [v for row in rows for v in (row.mean, row.low, row.high) if v is not None]
+    low, high = _domain(extent)
 
     def x_of(value: float) -> float:
         return round(left + (value - low) / (high - low) * (right - left), 2)
@@ -173,7 +183,7 @@ def forest_plot(rows: Sequence[ForestRow], *, width: int = 640, row_height: int 
     while value <= high + 1e-9:
         ticks.append(Tick(x_of(value), f"{value:.1f}"))
         value = round(value + step, 10)
-    best = items[0] if items else None
+    best = best if best is not None else (rows[0] if rows else None)
     return ForestPlot(
         width=width,
         height=int(axis_y + 34),
@@ -182,8 +192,8 @@ def forest_plot(rows: Sequence[ForestRow], *, width: int = 640, row_height: int 
         axis_y=axis_y,
         items=items,
         ticks=ticks,
-        best_x=best.x if best else None,
-        best_low_x=best.x_low if best else None,
+        best_x=x_of(best.mean) if best else None,
+        best_low_x=x_of(best.low) if best and best.low is not None else None,
     )
 
 

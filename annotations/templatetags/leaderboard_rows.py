@@ -41,18 +41,21 @@ def _fixed(value: float | None, places: int) -> str:
 
 
 @register.simple_tag
-def leaderboard_rows(board: Leaderboard, run_links: str, username: str, k: int) -> SafeString:
-    """The ``<tr>`` of every row of `board` as ``_leaderboard_table.html`` lays them out:
-    a pick box where the viewer may compare the run (``run_links`` "all", or "own" and their
-    own run), the name linked where they may open it. Every text is escaped
-    (``html.escape``, what autoescape applies to a string)."""
+def leaderboard_rows(
+    board: Leaderboard, rows: list[LeaderboardRow], run_links: str, username: str, k: int
+) -> SafeString:
+    """The ``<tr>`` of each of `rows` (the shown slice of `board`) as
+    ``_leaderboard_table.html`` lays them out: a pick box where the viewer may compare the run
+    (``run_links`` "all", or "own" and their own run), the name linked where they may open it.
+    Every text is escaped (``html.escape``, what autoescape applies to a string)."""
     # reverse() once: each run's URL is its name's path segment quoted as reverse() quotes
     # it (RFC 3986 sub-delimiters and /~:@ kept) between the same prefix and suffix.
     prefix, _, suffix = reverse("run-detail", args=[board.collection.slug, _MARK]).partition(_MARK)
-    parts = [_row(row, (prefix, suffix), run_links, username, k) for row in board.rows]
-    if not board.rows:
+    parts = [_row(row, (prefix, suffix), run_links, username, k) for row in rows]
+    if not rows:
         columns = 10 if run_links != "none" else 9
-        parts.append(f'<tr><td colspan="{columns}">No scored runs yet.</td></tr>')
+        empty = "No run matches this search." if board.rows else "No scored runs yet."
+        parts.append(f'<tr><td colspan="{columns}">{empty}</td></tr>')
     return mark_safe("".join(parts))  # every value is escaped or a number
 
 

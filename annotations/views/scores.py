@@ -22,7 +22,7 @@ from annotations.scores import leaderboard_reads
 from annotations.scores.healing import scores_heal_pending
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
 from annotations.services import impact as impact_services
-from annotations.views import significance
+from annotations.views import leaderboard_pages, significance
 from annotations.views._collection import login_first, readable_collection
 
 if TYPE_CHECKING:
@@ -43,13 +43,21 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     as stored (``stored_read``), a view answers from that rendering without reading the rows."""
     collection, access = readable_collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
+    page, search = _page_asked(request)
     stored = leaderboard_reads.stored_read(collection=collection, k=k)
-    # What differs between viewers of one board: which runs they may open and pick.
+    # What differs between viewers of one board: which runs they may open and pick, and the
+    # page of the ranking (a search's answer is not kept).
     viewer = request.user.get_username() if access.run_links == "own" else ""
-    served = f"leaderboard-page:{stored.key}:{access.run_links}:{viewer}" if stored else None
+    served = (
+        f"leaderboard-page:{stored.key}:{access.run_links}:{viewer}:{page}"
+        if stored and not search
+        else None
+    )
     live = cache.get(served) if served else None
     if live is None:
-        live, board = _leaderboard_live(request, collection=collection, k=k, access=access)
+        live, board = _leaderboard_live(
+            request, collection=collection, k=k, access=access, page=page, search=search
+        )
         as_stored = (
             stored is not None
             and board is not None
@@ -67,19 +75,41 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "annotations/scores/leaderboard.html", context)
 
 
+def _page_asked(request: HttpRequest) -> tuple[str, str]:
+    """The page of the ranking asked for (a number or ``all``; anything else reads as the
+    first, past the end as the last) and the run-name search, bounded."""
+    page = request.GET.get("page", "1").strip()[:12]
+    if page != "all" and not page.isdecimal():
+        page = "1"
+    search = request.GET.get("q", "").strip()[: leaderboard_pages.SEARCH_MAX_LENGTH]
+    return page, search
+
+
 def _leaderboard_live(
-    request: HttpRequest, *, collection: Collection, k: int, access: Access
+    request: HttpRequest,
+    *,
+    collection: Collection,
+    k: int,
+    access: Access,
+    page: str = "1",
+    search: str = "",
 ) -> tuple[str, Leaderboard | None]:
     """The rendered body and the board it shows (None: being computed)."""
     board = leaderboard_reads.leaderboard_read_ready(collection=collection, k=k)
     if board is not None:
         impact_services.flips_read_refresh(collection=collection, board=board)
+    shown = (
+        leaderboard_pages.leaderboard_slice(board.rows, page=page, search=search) if board else None
+    )
+    flips = impact.flip_state_stored(collection=collection, k=k) if board else None
     context = {
         "collection": collection,
         "k": k,
         "board": board,  # None: being computed by a worker (the page polls until it is there)
-        "forest": significance.forest_of(board) if board else None,
-        "flips": impact.flip_state_stored(collection=collection, k=k) if board else None,
+        "shown": shown,
+        "forest": significance.forest_of(board, shown.rows) if board and shown else None,
+        "flips": flips,
+        "flip_pairs": leaderboard_pages.flips_shown(flips, shown) if flips and shown else [],
         "state": board.state if board else None,
         "retry_after": leaderboard_reads.RETRY_AFTER_SECONDS,
         "access": access,

@@ -14,7 +14,7 @@ from annotations.formats import charts
 from annotations.scores import snapshots
 from annotations.scores.reports import REPORT_KINDS, leaderboard_report
 from annotations.scores.significance import SignificanceDetail, significance_detail
-from annotations.selectors.leaderboards import Leaderboard
+from annotations.selectors.leaderboards import Leaderboard, LeaderboardRow
 from annotations.views._collection import login_first, readable_collection
 
 # The pairwise matrix and the per-query heat map draw at most this many runs (best first):
@@ -23,23 +23,26 @@ MATRIX_RUNS = 60
 HEAT_RUNS = 50
 
 
-def forest_of(board: Leaderboard) -> Callable[[], charts.ForestPlot]:
-    """The leaderboard's CI forest plot, drawn only if the page's cached fragment is not."""
+def forest_of(board: Leaderboard, rows: list[LeaderboardRow]) -> Callable[[], charts.ForestPlot]:
+    """The CI forest plot of `rows` (the page's slice of the board), drawn only if the page's
+    cached fragment is not: on the whole board's axis, with its best run's line, so that
+    every page of a long ranking is drawn to the same scale."""
+
+    def item(row: LeaderboardRow) -> charts.ForestRow:
+        return charts.ForestRow(
+            label=f"{row.rank}. {row.run.name}",
+            mean=row.ndcg,
+            low=row.ci_low,
+            high=row.ci_high,
+            letters=row.letters,
+            below_best=row.below_best,
+        )
 
     def build() -> charts.ForestPlot:
-        return charts.forest_plot(
-            [
-                charts.ForestRow(
-                    label=f"{row.rank}. {row.run.name}",
-                    mean=row.ndcg,
-                    low=row.ci_low,
-                    high=row.ci_high,
-                    letters=row.letters,
-                    below_best=row.below_best,
-                )
-                for row in board.rows
-            ]
-        )
+        whole = board.rows
+        extent = [v for row in whole for v in (row.ndcg, row.ci_low, row.ci_high) if v is not None]
+        best = item(whole[0]) if whole else None
+        return charts.forest_plot([item(row) for row in rows], extent=extent, best=best)
 
     return build
 
