@@ -222,3 +222,62 @@ def test_held_bounds_are_read_again_only_for_the_query_judged(
     grade_pair(collection, "q2", "d10", "amy", 2)
     snapshots.leaderboard_refresh(collection=collection, k=5)
     assert asked == [{collection.queries.get(qid="q2").id}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_computation_on_another_thread_leaves_the_held_matrix_to_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The significance thread may compute while a request does: the matrix and the bounds
+    stay held for both (shared, read-only), so each still reads only what moved."""
+    collection = _campaign("zero")
+    snapshots.leaderboard_refresh(collection=collection, k=5)
+    whole: list[int] = []
+    real_read, real_patch = score_matrix.score_matrix_read, score_matrix.score_matrix_patch
+    monkeypatch.setattr(
+        score_matrix, "score_matrix_read", lambda *a, **kw: whole.append(1) or real_read(*a, **kw)
+    )
+    inside: list[bool] = []
+
+    def patch(*args: Any, **kwargs: Any) -> Any:
+        if not inside:  # a second computation, while the first patches its matrix
+            inside.append(True)
+            score_matrix.score_matrix_held(collection, 5, _runs(collection, 5))
+        return real_patch(*args, **kwargs)
+
+    monkeypatch.setattr(score_matrix, "score_matrix_patch", patch)
+    grade_pair(collection, "q4", "d11", "amy", 3)
+    board = snapshots.leaderboard_refresh(collection=collection, k=5)
+    assert inside and whole == [] and board.rows
+    held = score_matrix.score_matrix_held(collection, 5, _runs(collection, 5))
+    assert not held.values.flags.writeable and not held.answered.flags.writeable
+    assert _same(held, _whole(collection, 5))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_serving_the_stored_board_reads_its_inputs_on_its_thread(
+    monkeypatch: pytest.MonkeyPatch, significance_thread: None
+) -> None:
+    """Inline, the web process that has only served a board as stored computes the next one
+    after a judgement: its thread reads the matrix first, so that computation patches it."""
+    from annotations.scores import leaderboard_reads
+    from annotations.scores.significance_thread import significance_passes_wait
+
+    collection = _campaign("zero")
+    snapshots.leaderboard_read_complete(collection=collection, k=5)
+    assert significance_passes_wait(timeout=60)
+    score_matrix.score_matrix_forget()  # a process that never computed this board
+    bounds_cache.bounds_forget()
+    assert leaderboard_reads.stored_read(collection=collection, k=5) is not None
+    assert significance_passes_wait(timeout=60)
+    assert score_matrix.score_matrix_is_held(collection_id=collection.id, k=5)
+    whole: list[int] = []
+    real_read = score_matrix.score_matrix_read
+    monkeypatch.setattr(
+        score_matrix, "score_matrix_read", lambda *a, **kw: whole.append(1) or real_read(*a, **kw)
+    )
+    grade_pair(collection, "q4", "d11", "amy", 3)
+    snapshots.leaderboard_refresh(collection=collection, k=5)
+    assert whole == []
+    held = score_matrix.score_matrix_held(collection, 5, _runs(collection, 5))
+    assert _same(held, _whole(collection, 5))

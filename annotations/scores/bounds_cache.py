@@ -73,7 +73,7 @@ def bounds_cached(
     context = _bounds_context(collection, sorted(runs))
     run_ids = [run_id for run_id, _ in runs]
     wanted = {query_id: _key(context, versions[query_id]) for query_id in evaluated}
-    held = _held.take((collection.id, k)) or {}
+    held = _held.peek((collection.id, k)) or {}  # shared: replaced whole, never changed
     bounds: BoundArrays = {}
     fresh_held: HeldBounds = {}
     unread: list[int] = []

@@ -1,6 +1,9 @@
 """Without a broker, the significance passes run on a thread of the web process, never in
 the request that finds them due: a pass costs seconds at 500 runs, and a read answers in
-milliseconds with the letters of the last pass, marked as being recomputed.
+milliseconds with the letters of the last pass, marked as being recomputed. The same thread
+reads the inputs a process holds for its next computation of a leaderboard it has served
+only as stored (``inputs_warm_start``), so that its first computation reads what moved
+instead of everything.
 
 One thread per process (``NDCG_SIGNIFICANCE_THREAD``; off: the read that finds a pass due
 runs it, as tests do), one pass at a time across processes (``significance_pass_lock``),
@@ -26,7 +29,8 @@ logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
-_asked: set[tuple[int, int]] = set()  # (collection, k) handed to the thread, not yet run
+# (kind, collection, k) handed to the thread, not yet run
+_asked: set[tuple[str, int, int]] = set()
 _futures: list[Future[None]] = []
 
 
@@ -37,16 +41,26 @@ def significance_thread_on() -> bool:
 def significance_pass_start(*, collection_id: int, k: int, run: Callable[[int, int], None]) -> bool:
     """Hand the significance pass of (collection, k), ``run(collection_id, k)``, to this
     process's thread, unless it holds that pass already; True if handed over now."""
+    return _start(("pass", collection_id, k), run)
+
+
+def inputs_warm_start(*, collection_id: int, k: int, run: Callable[[int, int], None]) -> bool:
+    """Hand ``run(collection_id, k)``, which reads the inputs this process holds for the next
+    computation of that leaderboard, to the thread (once at a time); True if handed over."""
+    return _start(("warm", collection_id, k), run)
+
+
+def _start(key: tuple[str, int, int], run: Callable[[int, int], None]) -> bool:
     global _executor
     with _lock:
-        if (collection_id, k) in _asked:
+        if key in _asked:
             return False
-        _asked.add((collection_id, k))
+        _asked.add(key)
         if _executor is None:
             _executor = ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="significance", initializer=_lower_priority
             )
-        future = _executor.submit(_run, run, collection_id, k)
+        future = _executor.submit(_run, run, key)
         _futures[:] = [f for f in _futures if not f.done()] + [future]
     return True
 
@@ -68,12 +82,13 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
-def _run(run: Callable[[int, int], None], collection_id: int, k: int) -> None:
+def _run(run: Callable[[int, int], None], key: tuple[str, int, int]) -> None:
+    kind, collection_id, k = key
     try:
         run(collection_id, k)
     except Exception:  # the next read hands it over again
-        logger.exception("significance pass of collection %s at k=%s failed", collection_id, k)
+        logger.exception("%s of collection %s at k=%s failed", kind, collection_id, k)
     finally:
         connection.close()  # this thread's own connection
         with _lock:  # until now a read hands nothing more over: the pass is in hand
-            _asked.discard((collection_id, k))
+            _asked.discard(key)

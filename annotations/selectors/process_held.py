@@ -1,5 +1,6 @@
 """What a process keeps between computations per (collection, k): a bounded, least recently
-used set of entries, each taken out while in use (a concurrent computation reads its own)."""
+used set of entries. An entry that is changed in place is taken out while in use (a
+concurrent computation reads its own); one that is never changed is shared (``peek``)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,16 @@ class ProcessHeld(Generic[T]):
         """The entry of `key`, taken out (None if none is held)."""
         with self._lock:
             return self._held.pop(key, None)
+
+    def peek(self, key: Key) -> T | None:
+        """The entry of `key`, left held (None if none is held): for entries nobody changes
+        in place, so that a computation on another thread of the process (the significance
+        thread's) does not leave a request without it."""
+        with self._lock:
+            entry = self._held.get(key)
+            if entry is not None:
+                self._held.move_to_end(key)
+            return entry
 
     def keep(self, key: Key, entry: T) -> None:
         """Hold `entry` as the most recent."""

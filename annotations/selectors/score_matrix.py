@@ -123,6 +123,11 @@ _held: ProcessHeld[_Held] = ProcessHeld(
 )
 
 
+def score_matrix_is_held(*, collection_id: int, k: int) -> bool:
+    """Whether this process holds a matrix of (collection, k) to patch."""
+    return _held.peek((collection_id, k)) is not None
+
+
 def score_matrix_forget(*, collection_id: int | None = None) -> None:
     """Drop the matrices held (of one collection, or all): the next read is whole."""
     _held.forget(collection_id=collection_id)
@@ -149,7 +154,7 @@ def score_matrix_held(
     query_ids = tuple(query_id for query_id, _ in evaluated)
     versions = dict(evaluated)
     run_ids = [run_id for run_id, _, _ in runs]
-    held = _held.take((collection.id, k))  # a concurrent computation reads on its own
+    held = _held.peek((collection.id, k))  # shared: a held matrix is never written
     if held is not None and held.basis == basis and held.matrix.query_ids == query_ids:
         moved = [q for q in query_ids if held.versions.get(q) != versions[q]]
         if len(moved) > PATCH_SHARE * len(query_ids):
@@ -160,6 +165,8 @@ def score_matrix_held(
             matrix = held.matrix
     else:
         matrix = score_matrix_read(collection, k, run_ids, query_ids)
+    matrix.values.setflags(write=False)
+    matrix.answered.setflags(write=False)
     _held.keep((collection.id, k), _Held(basis, versions, matrix))
     return matrix
 

@@ -99,12 +99,14 @@ def query_top_grade_bounds(
 
 
 def bound_arrays(bounds: Mapping[int, Mapping[int, float]]) -> BoundArrays:
-    """`BoundsByQuery` as arrays per query: (run ids, values)."""
-    return {
-        query_id: (
-            np.fromiter(by_run.keys(), dtype=np.int64, count=len(by_run)),
-            np.fromiter(by_run.values(), dtype=np.float64, count=len(by_run)),
-        )
-        for query_id, by_run in bounds.items()
-        if by_run
-    }
+    """`BoundsByQuery` as arrays per query: (run ids, values), read-only (a process holds
+    and shares them between computations)."""
+    arrays: BoundArrays = {}
+    for query_id, by_run in bounds.items():
+        if by_run:
+            ids = np.fromiter(by_run.keys(), dtype=np.int64, count=len(by_run))
+            values = np.fromiter(by_run.values(), dtype=np.float64, count=len(by_run))
+            ids.setflags(write=False)
+            values.setflags(write=False)
+            arrays[query_id] = (ids, values)
+    return arrays
