@@ -140,3 +140,36 @@ def test_a_long_ranking_pages_and_finds_runs_at_a_phones_width(  # type: ignore[
         expect(rows).to_have_count(RUNS)
         expect(page.locator("#forest-plot g.forest-row")).to_have_count(RUNS)
     assert not problems, problems
+
+
+def test_the_run_search_keeps_what_is_typed_while_the_table_refreshes(  # type: ignore[no-untyped-def]
+    campaign: Collection, browser, live_server, settings: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from annotations import services
+    from annotations.models import Judgement
+    from tests.conftest import browser_page, log_in
+
+    settings.NDCG_LEADERBOARD_PAGE_RUNS = 10
+    settings.NDCG_LEADERBOARD_POLL_MS = 250
+    with browser_page(browser, live_server, viewport=PHONE) as page:
+        log_in(page, "olga")
+        page.goto(f"/collections/{campaign.slug}/leaderboard/?k=10")
+        live = page.locator("#leaderboard-live")
+        stamp = live.get_attribute("data-stamp")
+        page.click("#leaderboard-q")
+        page.keyboard.type("team0")
+        judged = Judgement.objects.filter(query__collection=campaign, grade__gt=0).first()
+        assert judged is not None
+        services.judgement_record(
+            query=judged.query, document=judged.document, assessor=judged.assessor,
+            grade=0, source="form",
+        )  # fmt: skip
+        expect(live).not_to_have_attribute("data-stamp", stamp or "", timeout=15_000)
+        expect(page.locator("#leaderboard-q")).to_have_value("team0")
+        assert page.evaluate("document.activeElement.id") == "leaderboard-q"
+        page.keyboard.type("1")
+        page.keyboard.press("Enter")
+        page.wait_for_url(lambda url: "q=team01" in url)
+        expect(page.locator("#leaderboard tbody tr")).to_have_count(1)

@@ -97,11 +97,19 @@
           var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("leaderboard-live");
           if (fresh) {
             var picked = pickedRuns();
+            // keep what the reader is typing into the run search, and where the focus was
+            var search = document.getElementById("leaderboard-q");
+            var typed = search ? search.value : null;
+            var focused = live.contains(document.activeElement) ? document.activeElement.id : "";
             live.innerHTML = fresh.innerHTML;
             live.dataset.stamp = fresh.dataset.stamp;
             live.querySelectorAll("input.compare-pick").forEach(function (box) {
               box.checked = picked.indexOf(box.value) !== -1;  // keep the reader's picks
             });
+            var again = document.getElementById("leaderboard-q");
+            if (again && typed !== null) again.value = typed;
+            var back = focused && document.getElementById(focused);
+            if (back) back.focus();
             updatePick();
           }
         });
