@@ -120,6 +120,24 @@ def test_bounds_read_the_top_k_of_all_runs_in_one_query(
     assert sum(len(per_query) for per_query in bounds.values()) == 3  # A q2, B q2, B q3
 
 
+def test_bounds_a_batch_of_queries_at_a_time_are_the_same_bounds(
+    tiny: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queries are taken a batch at a time (memory bounded by a batch's rankings); batches of
+    one query give what one batch of every query gives, for every query asked or all."""
+    run_ids = list(Run.objects.filter(collection=tiny).values_list("id", flat=True))
+    whole = top_grade_bounds.top_grade_bounds_by_query(collection=tiny, k=2, run_ids=run_ids)
+    monkeypatch.setattr(top_grade_bounds, "QUERY_BATCH", 1)
+    assert (
+        top_grade_bounds.top_grade_bounds_by_query(collection=tiny, k=2, run_ids=run_ids) == whole
+    )
+    some = set(tiny.queries.filter(qid__in=["q2", "q3"]).values_list("id", flat=True))
+    assert top_grade_bounds.top_grade_bounds_by_query(
+        collection=tiny, k=2, run_ids=run_ids, query_ids=some
+    ) == {query_id: whole[query_id] for query_id in some if query_id in whole}
+    assert len(whole) == 2  # q2 (A and B) and q3 (B)
+
+
 def test_run_scores_zero_fill_unanswered_queries_from_stored_values(tiny: Collection) -> None:
     run_a = Run.objects.get(collection=tiny, name="A")
     scores = stored_scores.run_scores(run=run_a, k=2)
