@@ -261,6 +261,53 @@ def test_qrels_duplicate_judgement_names_the_first_line(tmp_path: Path) -> None:
     assert_error(error, path, 4, "docno", "'FT1' is judged twice for qid '301', first on line 1")
 
 
+def test_qrels_duplicates_are_found_however_the_lines_are_ordered(tmp_path: Path) -> None:
+    """Grouped by qid, interleaved, a qid coming back several times: every duplicate is the
+    error at its line naming the first; a file without one reads whole."""
+    lines = [f"q{q} 0 d{d} 1" for d in range(40) for q in range(3)]  # interleaved by docno
+    assert len(list(read_qrels(make_file(tmp_path, "\n".join(lines)), name="i"))) == 120
+    again = [*lines, "q1 0 d7 0"]  # q1's d7 was line 3 * 7 + 2
+    error = error_of(read_qrels, make_file(tmp_path, "\n".join(again), name="again.txt"))
+    assert_error(
+        error,
+        tmp_path / "again.txt",
+        121,
+        "docno",
+        "'d7' is judged twice for qid 'q1', first on line 23",
+    )
+    grouped = [f"q{q} 0 d{d} 1" for q in range(3) for d in range(40)]
+    twice = [*grouped[:50], "q0 0 d39 2", *grouped[50:]]  # q0's group ended on line 40
+    error = error_of(read_qrels, make_file(tmp_path, "\n".join(twice), name="twice.txt"))
+    assert_error(
+        error,
+        tmp_path / "twice.txt",
+        51,
+        "docno",
+        "'d39' is judged twice for qid 'q0', first on line 40",
+    )
+
+
+def test_qrels_duplicate_check_holds_a_few_bytes_a_line(tmp_path: Path) -> None:
+    """Judgements grouped by qid, read whole: the reader's peak Python allocations grow by
+    under 40 bytes a judgement (a (qid, docno) -> line dict grew by about 250)."""
+    import tracemalloc
+
+    def peak(queries: int) -> int:
+        text = "".join(
+            f"{q} 0 doc-{q}-{d:06d} {d % 4}\n" for q in range(queries) for d in range(1000)
+        )
+        path = make_file(tmp_path, text, name=f"q{queries}.txt")
+        tracemalloc.start()
+        try:
+            assert sum(1 for _ in read_qrels(path)) == queries * 1000
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(50), peak(250)
+    assert (large - small) / 200_000 < 40, (small, large)
+
+
 def test_qrels_id_longer_than_the_limit(tmp_path: Path) -> None:
     path = make_file(tmp_path, f"301 0 {'d' * 201} 1\n")
     assert_error(error_of(read_qrels, path), path, 1, "docno", "longer than 200 characters")
