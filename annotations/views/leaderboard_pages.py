@@ -31,7 +31,8 @@ class LeaderboardSlice:
 
     @property
     def key(self) -> str:
-        """Names this slice in cache keys (a search is never cached)."""
+        """Names this slice in cache keys: its page, or ``all`` for every row and for a
+        search (whose text the keys add)."""
         return "all" if self.number == 0 else str(self.number)
 
     @property

@@ -76,11 +76,12 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _page_asked(request: HttpRequest) -> tuple[str, str]:
-    """The page of the ranking asked for (a number or ``all``; anything else reads as the
-    first, past the end as the last) and the run-name search, bounded."""
+    """The page of the ranking asked for, in one spelling (a number from 1, or ``all``;
+    anything else reads as the first, past the end as the last) so that each page has one
+    cached body, and the run-name search, bounded."""
     page = request.GET.get("page", "1").strip()[:12]
-    if page != "all" and not page.isdecimal():
-        page = "1"
+    if page != "all":
+        page = str(max(1, int(page))) if page.isdecimal() else "1"
     search = request.GET.get("q", "").strip()[: leaderboard_pages.SEARCH_MAX_LENGTH]
     return page, search
 
