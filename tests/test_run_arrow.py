@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from annotations.formats import run_arrow, trec
-from annotations.formats.run_arrow import read_run_columns
+from annotations.formats.run_arrow import read_run_columns, read_run_tag_columns
 from annotations.metrics import ndcg
 
 Results = dict[str, list[tuple[str, float, int | None]]]
@@ -26,6 +26,27 @@ def line_reader_results(data: bytes) -> Results | None:
     except trec.TrecFormatError:
         return None
     return {qid: ndcg.order_results(rows) for qid, rows in by_query.items()}
+
+
+def line_reader_tag_results(data: bytes) -> dict[str, Results] | None:
+    """The line reader's runs with ``split_tags``: {tag: results}, tags in file order."""
+    by_tag: dict[str, dict[str, list[tuple[str, float, int | None]]]] = {}
+    try:
+        for line in trec.read_run(io.BytesIO(data), name="run.txt", split_tags=True):
+            by_tag.setdefault(line.tag, defaultdict(list))[line.qid].append(
+                (line.docno, line.score, line.rank)
+            )
+    except trec.TrecFormatError:
+        return None
+    return {
+        tag: {qid: ndcg.order_results(rows) for qid, rows in results.items()}
+        for tag, results in by_tag.items()
+    }
+
+
+def columnar_tag_results(data: bytes) -> dict[str, Results] | None:
+    runs = read_run_tag_columns(data)
+    return None if runs is None else {run.tag: run.results() for run in runs}
 
 
 def columnar_results(data: bytes) -> Results | None:
@@ -137,9 +158,10 @@ _ODD_END = st.sampled_from([" \n", "\n\n", "\r", "\t\n"])
 
 
 @st.composite
-def run_files(draw: st.DrawFn) -> bytes:
-    """Run files, half of them plain (single spaces, valid values, one tag) but for rare
-    slips, the rest with any of the irregularities the line reader alone handles."""
+def run_files(draw: st.DrawFn, tags: tuple[str, ...] = ("sys",)) -> bytes:
+    """Run files, half of them plain (single spaces, valid values, one of `tags` a line)
+    but for rare slips, the rest with any of the irregularities the line reader alone
+    handles."""
     odd = 2 if draw(st.booleans()) else 60  # the chance of each irregularity is ~1 in `odd`
 
     def pick(usual: st.SearchStrategy[str], unusual: st.SearchStrategy[str]) -> str:
@@ -151,7 +173,8 @@ def run_files(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 10))):
         columns = [draw(st.sampled_from(["q1", "q2", "Q1"])), "Q0", draw(_ID)]
         columns += [pick(_RANK, _ODD_RANK), pick(_SCORE, _ODD_SCORE)]
-        columns.append(pick(st.just("sys"), st.sampled_from(["other", "sys extra", ""])))
+        tag = st.sampled_from(tags)
+        columns.append(pick(tag, st.sampled_from(["other", "sys extra", ""])))
         text = columns[0]
         for column in columns[1:]:
             text += pick(st.just(" "), _ODD_SEPARATOR) + column
@@ -170,6 +193,38 @@ def test_the_columns_agree_with_the_line_reader_or_leave_the_file_to_it(data: by
         assert bits(columnar) == bits(expected)
     if expected is None:
         assert columnar is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(run_files(tags=("sys", "b", "sys2")))
+@example(b"q1 Q0 a 1 1 b\nq1 Q0 a 1 1 sys\nq2 Q0 c 1 2 b\n")  # a docno once per tag
+@example(b"q1 Q0 a 1 1 b\nq1 Q0 a 1 1 sys\nq1 Q0 a 2 0 b\n")  # and twice in one
+def test_runs_split_by_tag_agree_with_the_line_reader_or_leave_the_file_to_it(
+    data: bytes,
+) -> None:
+    expected = line_reader_tag_results(data)
+    columnar = columnar_tag_results(data)
+    if columnar is not None:
+        assert expected is not None, "read here but refused by the line reader"
+        assert list(columnar) == list(expected)  # the tags in the order they first appear
+        assert {tag: bits(runs) for tag, runs in columnar.items()} == {
+            tag: bits(runs) for tag, runs in expected.items()
+        }
+    if expected is None:
+        assert columnar is None
+
+
+def test_several_tags_are_one_run_each_only_when_split() -> None:
+    data = b"q1 Q0 a 1 1 b\nq1 Q0 a 1 1 sys\nq2 Q0 c 1 2 b\n"
+    assert read_run_columns(data) is None  # one run per file: the line reader says why
+    runs = read_run_tag_columns(data)
+    assert runs is not None
+    assert [(run.tag, run.results()) for run in runs] == [
+        ("b", {"q1": [("a", 1.0, 1)], "q2": [("c", 2.0, 1)]}),
+        ("sys", {"q1": [("a", 1.0, 1)]}),
+    ]
+    single = read_run_tag_columns(b"q1 Q0 a 1 1 sys\n")
+    assert single is not None and [run.tag for run in single] == ["sys"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -204,3 +259,24 @@ def test_a_file_parsed_in_many_blocks_reads_as_in_one(monkeypatch: pytest.Monkey
     columns = read_run_columns(data)
     assert columns is not None
     assert bits(columns.results()) == bits(line_reader_results(data) or {})
+
+
+def test_runs_of_a_file_parsed_in_many_blocks_read_as_in_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tags interleaved across blocks: each run gathers its rows from every chunk."""
+    lines = [
+        f"q{(d * 7) % 5} Q0 d{d % 97} {d} {(d * 37) % 11 / 4!r} t{(d // 3) % 4}\n"
+        for d in range(600)
+    ]
+    data = "".join(lines).encode()
+    monkeypatch.setattr(run_arrow, "_BLOCK_BYTES", 256)
+    columns = run_arrow._parse(data)
+    assert columns is not None and columns["tag"].num_chunks > 10
+    runs = columnar_tag_results(data)
+    expected = line_reader_tag_results(data)
+    assert runs is not None and expected is not None
+    assert list(runs) == ["t0", "t1", "t2", "t3"] == list(expected)
+    assert {tag: bits(r) for tag, r in runs.items()} == {
+        tag: bits(r) for tag, r in expected.items()
+    }

@@ -255,6 +255,48 @@ def test_split_tags_names_no_single_run(track: Collection, write_file: WriteFile
     assert not Run.objects.exists()
 
 
+def test_a_plain_file_of_several_tags_is_split_in_columns_as_by_the_line_reader(
+    track: Collection, write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Comments and odd ranks aside, the merged file is plain: it is read into columns and
+    split there, with the runs, results and scores the line reader gives the same lines."""
+    from annotations.formats import run_arrow
+    from annotations.services import run_files
+
+    plain = "".join(
+        " ".join([*line.split()[:3], str(rank), *line.split()[4:6]]) + "\n"
+        for rank, line in enumerate(SEVERAL_TAGS.splitlines()[1:], start=1)
+    )
+    runs_read: list[list[str]] = []
+    real = run_arrow.read_run_tag_columns
+
+    def spy(data: bytes) -> Any:
+        runs = real(data)
+        runs_read.append([run.tag for run in runs or []])
+        return runs
+
+    monkeypatch.setattr(run_arrow, "read_run_tag_columns", spy)
+    monkeypatch.setattr(run_files, "_results_read", None)  # the line reader is not used
+    out = run_command("demo", write_file("plain.run", plain), "--split-tags")
+    assert runs_read == [list(TAGS)]
+    assert out.splitlines() == [
+        "run: bm25, 3 results",
+        "run: dense, 4 results",
+        "run: sparse, 2 results",
+    ]
+    columnar = snapshot()
+    monkeypatch.undo()
+    Run.objects.all().delete()
+    tabbed = plain.replace(" ", "\t")  # the same lines, for the line reader alone
+    run_command("demo", write_file("tabbed.run", tabbed), "--split-tags")
+    assert snapshot() == columnar
+    for tag in TAGS:
+        run = Run.objects.get(name=tag)
+        for qid, value in trec_eval_ndcg(plain, tag, 10).items():
+            row = QueryScore.objects.filter(run=run, query__qid=qid).first()
+            assert (0.0 if row is None else row.at(10).ndcg) == value, (tag, qid)
+
+
 def test_one_tag_split_is_one_run(track: Collection, write_file: WriteFile) -> None:
     out = run_command("demo", write_file("one.run", "q1 Q0 d1 1 1 solo\n"), "--split-tags")
     assert out == "run: solo, 1 results\n"

@@ -12,7 +12,7 @@ import pyarrow.csv as pa_csv
 
 from annotations.formats.trec import MAX_ID_LENGTH, RANK_RANGE
 
-__all__ = ["MAX_BYTES", "RunColumns", "read_run_columns"]
+__all__ = ["MAX_BYTES", "RunColumns", "read_run_columns", "read_run_tag_columns"]
 
 # Larger files go through the streaming line reader: this one holds the file and its columns.
 MAX_BYTES = 1 << 30
@@ -76,6 +76,18 @@ def read_run_columns(data: bytes) -> RunColumns | None:
     between columns, "\\n" or "\\r\\n" line ends, blank lines. Values are parsed by Arrow
     (correctly rounded, as Python's ``float``) after the same regular expressions.
     """
+    runs = _read(data, split_tags=False)
+    return None if runs is None else runs[0]
+
+
+def read_run_tag_columns(data: bytes) -> list[RunColumns] | None:
+    """`read_run_columns` for a file of several runs told apart by their tags (the line
+    reader's ``split_tags``): one run per tag, in the order the tags first appear, a docno
+    once per tag and qid. None as for `read_run_columns`."""
+    return _read(data, split_tags=True)
+
+
+def _read(data: bytes, *, split_tags: bool) -> list[RunColumns] | None:
     if len(data) > MAX_BYTES:
         return None
     if data.startswith(_BOM):
@@ -88,15 +100,23 @@ def read_run_columns(data: bytes) -> RunColumns | None:
         return None
     if data.startswith(b"#") or b"\n#" in data:
         return None  # comment lines: the line reader skips them
-    table = _parse(data)
-    if table is None or table.num_rows == 0:
+    columns = _parse(data)
+    del data  # a copy when line ends were rewritten: not held while the columns are checked
+    if columns is None:
         return None
-    return _checked(table)
-
-
-def _parse(data: bytes) -> pa.Table | None:
+    pa.default_memory_pool().release_unused()  # what the parse freed
     try:
-        return pa_csv.read_csv(
+        return _checked(columns, split_tags)
+    finally:
+        columns.clear()
+        pa.default_memory_pool().release_unused()  # the text columns' memory
+
+
+def _parse(data: bytes) -> dict[str, pa.ChunkedArray] | None:
+    """The file's six columns as text, by name; None when a line has not six columns or
+    there are no lines."""
+    try:
+        table = pa_csv.read_csv(
             pa.py_buffer(data),
             read_options=pa_csv.ReadOptions(column_names=list(_NAMES), block_size=_BLOCK_BYTES),
             parse_options=pa_csv.ParseOptions(
@@ -116,6 +136,9 @@ def _parse(data: bytes) -> pa.Table | None:
         )
     except pa.ArrowInvalid:  # a line without six columns
         return None
+    if table.num_rows == 0:
+        return None
+    return {name: table[name] for name in _NAMES}
 
 
 def _longest(column: pa.ChunkedArray) -> int:
@@ -130,42 +153,83 @@ def _shortest(column: pa.ChunkedArray) -> int:
     return int(pc.min(pc.binary_length(column)).as_py())
 
 
-def _checked(table: pa.Table) -> RunColumns | None:
-    if any(_shortest(table[name]) == 0 for name in _NAMES):
+def _codes(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """The column's distinct values (in the order they first appear) and each row's index
+    among them."""
+    encoded = pc.dictionary_encode(column)
+    if isinstance(encoded, pa.ChunkedArray):
+        return encoded.combine_chunks()
+    return encoded
+
+
+def _checked(columns: dict[str, pa.ChunkedArray], split_tags: bool) -> list[RunColumns] | None:
+    """The runs of a file's text columns, or None. Each column is dropped from `columns`
+    once read, so that its memory goes before the next is made."""
+    if any(_shortest(column) == 0 for column in columns.values()):
         return None  # an empty column: spaces where the line reader sees other columns
     for name in ("qid", "docno", "tag"):
-        if _longest(table[name]) > MAX_ID_LENGTH:
+        if _longest(columns[name]) > MAX_ID_LENGTH:
             return None
     for name in ("q0", "rank", "score"):
-        if _longest(table[name]) > _MAX_FIELD:
+        if _longest(columns[name]) > _MAX_FIELD:
             return None
-    tags = table["tag"]
-    tag = tags[0].as_py()
-    if not _all(pc.equal(tags, tag)):
+    del columns["q0"]
+    tags = _codes(columns.pop("tag"))
+    if len(tags.dictionary) > 1 and not split_tags:
         return None
-    rank_texts, score_texts = table["rank"], table["score"]
+    rank_texts, score_texts = columns.pop("rank"), columns.pop("score")
     if not _all(pc.match_substring_regex(rank_texts, _INTEGER)):
         return None
     if not _all(pc.match_substring_regex(score_texts, _DECIMAL)):
         return None
     if pc.any(pc.starts_with(rank_texts, "+")).as_py():
-        rank_texts = pc.utf8_ltrim(rank_texts, "+")  # Arrow's integer parser refuses a sign
+        # Arrow's integer parser refuses a sign
+        rank_texts = pc.utf8_ltrim(rank_texts, "+")
     try:
         ranks = pc.cast(rank_texts, pa.int64()).to_numpy()
         scores = pc.cast(score_texts, pa.float64()).to_numpy()
     except pa.ArrowInvalid:  # beyond 64 bits
         return None
+    del rank_texts, score_texts
     if ranks.min() < RANK_RANGE[0] or ranks.max() > RANK_RANGE[1] or not np.isfinite(scores).all():
         return None
-    queries = pc.dictionary_encode(table["qid"]).combine_chunks()
-    documents = pc.dictionary_encode(table["docno"]).combine_chunks()
+    qids, docnos = columns.pop("qid"), columns.pop("docno")
+    names = tags.dictionary.to_pylist()
+    if len(names) == 1:
+        run = _run(names[0], qids, docnos, scores, ranks.astype(np.int32))
+        return None if run is None else [run]
+    codes = tags.indices.to_numpy()
+    runs = []
+    for code, tag in enumerate(names):  # in the order the tags first appear
+        rows = np.flatnonzero(codes == code)
+        at = pa.array(rows)
+        qid_rows = pc.take(qids, at)
+        docno_rows = pc.take(docnos, at)
+        run = _run(tag, qid_rows, docno_rows, scores[rows], ranks[rows].astype(np.int32))
+        if run is None:
+            return None
+        runs.append(run)
+    return runs
+
+
+def _run(
+    tag: str,
+    qids: pa.ChunkedArray | pa.Array,
+    docnos: pa.ChunkedArray | pa.Array,
+    scores: npt.NDArray[np.float64],
+    ranks: npt.NDArray[np.int32],
+) -> RunColumns | None:
+    """One run's checked values grouped by query in effective order; None when a docno is
+    retrieved twice for a qid."""
+    queries, documents = _codes(qids), _codes(docnos)
     query_codes = queries.indices.to_numpy().astype(np.int64)
     document_codes = documents.indices.to_numpy()
     pairs = np.sort(query_codes * len(documents.dictionary) + document_codes)
     if (pairs[1:] == pairs[:-1]).any():  # a docno retrieved twice for one qid
         return None
+    del pairs
     order = pc.sort_indices(
-        pa.table({"q": query_codes, "s": scores, "d": table["docno"]}),
+        pa.table({"q": query_codes, "s": scores, "d": docnos}),
         sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")],
     ).to_numpy()
     grouped = query_codes[order]
@@ -179,5 +243,5 @@ def _checked(table: pa.Table) -> RunColumns | None:
         docnos=documents.dictionary,
         documents=document_codes[order].astype(np.int32),
         scores=scores[order],
-        ranks=ranks[order].astype(np.int32),
+        ranks=ranks[order],
     )

@@ -59,11 +59,12 @@ class RunImported:
 class FileRead:
     """A run file as far as it can be read before it is stored."""
 
-    data: bytes | None  # the whole file, when it could be read whole
-    columns: RunColumns | None  # when the file is plain
-    # Where each of the columns' docnos stood among the first `known` docnos the import had
-    # met when the file was read; -1: not among them.
-    positions: npt.NDArray[np.int64] | None = None
+    # The whole file, when it could be read whole but not into columns (for the line reader)
+    data: bytes | None
+    runs: list[RunColumns] | None  # when the file is plain: its run, or one per tag
+    # Where each run's docnos stood among the first `known` docnos the import had met when
+    # the file was read; -1: not among them.
+    positions: list[npt.NDArray[np.int64]] | None = None
     known: int = 0
 
 
@@ -91,8 +92,9 @@ class RunFiles:
         description: str,
         replace: bool,
         may_replace: RunCheck | None = None,
+        split_tags: bool = False,
     ) -> None:
-        self.may_replace = may_replace
+        self.may_replace, self.split_tags = may_replace, split_tags
         self.collection = collection
         self.owner, self.description, self.replace = owner, description, replace
         self.files: dict[str, str] = {}  # run name -> the file that named it
@@ -105,13 +107,20 @@ class RunFiles:
         from annotations.formats import run_arrow
 
         data = _whole_file(source)
-        columns = None if data is None else run_arrow.read_run_columns(data)
-        if columns is None:
+        if data is None:
+            return FileRead(None, None)
+        if self.split_tags:
+            runs = run_arrow.read_run_tag_columns(data)
+        else:
+            run = run_arrow.read_run_columns(data)
+            runs = None if run is None else [run]
+        if runs is None:
             return FileRead(data, None)
+        del data  # not held while the file's runs are stored
         met = self.docnos  # the docnos met so far; later ones only ever extend it
         if met is None:
-            return FileRead(data, columns)
-        return FileRead(data, columns, _positions(columns.docnos, met), len(met))
+            return FileRead(None, runs)
+        return FileRead(None, runs, [_positions(run.docnos, met) for run in runs], len(met))
 
     def add(
         self,
@@ -119,16 +128,13 @@ class RunFiles:
         name: str | None,
         run_name: str | None,
         read: FileRead,
-        *,
-        split_tags: bool = False,
     ) -> list[RunImported]:
         """Store a file's run (with `split_tags`, one run per tag, in the file's order)."""
         name = trec.display_name(source, name)
-        columns = read.columns
-        if columns is None:
+        if read.runs is None:
             lines = source if read.data is None else io.BytesIO(read.data)
             imported = []
-            for tag, tag_read in _results_read(lines, name, split_tags).items():
+            for tag, tag_read in _results_read(lines, name, self.split_tags).items():
                 run = self._run(run_name or tag, name)
                 count = rankings_store(self.collection, run, tag_read.results)
                 self.runs.append(run.id)
@@ -136,13 +142,18 @@ class RunFiles:
                     RunImported(run, count, name, tag_read.ignored, tag_read.first_ignored)
                 )
             return imported
-        run = self._run(run_name or columns.tag, name)
-        query_ids = queries_ensure(collection=self.collection, qids=columns.qids)
-        doc_ids = self._ids(columns.docnos, read.positions, read.known)
-        rows = column_ranking_rows(run.id, columns, query_ids, doc_ids)
-        bulk_insert(Ranking, RANKING_COLUMNS, rows, binary=True)
-        self.runs.append(run.id)
-        return [RunImported(run, len(columns), name)]
+        imported = []
+        runs, positions = read.runs, read.positions
+        while runs:  # each run's columns let go once stored
+            columns = runs.pop(0)
+            run = self._run(run_name or columns.tag, name)
+            query_ids = queries_ensure(collection=self.collection, qids=columns.qids)
+            doc_ids = self._ids(columns.docnos, positions.pop(0) if positions else None, read.known)
+            rows = column_ranking_rows(run.id, columns, query_ids, doc_ids)
+            bulk_insert(Ranking, RANKING_COLUMNS, rows, binary=True)
+            self.runs.append(run.id)
+            imported.append(RunImported(run, len(columns), name))
+        return imported
 
     def _run(self, run_name: str, name: str) -> Run:
         earlier = self.files.get(run_name)

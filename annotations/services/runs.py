@@ -48,8 +48,9 @@ def run_files_import(
     An existing run of a name is replaced only with `replace`, and `may_replace` decides,
     on the locked run inside the writing transaction, whether the caller may replace it
     (else PermissionDenied). Two files (or tags) naming one run are refused. A plain file
-    up to `run_columns.MAX_BYTES` is read whole into columns; any other file, and any file
-    with a problem (to name its line), goes through the streaming line reader. A document
+    up to `run_arrow.MAX_BYTES` is read whole into columns (and split by tag there); any
+    other file, and any file with a problem (to name its line), goes through the streaming
+    line reader. A document
     id is looked up only by the first file that retrieves it, and the next file is read
     while the current one is stored. Returns the runs stored, with the ranks each ignored.
     """
@@ -65,6 +66,7 @@ def run_files_import(
         description=description,
         replace=replace,
         may_replace=may_replace,
+        split_tags=split_tags,
     )
     imported: list[RunImported] = []
     with transaction.atomic(), ThreadPoolExecutor(max_workers=1) as reader:
@@ -73,7 +75,7 @@ def run_files_import(
             read = upcoming.pop().result()
             if index + 1 < len(sources):
                 upcoming.append(reader.submit(files.read, sources[index + 1]))
-            imported += files.add(source, display[index], run_name, read, split_tags=split_tags)
+            imported += files.add(source, display[index], run_name, read)
         Run.objects.filter(id__in=files.runs).update(scored_at=None)
         scores_schedule(run_ids=files.runs)
     return imported
