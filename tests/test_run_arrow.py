@@ -254,8 +254,8 @@ def test_a_file_parsed_in_many_blocks_reads_as_in_one(monkeypatch: pytest.Monkey
     lines = [f"q{(d * 7) % 5} Q0 d{d % 97} {d} {(d * 37) % 11 / 4!r} run\n" for d in range(400)]
     data = "".join(lines).encode()
     monkeypatch.setattr(run_arrow, "_BLOCK_BYTES", 256)
-    table = run_arrow._parse(data)
-    assert table is not None and table["docno"].num_chunks > 10
+    rows = run_arrow._rows(data, split_tags=False)
+    assert rows is not None and rows.docnos.num_chunks > 10
     columns = read_run_columns(data)
     assert columns is not None
     assert bits(columns.results()) == bits(line_reader_results(data) or {})
@@ -271,8 +271,8 @@ def test_runs_of_a_file_parsed_in_many_blocks_read_as_in_one(
     ]
     data = "".join(lines).encode()
     monkeypatch.setattr(run_arrow, "_BLOCK_BYTES", 256)
-    columns = run_arrow._parse(data)
-    assert columns is not None and columns["tag"].num_chunks > 10
+    rows = run_arrow._rows(data, split_tags=True)
+    assert rows is not None and rows.qids.num_chunks > 10
     runs = columnar_tag_results(data)
     expected = line_reader_tag_results(data)
     assert runs is not None and expected is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,57 +101,143 @@ def _read(data: bytes, *, split_tags: bool) -> list[RunColumns] | None:
         return None
     if data.startswith(b"#") or b"\n#" in data:
         return None  # comment lines: the line reader skips them
-    columns = _parse(data)
-    del data  # a copy when line ends were rewritten: not held while the columns are checked
-    if columns is None:
-        return None
-    pa.default_memory_pool().release_unused()  # what the parse freed
     try:
-        return _checked(columns, split_tags)
+        rows = _rows(data, split_tags)
+        del data  # a copy when line ends were rewritten: not held while the runs are made
+        return None if rows is None else _runs(rows)
     finally:
-        columns.clear()
-        pa.default_memory_pool().release_unused()  # the text columns' memory
+        _release()
 
 
-def _parse(data: bytes) -> dict[str, pa.ChunkedArray] | None:
-    """The file's six columns as text, by name; None when a line has not six columns or
-    there are no lines."""
+def _release() -> None:
+    """Give what Arrow (and, through the C library's allocator, numpy) freed back to the
+    system: between the blocks of a file and the runs split from it, freed memory lies
+    between what is kept and is otherwise held until the end of the read."""
+    pa.default_memory_pool().release_unused()
+
+
+@dataclass(slots=True)
+class _Rows:
+    """A file's checked rows: the ids as text (chunks of the blocks read), the rest as
+    numbers; `tags[tag_codes[i]]` is row i's tag."""
+
+    qids: pa.ChunkedArray
+    docnos: pa.ChunkedArray
+    tags: list[str]
+    tag_codes: npt.NDArray[np.int32]
+    scores: npt.NDArray[np.float64]
+    ranks: npt.NDArray[np.int32]
+
+
+def _rows(data: bytes, split_tags: bool) -> _Rows | None:
+    """The file's rows, checked a block at a time: each block's rank, score and tag texts
+    become numbers before the next block is parsed, so the file is never held as six
+    columns of text. None at the first problem, or when there are no rows."""
+    qids: list[pa.Array] = []
+    docnos: list[pa.Array] = []
+    tags: dict[str, int] = {}
+    tag_codes: list[npt.NDArray[np.int32]] = []
+    scores: list[npt.NDArray[np.float64]] = []
+    ranks: list[npt.NDArray[np.int32]] = []
     try:
-        table = pa_csv.read_csv(
-            pa.py_buffer(data),
-            read_options=pa_csv.ReadOptions(column_names=list(_NAMES), block_size=_BLOCK_BYTES),
-            parse_options=pa_csv.ParseOptions(
-                delimiter=" ",
-                quote_char=False,
-                double_quote=False,
-                escape_char=False,
-                newlines_in_values=False,
-                ignore_empty_lines=True,
-            ),
-            convert_options=pa_csv.ConvertOptions(
-                column_types={name: pa.string() for name in _NAMES},
-                null_values=[],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
+        for block in _blocks(data):
+            if not _block_checked(block):
+                return None
+            block_ranks, block_scores = _numbers(block)
+            if block_ranks is None or block_scores is None:
+                return None
+            names = pc.dictionary_encode(block["tag"])
+            codes = [tags.setdefault(tag, len(tags)) for tag in names.dictionary.to_pylist()]
+            if len(tags) > 1 and not split_tags:
+                return None
+            tag_codes.append(np.array(codes, dtype=np.int32)[names.indices.to_numpy()])
+            qids.append(block["qid"])
+            docnos.append(block["docno"])
+            scores.append(block_scores)
+            ranks.append(block_ranks)
+            del block
+            _release()
     except pa.ArrowInvalid:  # a line without six columns
         return None
-    if table.num_rows == 0:
+    if not tags:
         return None
-    return {name: table[name] for name in _NAMES}
+    return _Rows(
+        qids=pa.chunked_array(qids, pa.string()),
+        docnos=pa.chunked_array(docnos, pa.string()),
+        tags=list(tags),
+        tag_codes=np.concatenate(tag_codes),
+        scores=np.concatenate(scores),
+        ranks=np.concatenate(ranks),
+    )
 
 
-def _longest(column: pa.ChunkedArray) -> int:
-    return int(pc.max(pc.binary_length(column)).as_py())
+def _blocks(data: bytes) -> Iterator[pa.RecordBatch]:
+    """The file's lines a block at a time, split into six columns of text; raises
+    ArrowInvalid when a line has not six."""
+    reader = pa_csv.open_csv(
+        pa.BufferReader(data),
+        read_options=pa_csv.ReadOptions(column_names=list(_NAMES), block_size=_BLOCK_BYTES),
+        parse_options=pa_csv.ParseOptions(
+            delimiter=" ",
+            quote_char=False,
+            double_quote=False,
+            escape_char=False,
+            newlines_in_values=False,
+            ignore_empty_lines=True,
+        ),
+        convert_options=pa_csv.ConvertOptions(
+            column_types={name: pa.string() for name in _NAMES},
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+    for block in reader:
+        if block.num_rows:
+            yield block
 
 
-def _all(mask: pa.ChunkedArray | pa.Array) -> bool:
+def _lengths(column: pa.Array) -> tuple[int, int]:
+    """The shortest and longest value's length in bytes."""
+    bounds = pc.min_max(pc.binary_length(column)).as_py()
+    return int(bounds["min"]), int(bounds["max"])
+
+
+def _block_checked(block: pa.RecordBatch) -> bool:
+    """No column empty (spaces where the line reader sees other columns); ids up to
+    MAX_ID_LENGTH, other fields up to _MAX_FIELD."""
+    for name in _NAMES:
+        shortest, longest = _lengths(block[name])
+        limit = MAX_ID_LENGTH if name in ("qid", "docno", "tag") else _MAX_FIELD
+        if shortest == 0 or longest > limit:
+            return False
+    return True
+
+
+def _numbers(
+    block: pa.RecordBatch,
+) -> tuple[npt.NDArray[np.int32] | None, npt.NDArray[np.float64] | None]:
+    """A block's ranks and scores, each None when one of its texts is not as the line
+    reader would take it (or a rank beyond 32 bits, which it would ignore)."""
+    rank_texts, score_texts = block["rank"], block["score"]
+    if not _all(pc.match_substring_regex(rank_texts, _INTEGER)):
+        return None, None
+    if not _all(pc.match_substring_regex(score_texts, _DECIMAL)):
+        return None, None
+    if pc.any(pc.starts_with(rank_texts, "+")).as_py():
+        rank_texts = pc.utf8_ltrim(rank_texts, "+")  # Arrow's integer parser refuses a sign
+    try:
+        ranks = pc.cast(rank_texts, pa.int64()).to_numpy()
+        scores = pc.cast(score_texts, pa.float64()).to_numpy()
+    except pa.ArrowInvalid:  # beyond 64 bits
+        return None, None
+    if ranks.min() < RANK_RANGE[0] or ranks.max() > RANK_RANGE[1] or not np.isfinite(scores).all():
+        return None, None
+    return ranks.astype(np.int32), scores
+
+
+def _all(mask: pa.Array) -> bool:
     return bool(pc.all(mask).as_py())
-
-
-def _shortest(column: pa.ChunkedArray) -> int:
-    return int(pc.min(pc.binary_length(column)).as_py())
 
 
 def _codes(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
@@ -162,53 +249,27 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
     return encoded
 
 
-def _checked(columns: dict[str, pa.ChunkedArray], split_tags: bool) -> list[RunColumns] | None:
-    """The runs of a file's text columns, or None. Each column is dropped from `columns`
-    once read, so that its memory goes before the next is made."""
-    if any(_shortest(column) == 0 for column in columns.values()):
-        return None  # an empty column: spaces where the line reader sees other columns
-    for name in ("qid", "docno", "tag"):
-        if _longest(columns[name]) > MAX_ID_LENGTH:
-            return None
-    for name in ("q0", "rank", "score"):
-        if _longest(columns[name]) > _MAX_FIELD:
-            return None
-    del columns["q0"]
-    tags = _codes(columns.pop("tag"))
-    if len(tags.dictionary) > 1 and not split_tags:
-        return None
-    rank_texts, score_texts = columns.pop("rank"), columns.pop("score")
-    if not _all(pc.match_substring_regex(rank_texts, _INTEGER)):
-        return None
-    if not _all(pc.match_substring_regex(score_texts, _DECIMAL)):
-        return None
-    if pc.any(pc.starts_with(rank_texts, "+")).as_py():
-        # Arrow's integer parser refuses a sign
-        rank_texts = pc.utf8_ltrim(rank_texts, "+")
-    try:
-        ranks = pc.cast(rank_texts, pa.int64()).to_numpy()
-        scores = pc.cast(score_texts, pa.float64()).to_numpy()
-    except pa.ArrowInvalid:  # beyond 64 bits
-        return None
-    del rank_texts, score_texts
-    if ranks.min() < RANK_RANGE[0] or ranks.max() > RANK_RANGE[1] or not np.isfinite(scores).all():
-        return None
-    qids, docnos = columns.pop("qid"), columns.pop("docno")
-    names = tags.dictionary.to_pylist()
-    if len(names) == 1:
-        run = _run(names[0], qids, docnos, scores, ranks.astype(np.int32))
+def _runs(rows: _Rows) -> list[RunColumns] | None:
+    """The file's runs, one per tag in the order the tags first appear; None when a docno
+    is retrieved twice for a qid of one run."""
+    if len(rows.tags) == 1:
+        run = _run(rows.tags[0], rows.qids, rows.docnos, rows.scores, rows.ranks)
         return None if run is None else [run]
-    codes = tags.indices.to_numpy()
+    # Taking rows from chunks joins the chunks first: joined once, not once per run.
+    all_qids, all_docnos = rows.qids.combine_chunks(), rows.docnos.combine_chunks()
+    rows.qids = rows.docnos = pa.chunked_array([], pa.string())
+    _release()
     runs = []
-    for code, tag in enumerate(names):  # in the order the tags first appear
-        rows = np.flatnonzero(codes == code)
-        at = pa.array(rows)
-        qid_rows = pc.take(qids, at)
-        docno_rows = pc.take(docnos, at)
-        run = _run(tag, qid_rows, docno_rows, scores[rows], ranks[rows].astype(np.int32))
+    for code, tag in enumerate(rows.tags):
+        at = np.flatnonzero(rows.tag_codes == code)
+        taken = pa.array(at)
+        qids, docnos = all_qids.take(taken), all_docnos.take(taken)
+        run = _run(tag, qids, docnos, rows.scores[at], rows.ranks[at])
         if run is None:
             return None
         runs.append(run)
+        del qids, docnos
+        _release()
     return runs
 
 
