@@ -31,6 +31,9 @@ _MAX_FIELD = 1 << 20  # keeps every line far below trec.MAX_LINE_BYTES
 # Arrow parses a file in blocks of this size, on several threads; the columns come back in
 # chunks, one per block.
 _BLOCK_BYTES = 1 << 22
+# Freed memory is given back after this many blocks (see `_release`): often enough that a
+# large file's peak stays near what it keeps, rarely enough to cost little.
+_BLOCKS_PER_RELEASE = 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -156,7 +159,8 @@ def _rows(data: bytes, split_tags: bool) -> _Rows | None:
             scores.append(block_scores)
             ranks.append(block_ranks)
             del block
-            _release()
+            if len(ranks) % _BLOCKS_PER_RELEASE == 0:
+                _release()
     except pa.ArrowInvalid:  # a line without six columns
         return None
     if not tags:
