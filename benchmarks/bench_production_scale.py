@@ -504,6 +504,11 @@ def report(f: dict, args: argparse.Namespace) -> list[str]:
             f"(RSS then) until computed | {imp[name]['hwm']:.0f} / {snap[name]['hwm']:.0f} "
             f"({imp[name]['rss']:.0f}) | {target} |"
         )
+    rows.append(
+        "| imports worker's peak RSS (VmHWM) during the imports, MB (RSS at their end) | "
+        f"{imp['worker-imports']['hwm']:.0f} ({imp['worker-imports']['rss']:.0f}) | "
+        "a few hundred MB |"
+    )
     fresh = f["fresh_process"]
     cutoffs = fresh["cutoffs"]
     top = max(v["hwm"] for v in cutoffs.values())
