@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -319,10 +320,40 @@ def pipeline() -> Iterator[None]:
 
 def execute(sql: str, params: Sequence[Any]) -> None:
     """One statement without results; inside `pipeline()` it does not wait for the server."""
-    if connection.vendor == "postgresql":
-        connection.ensure_connection()
-        with psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(sql, params)
+    with cursor() as found:
+        found.execute(sql, params)
+
+
+@contextmanager
+def cursor() -> Iterator[Any]:
+    """A cursor for the platform's own SQL text (``%s`` parameters). On PostgreSQL it binds
+    on the server: the parameters travel apart from the text, so psycopg prepares a
+    statement once a connection has run it `NDCG_DB_PREPARE_THRESHOLD` times, and
+    PostgreSQL no longer parses and plans a judgement's statements on every grade. Errors
+    are Django's, as from `connection.cursor()`, which it is elsewhere."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as django_cursor:
+            yield django_cursor
         return
-    with connection.cursor() as django_cursor:
-        django_cursor.execute(sql, params)
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as raw:
+        yield _Logged(raw) if connection.queries_logged else raw
+
+
+class _Logged:
+    """A server-binding cursor whose statements are logged as Django logs its own (DEBUG,
+    and the tests that count a request's statements)."""
+
+    def __init__(self, raw: psycopg.Cursor[Any]) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None, **options: Any) -> Any:
+        start = time.monotonic()
+        try:
+            return self.raw.execute(sql, params, **options)
+        finally:
+            elapsed = time.monotonic() - start
+            connection.queries_log.append({"sql": sql, "time": f"{elapsed:.3f}"})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)

@@ -140,6 +140,13 @@ try:
     }
 except Exception as exc:  # dj_database_url raises several types for malformed URLs
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The platform's own hot statements (a judgement's rows, a recomputation's reads) run on
+    # server-binding cursors: psycopg prepares each on the server once a connection has run
+    # it this many times, so PostgreSQL no longer parses and plans it on every grade. 0
+    # turns this off (a connection pooler in transaction mode that cannot keep them).
+    _prepare = env_int("NDCG_DB_PREPARE_THRESHOLD", 5)
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = _prepare or None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several writers (server, import commands) share the file: wait instead of failing.
     # Write-ahead logging: pages (the import page polling its jobs) read while a long import

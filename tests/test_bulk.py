@@ -270,3 +270,42 @@ def test_bulk_update_takes_the_bytes_like_values_bulk_insert_takes(kind: type) -
         rows=[(query.id, run.id, kind(value))],
     )
     assert bytes(QueryScore.objects.get().dcg) == value
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+def test_the_platforms_own_statements_are_prepared_once_a_connection_repeats_them(
+    settings,  # type: ignore[no-untyped-def]
+) -> None:
+    """A grade's statements are parsed and planned once per connection, not per grade."""
+    from django.db.utils import IntegrityError
+
+    from annotations.bulk import cursor
+
+    threshold = settings.DATABASES["default"]["OPTIONS"]["prepare_threshold"]
+    assert threshold == 5  # NDCG_DB_PREPARE_THRESHOLD's default
+    probe = "SELECT %s::int + 1 AS prepared_probe"
+
+    def prepared() -> int:
+        with connection.cursor() as plain:
+            plain.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                ["%prepared_probe%"],
+            )
+            return int(plain.fetchone()[0])
+
+    for attempt in range(threshold + 1):
+        assert prepared() == 0, attempt
+        with cursor() as found:
+            found.execute(probe, [attempt])
+            assert found.fetchone() == (attempt + 1,)
+    assert prepared() == 1
+    for _ in range(3):  # and reused, not prepared again
+        with cursor() as found:
+            found.execute(probe, [7])
+    assert prepared() == 1
+    collection = CollectionFactory()
+    # Errors are Django's, as from its own cursors.
+    with pytest.raises(IntegrityError), cursor() as found:
+        found.execute(
+            f"INSERT INTO {Collection._meta.db_table} (slug) VALUES (%s)", [collection.slug]
+        )

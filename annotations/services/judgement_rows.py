@@ -15,6 +15,7 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from annotations.bulk import cursor
 from annotations.models import Document, GradeLevel, Judgement, JudgementHistory, Query
 
 _JUDGEMENT = Judgement._meta.db_table
@@ -28,14 +29,14 @@ LockedRow = tuple[int, int, str, bool, datetime, datetime]
 
 
 def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+    with cursor() as found:
+        found.execute(sql, params)
+        return found.fetchall()
 
 
 def _run(sql: str, params: list[Any]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    with cursor() as found:
+        found.execute(sql, params)
 
 
 def moment(value: Any) -> datetime:

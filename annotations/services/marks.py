@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import connection
-
+from annotations.bulk import cursor
 from annotations.ids import LOOKUP_CHUNK
 from annotations.models import Collection, Judgement, JudgementHistory, Query
 from annotations.scores import scores_schedule
@@ -16,16 +15,16 @@ def queries_mark_stale(query_ids: Iterable[int]) -> None:
     ids = sorted(set(query_ids))
     table = Query._meta.db_table
     owners: dict[int, int] = {}
-    with connection.cursor() as cursor:
+    with cursor() as found:
         for start in range(0, len(ids), LOOKUP_CHUNK):
             chunk = ids[start : start + LOOKUP_CHUNK]
             marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
+            found.execute(
                 f"UPDATE {table} SET judgements_version = judgements_version + 1 "
                 f"WHERE id IN ({marks}) RETURNING id, collection_id",
                 chunk,
             )
-            owners.update(cursor.fetchall())
+            owners.update(found.fetchall())
     scores_schedule(query_ids=ids, query_collections=owners)
 
 
