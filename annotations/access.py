@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
+
+from annotations import plain_rows
+from annotations.bulk import cursor
 from annotations.models import Collection, Membership, Run
 
 ORGANISER = Membership.ORGANISER
@@ -87,6 +91,32 @@ def roles_of(*, user: Any, collection: Collection) -> frozenset[str]:
     return frozenset(
         Membership.objects.filter(collection=collection, user=user).values_list("role", flat=True)
     )
+
+
+def collection_with_roles(*, slug: str, user: Any) -> tuple[Collection | None, frozenset[str]]:
+    """The collection of a slug (None: no such collection) and the user's roles in it, as
+    `roles_of` gives them: what every API request on a collection reads first. On
+    PostgreSQL one plain statement, prepared once per connection."""
+    if connection.vendor != "postgresql":
+        found = Collection.objects.filter(slug=slug).first()
+        return found, frozenset() if found is None else roles_of(user=user, collection=found)
+    member = user.pk if user is not None and user.is_authenticated and not user.is_staff else None
+    quote = connection.ops.quote_name
+    with cursor() as rows:
+        rows.execute(
+            f"SELECT {plain_rows.columns(Collection, 'c')}, ARRAY(SELECT m.role "
+            f"FROM {quote(Membership._meta.db_table)} m "
+            "WHERE m.collection_id = c.id AND m.user_id = %s) "
+            f"FROM {quote(Collection._meta.db_table)} c WHERE c.slug = %s",
+            [member, slug],
+        )
+        row = rows.fetchone()
+    if row is None:
+        return None, frozenset()
+    collection = plain_rows.instance(Collection, row[:-1])
+    if member is None:
+        return collection, roles_of(user=user, collection=collection)  # staff, or nobody
+    return collection, frozenset(row[-1])
 
 
 def collection_access(

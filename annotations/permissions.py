@@ -9,7 +9,7 @@ from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
-from annotations.access import collection_access, roles_of
+from annotations.access import collection_access, collection_with_roles, roles_of
 from annotations.models import Collection, Membership
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class CollectionRole(BasePermission):
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         slug = view.kwargs["slug"]
-        collection = Collection.objects.filter(slug=slug).first()
+        collection, roles = collection_with_roles(slug=slug, user=request.user)
         public = (
             collection is not None
             and getattr(view, "public_read", False)
@@ -68,7 +68,7 @@ class CollectionRole(BasePermission):
             and request.method in SAFE_METHODS
         )
         if public and collection is not None:
-            held = collection_roles(user=request.user, collection=collection)
+            held = roles
             view.collection = collection  # type: ignore[attr-defined]
             view.roles_held = held  # type: ignore[attr-defined]
             view.access = collection_access(  # type: ignore[attr-defined]
@@ -79,7 +79,6 @@ class CollectionRole(BasePermission):
             raise NotAuthenticated()
         if collection is None:
             raise Http404("No such collection")
-        roles = collection_roles(user=request.user, collection=collection)
         if not roles:
             raise Http404("No such collection")
         view.collection = collection  # type: ignore[attr-defined]

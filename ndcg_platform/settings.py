@@ -444,7 +444,7 @@ REST_FRAMEWORK = {
     # run uploads add multipart themselves.
     "DEFAULT_PARSER_CLASSES": ["annotations.parsers.SafeJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "annotations.authentication.PreparedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
