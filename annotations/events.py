@@ -22,6 +22,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from annotations import publishing
+from annotations.bulk import cursor
 from annotations.models import WebhookDelivery, WebhookSubscription
 from annotations.models.webhooks import WEBHOOK_TEST
 
@@ -90,13 +91,13 @@ def emit(
 def _active_subscriptions(collection_id: int) -> list[WebhookSubscription]:
     """The collection's active subscriptions (id and events only), in one plain statement:
     every judgement asks, and almost always the answer is none."""
-    with connections[WebhookSubscription.objects.db].cursor() as cursor:
-        cursor.execute(
+    with cursor() as found_rows:  # prepared once per connection on PostgreSQL
+        found_rows.execute(
             f"SELECT id, events FROM {WebhookSubscription._meta.db_table} "
             "WHERE collection_id = %s AND active",
             [collection_id],
         )
-        rows = cursor.fetchall()
+        rows = found_rows.fetchall()
     found = []
     for subscription_id, events in rows:
         if isinstance(events, str | bytes):  # JSON as text (SQLite; jsonb loaded as text)

@@ -9,10 +9,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 
 from annotations import events, publishing
+from annotations.bulk import cursor
 from annotations.models import Judgement, Query, Run
 from annotations.models.webhooks import SCORES_UPDATED
 from annotations.scores import progress
@@ -92,12 +93,12 @@ def _collections_of(query_ids: set[int]) -> list[int]:
     ids = sorted(query_ids)
     marks = ", ".join(["%s"] * len(ids))
     try:
-        with connection.cursor() as cursor:
-            cursor.execute(
+        with cursor() as found:
+            found.execute(
                 f"SELECT DISTINCT collection_id FROM {Query._meta.db_table} WHERE id IN ({marks})",
                 ids,
             )
-            return [collection_id for (collection_id,) in cursor.fetchall()]
+            return [collection_id for (collection_id,) in found.fetchall()]
     except DatabaseError as error:
         logger.warning("could not queue the recomputation of %d queries: %r", len(ids), error)
         return []

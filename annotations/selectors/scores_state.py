@@ -6,10 +6,10 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from annotations.bulk import cursor
 from annotations.models import Collection, Query, Run, RunScore
 
 
@@ -45,9 +45,9 @@ def scores_state(*, collection: Collection) -> ScoresState:
              FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r ON r.id = s.run_id
             WHERE r.collection_id = %s) AS run_scores
     """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [collection.id] * 3)
-        row = cursor.fetchone()
+    with cursor() as found:  # prepared once per connection on PostgreSQL
+        found.execute(sql, [collection.id] * 3)
+        row = found.fetchone()
     (_, _, _, stale, _, runs_updated, unscored, runs_scored, _, scores_updated) = row
     parts = (collection.updated, *row)
     stamp = hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
