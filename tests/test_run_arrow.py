@@ -249,20 +249,30 @@ def test_plain_generated_files_take_the_columnar_path() -> None:
     assert columns.bounds.tolist() == list(range(0, 251, 50))
 
 
-def test_a_file_parsed_in_many_blocks_reads_as_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Arrow returns one chunk per block: the docno and qid codes must agree across them."""
+@pytest.mark.parametrize("streamed", [False, True], ids=["parsed whole", "block by block"])
+def test_a_file_parsed_in_many_blocks_reads_as_in_one(
+    monkeypatch: pytest.MonkeyPatch, streamed: bool
+) -> None:
+    """Arrow returns one chunk per block: the docno and qid codes must agree across them,
+    whether the file is parsed at once or (a large one) block after block."""
     lines = [f"q{(d * 7) % 5} Q0 d{d % 97} {d} {(d * 37) % 11 / 4!r} run\n" for d in range(400)]
     data = "".join(lines).encode()
     monkeypatch.setattr(run_arrow, "_BLOCK_BYTES", 256)
+    monkeypatch.setattr(run_arrow, "_WHOLE_PARSE_BYTES", 0 if streamed else len(data))
+    monkeypatch.setattr(run_arrow, "_PARTS_PER_RELEASE", 3)
     rows = run_arrow._rows(data, split_tags=False)
     assert rows is not None and rows.docnos.num_chunks > 10
     columns = read_run_columns(data)
     assert columns is not None
     assert bits(columns.results()) == bits(line_reader_results(data) or {})
+    for late in (b"q1 Q0 dx 1 1\n", b"q1 Q0 dx 1 nan run\n", b"q1 Q0 d1 9 1 run\n"):
+        monkeypatch.setattr(run_arrow, "_WHOLE_PARSE_BYTES", 0 if streamed else len(data) + 99)
+        assert read_run_columns(data + late) is None  # a problem in the last block
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["parsed whole", "block by block"])
 def test_runs_of_a_file_parsed_in_many_blocks_read_as_in_one(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, streamed: bool
 ) -> None:
     """Tags interleaved across blocks: each run gathers its rows from every chunk."""
     lines = [
@@ -271,6 +281,7 @@ def test_runs_of_a_file_parsed_in_many_blocks_read_as_in_one(
     ]
     data = "".join(lines).encode()
     monkeypatch.setattr(run_arrow, "_BLOCK_BYTES", 256)
+    monkeypatch.setattr(run_arrow, "_WHOLE_PARSE_BYTES", 0 if streamed else len(data))
     rows = run_arrow._rows(data, split_tags=True)
     assert rows is not None and rows.qids.num_chunks > 10
     runs = columnar_tag_results(data)

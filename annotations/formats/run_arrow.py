@@ -31,9 +31,11 @@ _MAX_FIELD = 1 << 20  # keeps every line far below trec.MAX_LINE_BYTES
 # Arrow parses a file in blocks of this size, on several threads; the columns come back in
 # chunks, one per block.
 _BLOCK_BYTES = 1 << 22
-# Freed memory is given back after this many blocks (see `_release`): often enough that a
-# large file's peak stays near what it keeps, rarely enough to cost little.
-_BLOCKS_PER_RELEASE = 8
+# Freed memory is given back after this many parts of a large file (see `_release`): often
+# enough that its peak stays near what it keeps, rarely enough to cost little.
+_PARTS_PER_RELEASE = 8
+# Files up to this size are parsed at once on several threads (see `_parts`).
+_WHOLE_PARSE_BYTES = 1 << 25
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -104,12 +106,14 @@ def _read(data: bytes, *, split_tags: bool) -> list[RunColumns] | None:
         return None
     if data.startswith(b"#") or b"\n#" in data:
         return None  # comment lines: the line reader skips them
+    large = len(data) > _WHOLE_PARSE_BYTES
     try:
         rows = _rows(data, split_tags)
         del data  # a copy when line ends were rewritten: not held while the runs are made
-        return None if rows is None else _runs(rows)
+        return None if rows is None else _runs(rows, release=large)
     finally:
-        _release()
+        if large:
+            _release()
 
 
 def _release() -> None:
@@ -133,9 +137,9 @@ class _Rows:
 
 
 def _rows(data: bytes, split_tags: bool) -> _Rows | None:
-    """The file's rows, checked a block at a time: each block's rank, score and tag texts
-    become numbers before the next block is parsed, so the file is never held as six
-    columns of text. None at the first problem, or when there are no rows."""
+    """The file's rows, checked a part at a time (see `_parts`): each part's rank, score and
+    tag texts become numbers before the next part is parsed, so a large file is never held
+    as six columns of text. None at the first problem, or when there are no rows."""
     qids: list[pa.Array] = []
     docnos: list[pa.Array] = []
     tags: dict[str, int] = {}
@@ -143,23 +147,23 @@ def _rows(data: bytes, split_tags: bool) -> _Rows | None:
     scores: list[npt.NDArray[np.float64]] = []
     ranks: list[npt.NDArray[np.int32]] = []
     try:
-        for block in _blocks(data):
-            if not _block_checked(block):
+        for part in _parts(data):
+            if not _part_checked(part):
                 return None
-            block_ranks, block_scores = _numbers(block)
-            if block_ranks is None or block_scores is None:
+            part_ranks, part_scores = _numbers(part)
+            if part_ranks is None or part_scores is None:
                 return None
-            names = pc.dictionary_encode(block["tag"])
+            names = _codes(part["tag"])
             codes = [tags.setdefault(tag, len(tags)) for tag in names.dictionary.to_pylist()]
             if len(tags) > 1 and not split_tags:
                 return None
             tag_codes.append(np.array(codes, dtype=np.int32)[names.indices.to_numpy()])
-            qids.append(block["qid"])
-            docnos.append(block["docno"])
-            scores.append(block_scores)
-            ranks.append(block_ranks)
-            del block
-            if len(ranks) % _BLOCKS_PER_RELEASE == 0:
+            qids.extend(part["qid"].chunks)
+            docnos.extend(part["docno"].chunks)
+            scores.append(part_scores)
+            ranks.append(part_ranks)
+            del part
+            if len(ranks) % _PARTS_PER_RELEASE == 0:
                 _release()
     except pa.ArrowInvalid:  # a line without six columns
         return None
@@ -175,13 +179,18 @@ def _rows(data: bytes, split_tags: bool) -> _Rows | None:
     )
 
 
-def _blocks(data: bytes) -> Iterator[pa.RecordBatch]:
-    """The file's lines a block at a time, split into six columns of text; raises
-    ArrowInvalid when a line has not six."""
-    reader = pa_csv.open_csv(
-        pa.BufferReader(data),
-        read_options=pa_csv.ReadOptions(column_names=list(_NAMES), block_size=_BLOCK_BYTES),
-        parse_options=pa_csv.ParseOptions(
+def _parts(data: bytes) -> Iterator[pa.Table]:
+    """The file's lines split into six columns of text, in parts; raises ArrowInvalid when a
+    line has not six.
+
+    A file of up to `_WHOLE_PARSE_BYTES` is one part, its blocks parsed on several threads
+    (a track's run files: the import reads the next while it stores one); a larger one (a
+    bundle of runs) is parsed block after block, one part each, so its text is never held
+    whole.
+    """
+    options = {
+        "read_options": pa_csv.ReadOptions(column_names=list(_NAMES), block_size=_BLOCK_BYTES),
+        "parse_options": pa_csv.ParseOptions(
             delimiter=" ",
             quote_char=False,
             double_quote=False,
@@ -189,29 +198,34 @@ def _blocks(data: bytes) -> Iterator[pa.RecordBatch]:
             newlines_in_values=False,
             ignore_empty_lines=True,
         ),
-        convert_options=pa_csv.ConvertOptions(
+        "convert_options": pa_csv.ConvertOptions(
             column_types={name: pa.string() for name in _NAMES},
             null_values=[],
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
         ),
-    )
-    for block in reader:
+    }
+    if len(data) <= _WHOLE_PARSE_BYTES:
+        whole = pa_csv.read_csv(pa.py_buffer(data), **options)
+        if whole.num_rows:
+            yield whole
+        return
+    for block in pa_csv.open_csv(pa.BufferReader(data), **options):
         if block.num_rows:
-            yield block
+            yield pa.Table.from_batches([block])
 
 
-def _lengths(column: pa.Array) -> tuple[int, int]:
+def _lengths(column: pa.ChunkedArray) -> tuple[int, int]:
     """The shortest and longest value's length in bytes."""
     bounds = pc.min_max(pc.binary_length(column)).as_py()
     return int(bounds["min"]), int(bounds["max"])
 
 
-def _block_checked(block: pa.RecordBatch) -> bool:
+def _part_checked(part: pa.Table) -> bool:
     """No column empty (spaces where the line reader sees other columns); ids up to
     MAX_ID_LENGTH, other fields up to _MAX_FIELD."""
     for name in _NAMES:
-        shortest, longest = _lengths(block[name])
+        shortest, longest = _lengths(part[name])
         limit = MAX_ID_LENGTH if name in ("qid", "docno", "tag") else _MAX_FIELD
         if shortest == 0 or longest > limit:
             return False
@@ -219,11 +233,11 @@ def _block_checked(block: pa.RecordBatch) -> bool:
 
 
 def _numbers(
-    block: pa.RecordBatch,
+    part: pa.Table,
 ) -> tuple[npt.NDArray[np.int32] | None, npt.NDArray[np.float64] | None]:
-    """A block's ranks and scores, each None when one of its texts is not as the line
+    """A part's ranks and scores, each None when one of its texts is not as the line
     reader would take it (or a rank beyond 32 bits, which it would ignore)."""
-    rank_texts, score_texts = block["rank"], block["score"]
+    rank_texts, score_texts = part["rank"], part["score"]
     if not _all(pc.match_substring_regex(rank_texts, _INTEGER)):
         return None, None
     if not _all(pc.match_substring_regex(score_texts, _DECIMAL)):
@@ -240,7 +254,7 @@ def _numbers(
     return ranks.astype(np.int32), scores
 
 
-def _all(mask: pa.Array) -> bool:
+def _all(mask: pa.ChunkedArray) -> bool:
     return bool(pc.all(mask).as_py())
 
 
@@ -253,7 +267,7 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
     return encoded
 
 
-def _runs(rows: _Rows) -> list[RunColumns] | None:
+def _runs(rows: _Rows, *, release: bool) -> list[RunColumns] | None:
     """The file's runs, one per tag in the order the tags first appear; None when a docno
     is retrieved twice for a qid of one run."""
     if len(rows.tags) == 1:
@@ -262,7 +276,8 @@ def _runs(rows: _Rows) -> list[RunColumns] | None:
     # Taking rows from chunks joins the chunks first: joined once, not once per run.
     all_qids, all_docnos = rows.qids.combine_chunks(), rows.docnos.combine_chunks()
     rows.qids = rows.docnos = pa.chunked_array([], pa.string())
-    _release()
+    if release:
+        _release()
     runs = []
     for code, tag in enumerate(rows.tags):
         at = np.flatnonzero(rows.tag_codes == code)
@@ -273,7 +288,8 @@ def _runs(rows: _Rows) -> list[RunColumns] | None:
             return None
         runs.append(run)
         del qids, docnos
-        _release()
+        if release:
+            _release()
     return runs
 
 
