@@ -113,6 +113,6 @@ def machine_judge(
 
     values: dict[str, object] = {
         "base_url": "http://127.0.0.1:9/v1", "model": "test-model",
-        "api_key_env": "NDCG_TEST_LLM_KEY", **settings,
+        "api_key_env": "NDCG_JUDGE_KEY_TEST", **settings,
     }  # fmt: skip
     return judge_create(collection=collection, name=name, created_by=None, **values)

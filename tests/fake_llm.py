@@ -36,6 +36,7 @@ class FakeLlm:
     url: str = ""
     prompts: list[str] = field(default_factory=list)
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)  # each request's Authorization
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -50,6 +51,7 @@ def fake_llm(state: FakeLlm | None = None) -> Iterator[FakeLlm]:
             with llm.lock:
                 llm.prompts.append(prompt)
                 llm.bodies.append(body)
+                llm.authorizations.append(self.headers.get("Authorization", ""))
                 number = len(llm.prompts)
             status, text, headers = llm.respond(prompt, number)
             if status == 200:

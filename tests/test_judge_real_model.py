@@ -78,7 +78,7 @@ def test_a_real_small_model_grades_a_pool_and_every_pair_is_a_grade_or_a_failure
     model_server: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("NDCG_TEST_LLM_KEY", "not-checked")
+    monkeypatch.setenv("NDCG_JUDGE_KEY_TEST", "not-checked")
     pool: Pool = services.pool_build(collection=trial, name="main", depth=2)[0]
     judge = machine_judge(
         trial, base_url=model_server, model="smollm2", logprobs=True, max_tokens=24,

@@ -103,13 +103,13 @@ def pool(trial: Collection) -> Pool:
 
 @pytest.fixture
 def key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NDCG_TEST_LLM_KEY", "sk-test")
+    monkeypatch.setenv("NDCG_JUDGE_KEY_TEST", "sk-test")
 
 
 def _judge(trial: Collection, url: str) -> MachineJudge:
     return judge_create(
         collection=trial, name="umbrela", created_by=None, base_url=url, model="test-model",
-        api_key_env="NDCG_TEST_LLM_KEY", concurrency=2, requests_per_minute=6000,
+        api_key_env="NDCG_JUDGE_KEY_TEST", concurrency=2, requests_per_minute=6000,
     )  # fmt: skip
 
 
@@ -158,9 +158,9 @@ def test_a_judge_on_an_internal_address_needs_the_setting_at_creation_and_at_eve
 def test_without_its_key_in_the_environment_a_judge_does_not_start(
     trial: Collection, pool: Pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("NDCG_TEST_LLM_KEY", raising=False)
+    monkeypatch.delenv("NDCG_JUDGE_KEY_TEST", raising=False)
     judge = _judge(trial, "http://127.0.0.1:9/v1")
-    with pytest.raises(ValidationError, match="NDCG_TEST_LLM_KEY"):
+    with pytest.raises(ValidationError, match="NDCG_JUDGE_KEY_TEST"):
         judge_run_start(judge=judge, pool=pool, scope="all", created_by=None)
     assert not JudgeRun.objects.exists()
 
@@ -320,7 +320,7 @@ def test_a_judge_asked_for_log_probabilities_keeps_each_answers_spread(
         assert not JudgeAnswer.objects.filter(grade_probabilities__isnull=False).exists()
         sure = judge_create(
             collection=trial, name="sure", created_by=None, base_url=llm.url, model="other",
-            api_key_env="NDCG_TEST_LLM_KEY", logprobs=True,
+            api_key_env="NDCG_JUDGE_KEY_TEST", logprobs=True,
         )  # fmt: skip
         asked = len(llm.bodies)
         _finished(judge_run_start(judge=sure, pool=pool, scope="all", created_by=None))

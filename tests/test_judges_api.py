@@ -27,12 +27,12 @@ def _client(username: str | None) -> APIClient:
 def test_organisers_run_a_judge_through_the_api_and_nobody_else_may(
     transactional_db: None, trial: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NDCG_TEST_LLM_KEY", "sk-test")
+    monkeypatch.setenv("NDCG_JUDGE_KEY_TEST", "sk-test")
     pool, _ = services.pool_build(collection=trial, name="main", depth=2)
     with fake_llm(FakeLlm(lambda prompt, number: says("##final score: 1"))) as llm:
         body = {
             "name": "umbrela", "base_url": llm.url, "model": "test-model",
-            "api_key_env": "NDCG_TEST_LLM_KEY", "requests_per_minute": 6000,
+            "api_key_env": "NDCG_JUDGE_KEY_TEST", "requests_per_minute": 6000,
         }  # fmt: skip
         assert _client(None).post(BASE, body, format="json").status_code == 401
         assert _client("alice").post(BASE, body, format="json").status_code == 403

@@ -22,7 +22,7 @@ def _client(collection: Collection, username: str) -> Client:
 
 def _fields(url: str, **extra: object) -> dict[str, object]:
     return {
-        "base_url": url, "model": "test-model", "api_key_env": "NDCG_TEST_LLM_KEY",
+        "base_url": url, "model": "test-model", "api_key_env": "NDCG_JUDGE_KEY_TEST",
         "prompt_template": "", "temperature": 0, "max_tokens": 50, "concurrency": 1,
         "requests_per_minute": 6000, "prompt_price": 2.5, "completion_price": 10, **extra,
     }  # fmt: skip
@@ -31,7 +31,7 @@ def _fields(url: str, **extra: object) -> dict[str, object]:
 def test_organisers_add_try_run_and_cancel_a_judge_and_assessors_cannot(
     transactional_db: None, trial: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NDCG_TEST_LLM_KEY", "sk-test")
+    monkeypatch.setenv("NDCG_JUDGE_KEY_TEST", "sk-test")
     services.pool_build(collection=trial, name="main", depth=2)
     listing = reverse("collection-judges", args=["trial"])
     assert _client(trial, "alice").get(listing).status_code in (403, 404)
@@ -80,12 +80,12 @@ def test_the_judge_pages_pass_axe_and_fit_a_phone(  # type: ignore[no-untyped-de
     from tests.conftest import browser_page, log_in
     from tests.test_browser_accessibility import PHONE, page_problems
 
-    monkeypatch.setenv("NDCG_TEST_LLM_KEY", "sk-test")
+    monkeypatch.setenv("NDCG_JUDGE_KEY_TEST", "sk-test")
     services.pool_build(collection=trial, name="main-pool-" + "x" * 80, depth=2)
     with fake_llm(FakeLlm(lambda p, n: says("Long reasoning " * 40 + "##final score: 1"))) as llm:
         judge = judge_create(
             collection=trial, name="judge-" + "y" * 50, created_by=None, base_url=llm.url,
-            model="model-" + "z" * 120, api_key_env="NDCG_TEST_LLM_KEY",
+            model="model-" + "z" * 120, api_key_env="NDCG_JUDGE_KEY_TEST",
         )  # fmt: skip
         for _ in range(3):
             JudgeRun.objects.create(judge=judge, pool=trial.pools.get(), state="done",

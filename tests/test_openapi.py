@@ -317,7 +317,7 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     # Machine judges (no pool yet: trying and running are refused)
     judges = f"{DEMO}/judges/"
     judge = {"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-             "api_key_env": "NDCG_SESSION_NO_SUCH_KEY"}  # fmt: skip
+             "api_key_env": "NDCG_JUDGE_KEY_NO_SUCH"}  # fmt: skip
     call(organiser, "post", judges, 201, data=judge, format="json")
     call(organiser, "post", judges, 400, data=judge, format="json")
     call(assessor, "get", judges, 403)

@@ -147,7 +147,7 @@ def test_a_machine_judge_is_one_of_the_assessors_the_ranking_is_tested_against(
     campaign = load_trec("machines", ALICE, RUNS)
     judge = judge_create(
         collection=campaign, name="umbrela", created_by=None, base_url="http://127.0.0.1:9/v1",
-        model="m", api_key_env="NDCG_TEST_LLM_KEY",
+        model="m", api_key_env="NDCG_JUDGE_KEY_TEST",
     )  # fmt: skip
     for (qid, docno), grade in BOB.items():  # the grades a run of the judge records
         services.judgement_record(

@@ -59,9 +59,17 @@ def template_problem(template: str) -> str | None:
     if not template.strip():
         return "The prompt is empty."
     try:
-        names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+        fields = [part[1:] for part in string.Formatter().parse(template) if part[1] is not None]
     except ValueError as error:
         return f"The prompt's braces do not pair up ({error}); write a literal brace as {{{{."
+    names = [name for name, _, _ in fields]
+    formatted = sorted({name for name, spec, conversion in fields if spec or conversion})
+    if formatted:
+        # A width such as {document:>999999999} would build a string that wide per prompt.
+        return (
+            f"Write fields plainly, without a format or conversion: "
+            f"{', '.join('{' + name + '}' for name in formatted)}."
+        )
     unknown = sorted({name for name in names if name not in FIELDS})
     if unknown:
         return (
@@ -90,17 +98,26 @@ def render(
     narrative: str,
     document: str,
 ) -> str:
-    """The prompt for one pair (the document cut at MAX_DOCUMENT_CHARS characters)."""
+    """The prompt for one pair (the document cut at MAX_DOCUMENT_CHARS characters). Each
+    field is put in as it is, whatever format spec the template gives it: the prompt is never
+    longer than the template and the fields, even for a template saved before specs were
+    refused."""
     values = [level.value for level in levels]
-    return template.format(
-        scale=scale_text(levels),
-        title=title,
-        description=description or "(none)",
-        narrative=narrative or "(none)",
-        document=document[:MAX_DOCUMENT_CHARS],
-        low=min(values),
-        high=max(values),
-    )
+    fields = {
+        "scale": scale_text(levels),
+        "title": title,
+        "description": description or "(none)",
+        "narrative": narrative or "(none)",
+        "document": document[:MAX_DOCUMENT_CHARS],
+        "low": str(min(values)),
+        "high": str(max(values)),
+    }
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        parts.append(literal)
+        if name is not None:
+            parts.append(fields[name])
+    return "".join(parts)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,15 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-ENV_NAME = RegexValidator(r"^[A-Z_][A-Z0-9_]{0,99}$", "An environment variable's name: A-Z, 0-9, _")
+# Judges read their keys only from the variables an operator set aside for them, so that no
+# organiser can make the server send another of its variables (its secret key, its database
+# password) to an endpoint of their choice.
+KEY_PREFIX = "NDCG_JUDGE_KEY_"
+KEY_NAME = RegexValidator(
+    rf"^{KEY_PREFIX}[A-Z0-9_]{{1,80}}$",
+    f"Name a variable the operator set aside for judges' keys: {KEY_PREFIX}<NAME> "
+    "(A-Z, 0-9, _), or leave it empty for an endpoint without keys.",
+)
 
 
 class MachineJudge(models.Model):
@@ -15,7 +23,8 @@ class MachineJudge(models.Model):
 
     Its grades are the judgements of its own account (`account`, a system account without a
     password), in the history like anyone's, with source `machine`. The endpoint's key is
-    never stored: `api_key_env` names the environment variable that holds it. Editing the
+    never stored: `api_key_env` names the environment variable that holds it, one of the
+    operator's `NDCG_JUDGE_KEY_*` (empty: the endpoint takes no key). Editing the
     prompt template or its variant raises `prompt_version`, so cached answers of the old
     prompts are not reused.
     """
@@ -33,9 +42,11 @@ class MachineJudge(models.Model):
     model = models.CharField(max_length=200, help_text="The model name the endpoint takes")
     api_key_env = models.CharField(
         max_length=100,
-        validators=[ENV_NAME],
-        default="OPENAI_API_KEY",
-        help_text="The environment variable of the server that holds the endpoint's key",
+        blank=True,
+        validators=[KEY_NAME],
+        default="",
+        help_text="The server's variable that holds the endpoint's key, one the operator set "
+        f"aside for judges ({KEY_PREFIX}<NAME>); empty for an endpoint without keys",
     )
     prompt_template = models.TextField()
     variant_template = models.TextField(

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 
 from annotations.formats import judge_prompts
 from annotations.models import MachineJudge
+from annotations.models.judges import KEY_NAME
 from annotations.services.outbound import outbound_refusal
 
 ATTEMPTS = 6
@@ -54,13 +55,36 @@ def endpoint_refusal(url: str) -> str | None:
     )
 
 
+NO_KEY = "no-key"  # what an endpoint without keys is sent (the client needs some value)
+
+
+def key_name_refusal(name: str) -> str | None:
+    """Why a judge may not read its key from the variable `name`, or None: only the
+    variables an operator set aside for judges (`NDCG_JUDGE_KEY_*`) are ever read."""
+    if not name:
+        return None
+    try:
+        KEY_NAME(name)
+    except ValidationError as error:
+        return error.messages[0]
+    return None
+
+
 def api_key(judge: MachineJudge) -> str:
-    """The key from the judge's environment variable (never stored); refused if unset."""
-    key = os.environ.get(judge.api_key_env, "")
+    """The key from the judge's variable (never stored, shown or logged); refused if the
+    variable is not one set aside for judges (a judge saved before the rule included) or is
+    unset."""
+    name = judge.api_key_env
+    refusal = key_name_refusal(name)
+    if refusal is not None:
+        raise ValidationError({"api_key_env": f"{name} is not read for judges. {refusal}"})
+    if not name:
+        return NO_KEY
+    key = os.environ.get(name, "")
     if not key:
         raise ValidationError(
-            {"api_key_env": f"The server's environment has no {judge.api_key_env}: set it to "
-             "the endpoint's key (a local endpoint without keys takes any value)."}
+            {"api_key_env": f"{name} is not set on the server: ask the operator to set it to "
+             "the endpoint's key, or leave the field empty for an endpoint without keys."}
         )  # fmt: skip
     return key
 

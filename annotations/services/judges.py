@@ -10,6 +10,7 @@ judge again resumes: what was asked already comes from its answers at no cost.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -87,9 +88,22 @@ def judge_create(
     if MachineJudge.objects.filter(collection=collection, name=name).exists():
         raise ValidationError({"name": "A judge of this name exists in the collection."})
     with transaction.atomic():
-        judge.account = system_account(f"judge:{collection.slug}:{name}"[:150])  # type: ignore[assignment]
+        account = system_account(account_name(collection.slug, name))
+        if MachineJudge.objects.filter(account_id=account.pk).exists():
+            raise ValidationError({"name": "A judge of this name exists in the collection."})
+        judge.account = account  # type: ignore[assignment]
         judge.save()
     return judge
+
+
+def account_name(slug: str, name: str) -> str:
+    """The judge's account, `judge:<collection>:<name>`; past a username's 150 characters
+    cut, with a digest of the whole name so that two long names never share an account."""
+    full = f"judge:{slug}:{name}"
+    if len(full) <= 150:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:12]
+    return f"{full[: 150 - 13]}~{digest}"
 
 
 def judge_update(*, judge: MachineJudge, **changes: object) -> MachineJudge:
