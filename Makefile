@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived worker-imports beat test check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports beat test test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -77,6 +77,10 @@ beat: $(SERVE_STAMP)
 ## Set up and run the whole test suite (DATABASE_URL selects PostgreSQL; default SQLite)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## Opt-in: a machine judge on a real small model (builds llama-cpp-python, a few minutes once)
+test-model: install-model
+	$(BIN)/python -m pytest -m model tests/test_judge_real_model.py $(PYTEST_ARGS)
 
 ## A longer schemathesis run over every API operation with every check: FUZZ_EXAMPLES random
 ## requests per operation as organiser, assessor, owner and anonymous; every boundary once
