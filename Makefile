@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived worker-imports beat test test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports worker-outbound beat test test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -70,6 +70,12 @@ worker-derived: $(SERVE_STAMP)
 
 worker-imports: $(SERVE_STAMP)
 	nice -n $(DERIVED_NICE) $(BIN)/celery -A ndcg_platform worker -Q imports -c $(IMPORTS_CONCURRENCY) -O fair -n imports@%h --loglevel INFO
+
+## Calls out to addresses organisers chose (webhook deliveries, machine judges' runs): waits on
+## the network, so a pool of threads; a collection's slow targets hold at most its own share
+OUTBOUND_CONCURRENCY ?= 8
+worker-outbound: $(SERVE_STAMP)
+	$(BIN)/celery -A ndcg_platform worker -Q outbound -P threads -c $(OUTBOUND_CONCURRENCY) -n outbound@%h --loglevel INFO
 
 beat: $(SERVE_STAMP)
 	$(BIN)/celery -A ndcg_platform beat --loglevel INFO

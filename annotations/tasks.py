@@ -1,6 +1,6 @@
 """Background entry points for Celery workers: thin wrappers over the services."""
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from annotations import events, idempotency, scores
 from annotations.models import Collection, Query, Run
@@ -108,7 +108,11 @@ def webhooks_sweep() -> None:
     webhooks.deliveries_sweep()
 
 
-@shared_task(name="annotations.tasks.judge_run_execute")
-def judge_run_execute(run_id: int) -> str:
-    """Run a machine judge over a pool (a long task, on the imports queue)."""
-    return judges.judge_run_execute(run_id=run_id)
+@shared_task(bind=True, name="annotations.tasks.judge_run_execute", max_retries=None)
+def judge_run_execute(self: Task, run_id: int) -> str:
+    """Run a machine judge over a pool (a long task, on the outbound queue); asked again
+    later while its collection's other runs hold every place."""
+    state = judges.judge_run_execute(run_id=run_id)
+    if state == judges.WAITING:
+        raise self.retry(countdown=judges.WAIT_SECONDS)
+    return state

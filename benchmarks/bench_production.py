@@ -293,11 +293,16 @@ class Services:
              "--loglevel", "INFO"],
         )  # fmt: skip
         self._start(
+            "worker-outbound",
+            [celery, "-A", "ndcg_platform", "worker", "-Q", "outbound", "-P", "threads",
+             "-c", "8", "-n", f"bench-outbound-{os.getpid()}@%h", "--loglevel", "INFO"],
+        )  # fmt: skip
+        self._start(
             "beat",
             [celery, "-A", "ndcg_platform", "beat", "--loglevel", "INFO",
              "--schedule", str(self.logs / "celerybeat-schedule")],
         )  # fmt: skip
-        self._wait({"worker", "worker-derived", "worker-imports"})
+        self._wait({"worker", "worker-derived", "worker-imports", "worker-outbound"})
 
     def _wait(self, waiting: set[str]) -> None:
         deadline = time.monotonic() + 120

@@ -375,12 +375,15 @@ CACHES = {
 # a burst and runs one at a time per collection.
 NDCG_DERIVED_QUEUE = os.environ.get("NDCG_DERIVED_QUEUE", "derived")
 NDCG_IMPORTS_QUEUE = os.environ.get("NDCG_IMPORTS_QUEUE", "imports")
-# Webhooks (docs/operations.md): deliveries go to NDCG_WEBHOOKS_QUEUE; each attempt waits at
-# most NDCG_WEBHOOK_TIMEOUT_SECONDS for the receiver; a failed one is tried again after each
-# of NDCG_WEBHOOK_RETRY_SECONDS in turn, then given up. Targets that resolve to private,
-# loopback or link-local addresses are refused unless NDCG_WEBHOOK_ALLOW_PRIVATE=true.
-# Delivered and failed deliveries are kept NDCG_WEBHOOK_KEEP_DAYS for the delivery log.
-NDCG_WEBHOOKS_QUEUE = os.environ.get("NDCG_WEBHOOKS_QUEUE", "derived")
+# Calls out to addresses organisers chose (webhook deliveries, machine judges' runs) go to
+# NDCG_OUTBOUND_QUEUE, served by a worker of its own (`make worker-outbound`), so that slow
+# targets never hold up a leaderboard or an import. Webhooks (docs/operations.md): each
+# attempt waits at most NDCG_WEBHOOK_TIMEOUT_SECONDS for the receiver; a failed one is tried
+# again after each of NDCG_WEBHOOK_RETRY_SECONDS in turn, then given up. Targets that resolve
+# to private, loopback or link-local addresses are refused unless
+# NDCG_WEBHOOK_ALLOW_PRIVATE=true. Delivered and failed deliveries are kept
+# NDCG_WEBHOOK_KEEP_DAYS for the delivery log.
+NDCG_OUTBOUND_QUEUE = os.environ.get("NDCG_OUTBOUND_QUEUE", "outbound")
 NDCG_WEBHOOK_TIMEOUT_SECONDS = env_float("NDCG_WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
 NDCG_WEBHOOK_RETRY_SECONDS = [
     float(value)
@@ -412,9 +415,9 @@ CELERY_TASK_ROUTES = {
         ("annotations.tasks.refresh_significance", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.idempotency_purge", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.import_job_run", NDCG_IMPORTS_QUEUE),
-        ("annotations.tasks.judge_run_execute", NDCG_IMPORTS_QUEUE),
-        ("annotations.tasks.webhooks_send", NDCG_WEBHOOKS_QUEUE),
-        ("annotations.tasks.webhooks_sweep", NDCG_WEBHOOKS_QUEUE),
+        ("annotations.tasks.judge_run_execute", NDCG_OUTBOUND_QUEUE),
+        ("annotations.tasks.webhooks_send", NDCG_OUTBOUND_QUEUE),
+        ("annotations.tasks.webhooks_sweep", NDCG_OUTBOUND_QUEUE),
     )
     if queue
 }

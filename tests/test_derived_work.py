@@ -255,9 +255,10 @@ def test_the_derived_worker_runs_at_a_lower_cpu_priority() -> None:
     assert re.search(r"^DERIVED_NICE \?= 10$", makefile, re.MULTILINE)
 
 
-def test_long_tasks_never_share_a_worker_with_the_leaderboards() -> None:
-    """Import jobs and machine judges' runs take minutes to hours: on a worker of their own,
-    so that refreshes, significance passes and webhooks never wait behind them."""
+def test_long_and_outbound_tasks_never_share_a_worker_with_the_leaderboards() -> None:
+    """Import jobs take minutes, machine judges' runs hours, and webhook deliveries wait on
+    targets organisers chose: each on a worker of its own, so that refreshes, significance
+    passes and imports never wait behind another collection's slow endpoint."""
     import re
     from pathlib import Path
 
@@ -266,10 +267,14 @@ def test_long_tasks_never_share_a_worker_with_the_leaderboards() -> None:
     makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
     queues = [set(listed.split(",")) for listed in re.findall(r"worker -Q (\S+)", makefile)]
     routes = settings.CELERY_TASK_ROUTES
-    long_queue = routes["annotations.tasks.judge_run_execute"]["queue"]
-    assert routes["annotations.tasks.import_job_run"]["queue"] == long_queue
+    long_queue = routes["annotations.tasks.import_job_run"]["queue"]
+    outbound = routes["annotations.tasks.judge_run_execute"]["queue"]
+    assert routes["annotations.tasks.webhooks_send"]["queue"] == outbound
+    assert routes["annotations.tasks.webhooks_sweep"]["queue"] == outbound
     derived = routes["annotations.tasks.refresh_leaderboards"]["queue"]
-    assert routes["annotations.tasks.refresh_significance"]["queue"] == derived != long_queue
-    assert routes["annotations.tasks.webhooks_send"]["queue"] == derived
-    assert all(not (long_queue in read and derived in read) for read in queues)
-    assert any(long_queue in read for read in queues) and any(derived in read for read in queues)
+    assert routes["annotations.tasks.refresh_significance"]["queue"] == derived
+    assert len({long_queue, outbound, derived}) == 3
+    for one, other in ((long_queue, derived), (outbound, derived), (outbound, long_queue)):
+        assert all(not (one in read and other in read) for read in queues)
+    for queue in (long_queue, outbound, derived):
+        assert any(queue in read for read in queues)

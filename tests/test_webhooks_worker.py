@@ -33,7 +33,7 @@ def worker(transactional_db: None, settings) -> Iterator[subprocess.Popen[bytes]
         {
             "NDCG_WEBHOOK_ALLOW_PRIVATE": "true",
             "NDCG_WEBHOOK_RETRY_SECONDS": "0.3,0.3,0.3",
-            "NDCG_WEBHOOKS_QUEUE": queue,
+            "NDCG_OUTBOUND_QUEUE": queue,
         },
         without=["DJANGO_CACHE_URL"],
     )

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from itertools import islice
 from typing import Any
 
@@ -271,18 +272,50 @@ def _schedule(run_id: int) -> None:
 
 def _in_thread(run_id: int) -> None:
     try:
-        judge_run_execute(run_id=run_id)
+        while judge_run_execute(run_id=run_id) == WAITING:
+            time.sleep(WAIT_SECONDS)
     finally:
         connections.close_all()
 
 
-def judge_run_execute(*, run_id: int) -> str:
-    """Run a queued run to its end (a worker's task, or the web process's thread)."""
+# One collection's judges share the outbound worker with every other collection's: at most
+# this many of its runs ask at once, the others wait queued. A run whose heartbeat is older
+# than RUN_SILENT (its worker stopped) no longer holds a place.
+RUNS_PER_COLLECTION = 2
+RUN_SILENT = timedelta(minutes=30)
+WAITING = "waiting"
+WAIT_SECONDS = 30.0
+
+
+def _start(run_id: int) -> str | None:
+    """Mark the queued run running if its collection has a place free: None when it
+    started, else why not (WAITING, or "not queued")."""
     now = timezone.now()
-    if not JudgeRun.objects.filter(id=run_id, state=JudgeRun.QUEUED).update(
-        state=JudgeRun.RUNNING, started=now, heartbeat=now
-    ):
-        return "not queued"
+    with transaction.atomic():
+        queued = JudgeRun.objects.filter(id=run_id, state=JudgeRun.QUEUED)
+        collection_id = queued.values_list("judge__collection_id", flat=True).first()
+        if collection_id is None:
+            return "not queued"
+        # Two runs of one collection starting at once count each other.
+        Collection.objects.select_for_update().filter(id=collection_id).first()
+        running = JudgeRun.objects.filter(
+            judge__collection_id=collection_id,
+            state=JudgeRun.RUNNING,
+            heartbeat__gte=now - RUN_SILENT,
+        ).count()
+        if running >= RUNS_PER_COLLECTION:
+            return WAITING
+        if not queued.update(state=JudgeRun.RUNNING, started=now, heartbeat=now):
+            return "not queued"
+    return None
+
+
+def judge_run_execute(*, run_id: int) -> str:
+    """Run a queued run to its end (a worker's task, or the web process's thread); WAITING
+    while its collection's other runs hold every place."""
+    refused = _start(run_id)
+    if refused is not None:
+        return refused
     run = JudgeRun.objects.select_related("judge__collection", "judge__account", "pool").get(
         id=run_id
     )
