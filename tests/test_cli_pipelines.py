@@ -79,7 +79,15 @@ def test_evaluate_prints_every_run_one_block_each_as_trec_eval_would(
     every = evaluate("-q")
     alone = {name: evaluate("--run", name, "-q") for name in ("alpha", "beta")}
     header = "runid                 \tall\t"
-    assert every == f"{header}alpha\n" + alone["alpha"] + f"{header}beta\n" + alone["beta"]
+
+    def block(name: str) -> str:
+        """trec_eval -q's order: per-query lines, the runid line, the `all` lines."""
+        lines = alone[name].splitlines(keepends=True)
+        means = [line for line in lines if "\tall\t" in line]
+        assert means == lines[-len(means) :] and len(means) == 2
+        return "".join(lines[: -len(means)]) + f"{header}{name}\n" + "".join(means)
+
+    assert every == block("alpha") + block("beta")
     assert "ndcg_cut_5            \tq2\t" in alone["beta"]
 
 

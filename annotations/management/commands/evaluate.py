@@ -82,8 +82,8 @@ class Command(PrintingCommand):
             self.stdout.write(line, ending="")
 
     def _trec_all(self, runs: list[Run], ks: list[int], *, per_query: bool) -> None:
-        """Every scored run, one block each headed by trec_eval's `runid` line, as the
-        outputs of one trec_eval call per run read when concatenated."""
+        """Every scored run, one block each as one trec_eval call per run prints it: with
+        -q the per-query lines, then the `runid` line, then the `all` lines."""
         if not runs:
             raise CommandError("the collection has no run yet")
         scored = {row.run for row in evaluation.stored_run_scores(runs=runs, ks=ks)}
@@ -91,8 +91,12 @@ class Command(PrintingCommand):
             if run.name not in scored:
                 self.stderr.write(f"warning: run {run.name!r} has not been scored yet (pending)")
                 continue
+            lines = list(exports.scores_trec(run=run, ks=ks, per_query=per_query))
+            means = list(exports.scores_trec(run=run, ks=ks, per_query=False))  # a qid may be "all"
+            for line in lines[: len(lines) - len(means)]:
+                self.stdout.write(line, ending="")
             self.stdout.write(f"{'runid':<22}\tall\t{run.name}\n", ending="")
-            for line in exports.scores_trec(run=run, ks=ks, per_query=per_query):
+            for line in means:
                 self.stdout.write(line, ending="")
 
     def _json(self, collection: Any, runs: list[Run], ks: list[int], pending: int) -> None:
