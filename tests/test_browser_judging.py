@@ -214,6 +214,23 @@ def test_negative_grades_are_keyed_with_a_minus(trial: Collection, page, login) 
     assert _grades_in_order(assignment) == [-1, 2, 1]
 
 
+def test_keys_that_make_no_grade_on_the_scale_save_nothing_and_say_so(
+    trial: Collection, page, login
+) -> None:  # type: ignore[no-untyped-def]
+    """On a -1..10 scale "1" then "2" is 12, not on the scale: refused on screen, never read
+    as 2; the next grade typed is saved as typed."""
+    assignment = _assignment_on_scale(trial, list(range(-1, 11)))
+    watch(page)
+    login("alice")
+    page.goto(f"/judging/assignments/{assignment.id}/continue/")
+    page.keyboard.press("1")
+    page.keyboard.press("2")
+    assert "12 is not a grade on this scale" in page.inner_text("#save-status")
+    assert page.inner_text("#typed-grade") == ""
+    grade(page, "7")  # saved on the first pair: neither 12 nor 2 was
+    assert _grades_in_order(assignment) == [7]
+
+
 def test_u_takes_back_the_last_grade_and_the_help_opens_in_view(
     trial: Collection, page, login
 ) -> None:  # type: ignore[no-untyped-def]

@@ -463,7 +463,8 @@
   // --- typing a grade -------------------------------------------------------------------------
   // Every grade is keyed by typing its value: a digit saves at once when no other grade
   // starts with what was typed (0-9 scales: one key); otherwise ("1" on a scale with 10,
-  // or "-" for -1) the grade is saved on Enter or after a short pause.
+  // or "-" for -1) the grade is saved on Enter or after a short pause. Keys that make no
+  // grade of the scale save nothing.
   var typed = "";
   var pause = null;
 
@@ -512,12 +513,12 @@
     }
     var candidate = typed + key;
     if (!exact(candidate) && !longer(candidate)) {
-      candidate = key; // a new grade starts: what was typed before matched none
-      if (!exact(candidate) && !longer(candidate)) {
-        typed = "";
-        show();
-        return;
-      }
+      // Not on the scale: refused and said so, never read as another grade ("1", "2" on a
+      // -1..10 scale is 12, not 2).
+      typed = "";
+      show();
+      showStatus(candidate + " is not a grade on this scale: nothing was saved.");
+      return;
     }
     typed = candidate;
     if (exact(typed) && !longer(typed)) {
