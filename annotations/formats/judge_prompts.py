@@ -59,7 +59,11 @@ def template_problem(template: str) -> str | None:
     if not template.strip():
         return "The prompt is empty."
     try:
-        fields = [part[1:] for part in string.Formatter().parse(template) if part[1] is not None]
+        fields = [
+            (name, spec or "", conversion or "")
+            for _, name, spec, conversion in string.Formatter().parse(template)
+            if name is not None
+        ]
     except ValueError as error:
         return f"The prompt's braces do not pair up ({error}); write a literal brace as {{{{."
     names = [name for name, _, _ in fields]
