@@ -44,6 +44,8 @@ def ids_ensure(
         return {}
     if connection.vendor == "postgresql":
         payload = io.StringIO()
+        # Read by COPY, never by a spreadsheet: the ids travel exact, not as SpreadsheetWriter
+        # would write them.
         csv.writer(payload).writerows(zip(wanted, range(len(wanted)), strict=True))
         ids = _ids_ensure_csv(
             model,

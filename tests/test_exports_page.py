@@ -7,6 +7,7 @@ import io
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
+from annotations import services
 from annotations.models import Collection, Membership
 from tests.factories import UserFactory, grade_pair
 
@@ -130,3 +132,15 @@ def test_bad_score_requests_are_refused_on_the_page(judged: Collection) -> None:
     ):
         response = as_user("olga").get(f"{PAGE}scores/?{query}")
         assert response.status_code == 400 and message in response.content.decode()
+
+
+def test_csv_downloads_show_formula_like_names_as_text(
+    judged: Collection, write_file: Callable[..., Path]
+) -> None:
+    run = write_file("evil.run", "q1 Q0 d1 1 1.0 t\n")
+    services.run_import(collection=judged, source=run, run_name="=1+1")
+    body = _text(as_user("olga").get(f"{PAGE}scores/?scores-format=csv"))
+    assert {row["run"] for row in csv.DictReader(io.StringIO(body))} == {"example", "'=1+1"}
+    grade_pair(judged, "q1", "d5", "@admin", 0)
+    history = list(csv.DictReader(io.StringIO(_text(as_user("olga").get(f"{PAGE}history/")))))
+    assert history[-1]["assessor"] == "'@admin" and history[-1]["new_grade"] == "0"

@@ -135,6 +135,20 @@ def test_csv_quotes_as_rfc_4180_says() -> None:
     assert leaderboard_csv([]) == "rank,run,mean,ci_low,ci_high,judged,queries,group\r\n"
 
 
+def test_csv_names_a_spreadsheet_would_evaluate_get_a_quote_and_numbers_stay_numbers() -> None:
+    rows = [
+        ReportRow(1, "=1+1", 0.5, -0.5, 0.75, 1.0, 3, "a"),
+        ReportRow(2, "@SUM(1+1)*cmd|'/c,calc'!A0", -0.0, None, None, 0.5, 3, "a"),
+        ReportRow(3, "-2+3", 0.25, -1e-300, 0.5, 0.5, 3, "b"),
+    ]
+    assert leaderboard_csv(rows, META) == (
+        "rank,run,mean,ci_low,ci_high,judged,queries,group\r\n"
+        "1,'=1+1,0.5,-0.5,0.75,1.0,3,a\r\n"
+        "2,\"'@SUM(1+1)*cmd|'/c,calc'!A0\",-0.0,,,0.5,3,a\r\n"
+        "3,'-2+3,0.25,-1e-300,0.5,0.5,3,b\r\n"
+    )
+
+
 @pytest.mark.parametrize(
     "row",
     [

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
+
+from annotations.formats.spreadsheet_cells import SpreadsheetWriter
 
 __all__ = [
     "CSV_HEADER",
@@ -116,10 +117,12 @@ def leaderboard_csv(rows: Sequence[ReportRow], meta: ReportMeta | None = None) -
 
     Header ``rank,run,mean,ci_low,ci_high,judged,queries,group`` (``CSV_HEADER``); floats
     via ``shortest_repr``, so ``float(cell)`` gives back the very double; a missing CI is an
-    empty cell; ``group`` holds the letters. The ``csv`` module quotes a field that holds a
-    comma, a double quote, CR or LF (inner quotes doubled) and ends lines with CRLF; run
-    names go through unchanged, non-ASCII included (encode the text as UTF-8). The fixed
-    header carries no metadata, so ``meta``, when given, is only validated. Raises
+    empty cell; ``group`` holds the letters. Written by ``spreadsheet_cells``'
+    ``SpreadsheetWriter``: a field that holds a comma, a double quote, CR or LF is quoted
+    (inner quotes doubled), lines end with CRLF, and a run name a spreadsheet would take for
+    a formula (``=1+1``) gets a leading ``'``; other names go through unchanged, non-ASCII
+    included (encode the text as UTF-8), and the numbers stay numbers. The fixed header
+    carries no metadata, so ``meta``, when given, is only validated. Raises
     ``ValueError`` for non-integral ranks or query counts, one CI bound without the other,
     non-finite values or invalid ``meta``.
     """
@@ -127,18 +130,20 @@ def leaderboard_csv(rows: Sequence[ReportRow], meta: ReportMeta | None = None) -
     if meta is not None:
         _check_meta(meta)
     buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = SpreadsheetWriter(buffer, lineterminator="\r\n")
     writer.writerow(CSV_HEADER)
     for row in rows:
+        # Numbers go in unformatted: the writer prints a float as shortest_repr does and
+        # tells numbers from text by their type.
         writer.writerow(
             [
-                str(int(row.rank)),
+                int(row.rank),
                 row.run,
-                shortest_repr(row.mean),
-                "" if row.ci_low is None else shortest_repr(row.ci_low),
-                "" if row.ci_high is None else shortest_repr(row.ci_high),
-                shortest_repr(row.judged),
-                str(int(row.queries)),
+                float(row.mean),
+                None if row.ci_low is None else float(row.ci_low),
+                None if row.ci_high is None else float(row.ci_high),
+                float(row.judged),
+                int(row.queries),
                 row.letters,
             ]
         )

@@ -3,7 +3,6 @@ in trec_eval's layout, CSV and JSON (what `evaluate` prints)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
@@ -11,6 +10,7 @@ from itertools import islice
 from typing import Any
 
 from annotations.formats import trec
+from annotations.formats.spreadsheet_cells import SpreadsheetWriter
 from annotations.models import Collection, Judgement, JudgementHistory, Run
 from annotations.selectors import evaluation, pending_count, run_rows
 
@@ -76,8 +76,10 @@ def assessor_qrels_text(*, collection: Collection, assessor_id: int) -> Iterator
 
 
 def _csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> Iterator[str]:
+    """The rows as CSV, a piece at a time; numbers are given as numbers, so that only text
+    (ids, names, notes) is neutralised for spreadsheets (`SpreadsheetWriter`)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = SpreadsheetWriter(buffer, lineterminator="\n")
     writer.writerow(header)
     for count, row in enumerate(rows, start=1):
         writer.writerow(row)
@@ -89,7 +91,8 @@ def _csv_lines(header: list[str], rows: Iterable[Iterable[object]]) -> Iterator[
 
 
 def history_csv(*, collection: Collection) -> Iterator[str]:
-    """Every judgement change of the collection as CSV, oldest first."""
+    """Every judgement change of the collection as CSV, oldest first; grades are numbers,
+    ids, usernames and notes text a spreadsheet will not evaluate."""
     rows = (
         JudgementHistory.objects.filter(query__collection=collection)
         .order_by("changed_at", "id")
@@ -132,16 +135,17 @@ def scores_trec(*, run: Run, ks: list[int], per_query: bool) -> Iterator[str]:
 
 
 def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Iterator[str]:
-    """Per-query and mean scores at full precision (repr), one row each."""
+    """Per-query and mean scores at full precision (repr), one row each; run names and qids
+    are text a spreadsheet will not evaluate, the scores stay numbers."""
     per_query = (
         [
             row.run,
             row.qid,
             row.k,
-            repr(row.ndcg),
-            repr(row.dcg),
-            repr(row.judged),
-            repr(row.ndcg_condensed),
+            row.ndcg,
+            row.dcg,
+            row.judged,
+            row.ndcg_condensed,
             "",
             "true" if row.answered else "false",
         ]
@@ -152,10 +156,10 @@ def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Ite
             mean.run,
             "all",
             mean.k,
-            repr(mean.ndcg),
+            mean.ndcg,
             "",
-            repr(mean.judged),
-            repr(mean.ndcg_condensed),
+            mean.judged,
+            mean.ndcg_condensed,
             mean.queries,
             "",
         ]
