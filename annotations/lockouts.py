@@ -4,7 +4,10 @@ Failures are counted per (username, address) and per username across addresses, 
 address alone: failed logins with made-up usernames lock out only those names, and one office
 behind one address is not locked out by one person's typos. A success clears only the
 failures of its own (username, address) pair, so logging into one's own account between
-guesses does not reset the count of another account.
+guesses does not reset the count of another account. An attempt refused during a lockout is
+not a failure (settings: AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT), and one address
+counts towards an account's total with at most NDCG_LOGIN_FAILURES failures, so that no one
+address can lock a person out of the other addresses.
 """
 
 from __future__ import annotations
@@ -27,13 +30,20 @@ class LockoutHandler(AxesDatabaseHandler):
 
     def get_failures(self, request: HttpRequest, credentials: dict | None = None) -> int:
         # AXES_LOCKOUT_PARAMETERS is [["username", "ip_address"], "username"]: pair, account
-        pair, account = (
-            attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
-            for attempts in self.get_user_attempts(request, credentials)
+        pair_attempts, account_attempts = self.get_user_attempts(request, credentials)
+        pair = pair_attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+        limit = get_failure_limit(request, credentials)
+        # Capped per address: requests racing past the pair's check before its lockout was
+        # recorded still give one address no more than the pair's limit in the total.
+        account = sum(
+            min(total or 0, limit)
+            for total in account_attempts.values("ip_address")
+            .annotate(total=Sum("failures_since_start"))
+            .values_list("total", flat=True)
         )
         if account >= settings.NDCG_LOGIN_FAILURES_PER_ACCOUNT:
             # the account is locked from everywhere: report the pair's limit as reached
-            return max(pair, get_failure_limit(request, credentials))
+            return max(int(pair), limit)
         return int(pair)
 
     def reset_user_attempts(self, request: HttpRequest, credentials: dict | None = None) -> int:

@@ -22,8 +22,8 @@ _ALWAYS = {
     "parameter out of range; `fields` names each parameter at fault.",
     406: "The Accept header admits no JSON.",
     414: "The request target (path and query string) is longer than the server accepts: "
-    "over 4,000 bytes. gunicorn answers request lines over its `limit_request_line` "
-    "(4,094 bytes by default) itself, with an HTML page.",
+    "over 4,000 bytes. A request line over gunicorn's `limit_request_line` (4,094 bytes by "
+    "default) is refused by the server itself, in the same shape.",
     429: "Too many requests: throttled, retry after the `Retry-After` header's seconds.",
     500: "The server failed; the error is logged (the body keeps the one error shape).",
 }
@@ -81,17 +81,12 @@ _VALIDATORS = {
 }
 
 
-# Statuses the HTTP server in front (gunicorn) gives as well, as an HTML page of its own.
-_HTML_TOO = {414}
 # A query parameter holding NUL is refused before any view (annotations/middleware.py).
 _NO_NUL = f"^[^{NUL}]*$"
 
 
-def _error(description: str, status: int = 0) -> dict[str, Any]:
-    content: dict[str, Any] = {"application/json": {"schema": _ERROR}}
-    if status in _HTML_TOO:
-        content["text/html"] = {"schema": {"type": "string"}}
-    return {"description": description, "content": content}
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
 
 
 def _refuse_nul(parameters: list[dict[str, Any]]) -> None:
@@ -133,7 +128,7 @@ def error_responses(
                     parameters.append(dict(_IDEMPOTENCY_KEY))
                 extra[422] = _KEY_REUSED
             for status, description in extra.items():
-                responses.setdefault(str(status), _error(description, status))
+                responses.setdefault(str(status), _error(description))
             operation["responses"] = dict(sorted(responses.items()))
     return result
 

@@ -4,6 +4,9 @@ import os
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "4"))
+# The sync worker; a request line or header fields gunicorn refuses as too long answer in the
+# API's error shape under /api/ (ndcg_platform/gunicorn_worker.py).
+worker_class = "ndcg_platform.gunicorn_worker.ApiErrorWorker"
 accesslog = "-"
 max_requests = 10_000
 max_requests_jitter = 500

@@ -228,7 +228,10 @@ CONTENT_SECURITY_POLICY = {
 # Login throttling (django-axes, annotations/lockouts.py): after NDCG_LOGIN_FAILURES failed
 # logins for one account from one address, or NDCG_LOGIN_FAILURES_PER_ACCOUNT for one account
 # from anywhere, further attempts are refused for NDCG_LOGIN_COOLOFF_MINUTES. Never per
-# address alone: made-up usernames lock out nobody else. Staff see the attempts in the admin.
+# address alone: made-up usernames lock out nobody else. Refused attempts are not failures,
+# and one address counts at most NDCG_LOGIN_FAILURES towards the account's total: locking an
+# account out of every address takes failures from several addresses. Staff see the attempts
+# in the admin.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -238,7 +241,16 @@ AXES_FAILURE_LIMIT = env_int("NDCG_LOGIN_FAILURES", 5, minimum=1)
 NDCG_LOGIN_FAILURES_PER_ACCOUNT = env_int(
     "NDCG_LOGIN_FAILURES_PER_ACCOUNT", 4 * AXES_FAILURE_LIMIT, minimum=1
 )
+if NDCG_LOGIN_FAILURES_PER_ACCOUNT <= AXES_FAILURE_LIMIT:
+    raise ImproperlyConfigured(
+        f"NDCG_LOGIN_FAILURES_PER_ACCOUNT={NDCG_LOGIN_FAILURES_PER_ACCOUNT} must be more than "
+        f"NDCG_LOGIN_FAILURES={AXES_FAILURE_LIMIT}: else one address could lock the account "
+        "out of every other"
+    )
 AXES_COOLOFF_TIME = env_int("NDCG_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
+# An attempt refused while locked out is not recorded: it neither counts as a failure nor
+# extends the cool-off (axes' default records it as one).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username"]
 AXES_RESET_ON_SUCCESS = True  # the pair's own failures only (LockoutHandler)
 AXES_LOCKOUT_CALLABLE = "annotations.api_errors.lockout_response"

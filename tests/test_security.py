@@ -1,5 +1,6 @@
 """Login throttling, security headers, the production checklist and the browsable API."""
 
+import io
 import os
 import subprocess
 import sys
@@ -35,13 +36,13 @@ def test_repeated_wrong_passwords_lock_the_account_even_against_the_right_one(
     locked = _login(client, "victim", "wrong")
     assert locked.status_code == 429
     assert "Too many failed logins" in locked.content.decode()
-    # from this address even the right password is refused (and counts: 4 failures)
+    # from this address even the right password is refused (and is no failure: 3 stay 3)
     assert _login(client, "victim", "right-password-1").status_code == 429
     # from another address the account still logs in, until it has failed 6 times in all
     other = Client(REMOTE_ADDR="10.0.0.2")
     assert _login(other, "victim", "right-password-1").status_code == 302
     third = Client(REMOTE_ADDR="10.0.0.3")
-    assert [_login(third, "victim", "wrong").status_code for _ in range(2)] == [200, 429]
+    assert [_login(third, "victim", "wrong").status_code for _ in range(3)] == [200, 200, 429]
     fourth = Client(REMOTE_ADDR="10.0.0.4")
     assert _login(fourth, "victim", "right-password-1").status_code == 429  # from anywhere
     from axes.models import AccessAttempt
@@ -243,3 +244,232 @@ def test_an_anonymous_caller_reads_no_schema_when_it_is_closed(db: None, monkeyp
     client.force_login(UserFactory(username="reader"))
     assert client.get("/api/schema/?format=json").status_code == 200
     assert client.get("/api/docs/").status_code == 200
+
+
+# --- lockouts an attacker cannot turn against the victim -------------------------------------
+
+
+def _admin_login(client: Client, username: str, password: str) -> Any:
+    return client.post(
+        "/admin/login/", {"username": username, "password": password, "next": "/admin/"}
+    )
+
+
+def _failures_recorded(username: str) -> tuple[int, list[Any]]:
+    """The failures stored for `username` in all, and each stored row's last failure time."""
+    from axes.models import AccessAttempt
+    from django.db.models import Sum
+
+    attempts = AccessAttempt.objects.filter(username=username)
+    total = attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+    return total, sorted(attempts.values_list("attempt_time", flat=True))
+
+
+def _every_door(username: str, password: str, address: str) -> list[int]:
+    """The login page, the admin's login and the token endpoint, each from `address`."""
+    return [
+        door(Client(REMOTE_ADDR=address), username, password).status_code
+        for door in (_login, _admin_login, _token)
+    ]
+
+
+def test_one_address_cannot_lock_an_account_out_of_other_addresses(db: None, settings: Any) -> None:
+    """The audit's attack: from one address 5 failures, then 50 more attempts on every
+    login door (wrong and right passwords, several user agents). That pair is locked; the
+    refusals are no failures, so the victim still logs in from another address."""
+    settings.AXES_FAILURE_LIMIT = 5
+    settings.NDCG_LOGIN_FAILURES_PER_ACCOUNT = 20
+    UserFactory(username="organiser", password="right-password-1", is_staff=True)
+    attacker = "198.51.100.7"
+    for _ in range(4):
+        assert _login(Client(REMOTE_ADDR=attacker), "organiser", "guess").status_code == 200
+    assert _token(Client(REMOTE_ADDR=attacker), "organiser", "guess").status_code == 429
+    locked_at = _failures_recorded("organiser")
+    assert locked_at[0] == 5
+    doors = (_login, _admin_login, _token)
+    for attempt in range(50):
+        client = Client(REMOTE_ADDR=attacker, HTTP_USER_AGENT=f"agent-{attempt % 7}")
+        password = "right-password-1" if attempt % 5 == 0 else "guess"
+        assert doors[attempt % 3](client, "organiser", password).status_code == 429
+    # no refusal was stored: neither a failure more nor a later cool-off start
+    assert _failures_recorded("organiser") == locked_at
+    assert _every_door("organiser", "right-password-1", "203.0.113.20")[:2] == [302, 302]
+    token = _token(Client(REMOTE_ADDR="203.0.113.21"), "organiser", "right-password-1")
+    assert token.status_code == 200 and token.json()["token"]
+    # and the attacker's pair stays locked for its cool-off
+    assert _every_door("organiser", "right-password-1", attacker) == [429, 429, 429]
+
+
+def test_failures_from_four_addresses_lock_the_account_from_everywhere(
+    db: None, settings: Any
+) -> None:
+    """20 failures for the account, at most 5 from each address: four addresses."""
+    settings.AXES_FAILURE_LIMIT = 5
+    settings.NDCG_LOGIN_FAILURES_PER_ACCOUNT = 20
+    UserFactory(username="organiser", password="right-password-1", is_staff=True)
+    for address in ("192.0.2.1", "192.0.2.2", "192.0.2.3"):
+        statuses = [_login(Client(REMOTE_ADDR=address), "organiser", "guess").status_code]
+        statuses += [_token(Client(REMOTE_ADDR=address), "organiser", "guess").status_code]
+        statuses += [
+            _login(Client(REMOTE_ADDR=address), "organiser", "guess").status_code for _ in range(8)
+        ]
+        assert statuses[:4] == [200, 401, 200, 200] and set(statuses[4:]) == {429}
+    assert _failures_recorded("organiser")[0] == 15
+    # three addresses: the account still logs in from a fourth (which keeps no failure)
+    assert _every_door("organiser", "right-password-1", "192.0.2.9") == [302, 302, 200]
+    fourth = Client(REMOTE_ADDR="192.0.2.4")
+    assert [_login(fourth, "organiser", "guess").status_code for _ in range(5)] == [200] * 4 + [429]
+    assert _every_door("organiser", "right-password-1", "192.0.2.10") == [429, 429, 429]
+    assert _every_door("organiser", "right-password-1", "192.0.2.9") == [429, 429, 429]
+    assert _failures_recorded("organiser")[0] == 20
+
+
+def test_failures_recorded_past_the_lock_by_racing_requests_count_once_per_address(
+    db: None, settings: Any
+) -> None:
+    """Requests sent together may all pass the check before the first failure is stored:
+    however many one address has stored, it counts the pair's limit towards the account."""
+    from axes.models import AccessAttempt
+    from django.utils import timezone
+
+    settings.AXES_FAILURE_LIMIT = 5
+    settings.NDCG_LOGIN_FAILURES_PER_ACCOUNT = 20
+    UserFactory(username="organiser", password="right-password-1", is_staff=True)
+    for agent in ("one", "two"):
+        AccessAttempt.objects.create(
+            username="organiser",
+            ip_address="198.51.100.8",
+            user_agent=agent,
+            failures_since_start=40,
+            attempt_time=timezone.now(),
+        )
+    assert _every_door("organiser", "right-password-1", "203.0.113.30") == [302, 302, 200]
+    assert _every_door("organiser", "right-password-1", "198.51.100.8") == [429, 429, 429]
+
+
+def test_an_account_limit_one_address_could_reach_alone_is_refused_at_start() -> None:
+    env = {**os.environ, "NDCG_LOGIN_FAILURES": "5", "NDCG_LOGIN_FAILURES_PER_ACCOUNT": "5"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "NDCG_LOGIN_FAILURES_PER_ACCOUNT=5 must be more than NDCG_LOGIN_FAILURES=5" in (
+        result.stderr
+    )
+
+
+# --- a password change ends the account's API tokens ----------------------------------------
+
+
+def _answers(key: str) -> int:
+    return Client().get("/api/v1/collections/", HTTP_AUTHORIZATION=f"Token {key}").status_code
+
+
+def _token_of(username: str, password: str) -> str:
+    response = _token(Client(), username, password)
+    assert response.status_code == 200, response.content
+    key = str(response.json()["token"])
+    assert _answers(key) == 200
+    return key
+
+
+def test_changing_ones_password_on_the_password_page_ends_ones_api_token(db: None) -> None:
+    UserFactory(username="scripter", password="old-password-1")
+    key = _token_of("scripter", "old-password-1")
+    browser = Client()
+    assert _login(browser, "scripter", "old-password-1").status_code == 302
+    changed = browser.post(
+        "/accounts/password/",
+        {
+            "old_password": "old-password-1",
+            "new_password1": "new-password-2",
+            "new_password2": "new-password-2",
+        },
+    )
+    assert changed.status_code == 302, changed.content
+    assert _answers(key) == 401
+    assert browser.get("/accounts/password/").status_code == 200  # this session stays
+    fresh = _token_of("scripter", "new-password-2")  # a new token, for the new password
+    assert fresh != key
+
+
+def test_a_password_set_through_a_set_password_link_ends_the_api_token(db: None) -> None:
+    from django.contrib.auth.tokens import default_token_generator
+    from django.utils.encoding import force_bytes
+    from django.utils.http import urlsafe_base64_encode
+
+    user = UserFactory(username="linked", password="old-password-1")
+    key = _token_of("linked", "old-password-1")
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    browser = Client()
+    form = browser.get(
+        f"/accounts/reset/{uid}/{default_token_generator.make_token(user)}/", follow=True
+    )
+    assert form.status_code == 200
+    done = browser.post(
+        form.redirect_chain[-1][0],
+        {"new_password1": "new-password-2", "new_password2": "new-password-2"},
+    )
+    assert done.status_code == 302, done.content
+    assert _answers(key) == 401
+
+
+def test_a_password_set_or_disabled_in_the_admin_ends_the_accounts_api_token(db: None) -> None:
+    UserFactory(username="root", password="root-password-1", is_staff=True, is_superuser=True)
+    user = UserFactory(username="scripter", password="old-password-1")
+    staff = Client()
+    assert _admin_login(staff, "root", "root-password-1").status_code == 302
+    key = _token_of("scripter", "old-password-1")
+    page = f"/admin/auth/user/{user.pk}/password/"
+    set_ = staff.post(page, {"usable_password": "true", "password1": "new-password-2",
+                             "password2": "new-password-2"})  # fmt: skip
+    assert set_.status_code == 302, set_.content
+    assert _answers(key) == 401
+    key = _token_of("scripter", "new-password-2")
+    disabled = staff.post(page, {"usable_password": "false", "unset-password": "1"})
+    assert disabled.status_code == 302, disabled.content
+    assert _answers(key) == 401
+
+
+def test_set_password_and_the_changepassword_command_end_the_api_token(
+    db: None, monkeypatch: Any
+) -> None:
+    import getpass
+
+    from django.core.management import call_command
+
+    user = UserFactory(username="scripter", password="old-password-1")
+    key = _token_of("scripter", "old-password-1")
+    user.set_password("new-password-2")
+    user.save()
+    assert _answers(key) == 401
+    key = _token_of("scripter", "new-password-2")
+    monkeypatch.setattr(getpass, "getpass", lambda prompt="": "third-password-3")
+    call_command("changepassword", "scripter", stdout=io.StringIO())
+    assert _answers(key) == 401
+    _token_of("scripter", "third-password-3")
+
+
+def test_saving_an_account_or_upgrading_its_password_hash_keeps_its_api_token(
+    db: None, settings: Any
+) -> None:
+    """Only a new password ends the token: not a save of other fields, a login, nor the
+    rehash Django does at login when the hasher changed (the password is the same)."""
+    from django.contrib.auth import get_user_model
+
+    user = UserFactory(username="scripter", password="old-password-1")
+    key = _token_of("scripter", "old-password-1")
+    user.first_name = "Ada"
+    user.save()
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.ScryptPasswordHasher",
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+    ]
+    assert _login(Client(), "scripter", "old-password-1").status_code == 302
+    assert get_user_model().objects.get(pk=user.pk).password.startswith("scrypt$")  # rehashed
+    assert _answers(key) == 200
