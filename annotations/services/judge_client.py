@@ -14,15 +14,29 @@ from dataclasses import dataclass
 import openai
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from openai.types.chat import ChatCompletion
 
 from annotations.formats import judge_prompts
 from annotations.models import MachineJudge
 from annotations.models.judges import KEY_NAME
-from annotations.services.outbound import outbound_refusal
+from annotations.services.outbound import (
+    AnswerRefused,
+    OutboundRefused,
+    Rule,
+    outbound_client,
+    outbound_refusal,
+)
 
 ATTEMPTS = 6
-TIMEOUT_SECONDS = 60.0
+TIMEOUT_SECONDS = 60.0  # each connect, read and write
+CALL_SECONDS = 2 * TIMEOUT_SECONDS  # one whole call, however slowly its answer trickles
 MAX_WAIT_SECONDS = 120.0
+# A chat completion's grade and reasoning fit many times over; with log-probabilities each
+# token carries its alternatives (some 400 bytes as the API writes them), and a judge may ask
+# for up to 8192 tokens.
+ANSWER_BYTES = 2**20
+LOGPROBS_ANSWER_BYTES = 8 * 2**20
+NOT_A_COMPLETION = "the endpoint's answer is not a chat completion"
 
 
 @dataclass(frozen=True)
@@ -43,16 +57,19 @@ class EndpointFailed(Exception):
     """The endpoint refused the request or kept failing: a message for the run's error."""
 
 
-def endpoint_refusal(url: str) -> str | None:
-    """Why the platform will not call a judge at `url`, or None: the rule of every outbound
-    call (`outbound.outbound_refusal`); a model server on this machine or a private network
-    (vLLM, Ollama, llama.cpp) needs NDCG_JUDGE_ALLOW_PRIVATE=true."""
-    return outbound_refusal(
-        url,
+def _rule() -> Rule:
+    return Rule(
         allow_private=settings.NDCG_JUDGE_ALLOW_PRIVATE,
         setting="NDCG_JUDGE_ALLOW_PRIVATE",
         credentials="the key comes from the server's environment",
     )
+
+
+def endpoint_refusal(url: str) -> str | None:
+    """Why the platform will not call a judge at `url`, or None: the rule of every outbound
+    call (`outbound.outbound_refusal`); a model server on this machine or a private network
+    (vLLM, Ollama, llama.cpp) needs NDCG_JUDGE_ALLOW_PRIVATE=true."""
+    return outbound_refusal(url, _rule())
 
 
 NO_KEY = "no-key"  # what an endpoint without keys is sent (the client needs some value)
@@ -128,6 +145,40 @@ def _tokens(completion: object) -> tuple[judge_prompts.Token, ...]:
     )
 
 
+def _count(value: object) -> int:
+    if value is None:
+        return 0
+    if not isinstance(value, int):
+        raise TypeError("a token count that is not a number")
+    return value
+
+
+def _answer(completion: object, *, logprobs: bool, seconds: float) -> Answer:
+    """What the platform takes from a chat completion (the first choice's text, the token
+    counts and, asked for, the tokens' alternatives); EndpointFailed for any other answer,
+    whose content is never quoted."""
+    # The client hands back whatever parsed: a str for a body that is not JSON, a
+    # ChatCompletion with any fields missing or of any type for JSON of another shape.
+    if not isinstance(completion, ChatCompletion):
+        raise EndpointFailed(NOT_A_COMPLETION)
+    try:
+        choices = completion.choices
+        text = (choices[0].message.content or "") if choices else ""
+        usage = completion.usage
+        answer = Answer(
+            text=text,
+            prompt_tokens=_count(usage.prompt_tokens) if usage else 0,
+            completion_tokens=_count(usage.completion_tokens) if usage else 0,
+            seconds=seconds,
+            tokens=_tokens(completion) if logprobs else (),
+        )
+    except (AttributeError, TypeError, ValueError, LookupError):
+        raise EndpointFailed(NOT_A_COMPLETION) from None
+    if not isinstance(answer.text, str):
+        raise EndpointFailed(NOT_A_COMPLETION)
+    return answer
+
+
 def ask(
     judge: MachineJudge,
     prompt: str,
@@ -136,14 +187,28 @@ def ask(
     sleep: Callable[[float], None] = time.sleep,
     attempts: int = ATTEMPTS,
 ) -> Answer:
-    """The endpoint's answer to one prompt; EndpointFailed when it refuses the request
-    (4xx other than 429) or still fails after `attempts` tries."""
-    refusal = endpoint_refusal(judge.base_url)  # again: the name may resolve elsewhere now
-    if refusal is not None:
-        raise EndpointFailed(f"the endpoint is not called: {refusal}")
-    client = openai.OpenAI(
-        base_url=judge.base_url, api_key=api_key(judge), max_retries=0, timeout=TIMEOUT_SECONDS
-    )
+    """The endpoint's answer to one prompt; EndpointFailed when it refuses the request (a
+    status other than 2xx, 429 and 5xx), gives an answer that is not a chat completion, is
+    not an address the platform calls, or still fails after `attempts` tries. Its messages
+    name status codes and error classes, never what the endpoint sent."""
+    limit = LOGPROBS_ANSWER_BYTES if judge.logprobs else ANSWER_BYTES
+    with outbound_client(_rule(), answer_bytes=limit, seconds=CALL_SECONDS) as http:
+        client = openai.OpenAI(
+            base_url=judge.base_url, api_key=api_key(judge), max_retries=0,
+            timeout=TIMEOUT_SECONDS, http_client=http,
+        )  # fmt: skip
+        return _asked(client, judge, prompt, pace=pace, sleep=sleep, attempts=attempts)
+
+
+def _asked(
+    client: openai.OpenAI,
+    judge: MachineJudge,
+    prompt: str,
+    *,
+    pace: Pace | None,
+    sleep: Callable[[float], None],
+    attempts: int,
+) -> Answer:
     last = ""
     for attempt in range(attempts):
         if pace is not None:
@@ -159,24 +224,27 @@ def ask(
                 logprobs=True if judge.logprobs else openai.omit,
                 top_logprobs=TOP_LOGPROBS if judge.logprobs else openai.omit,
             )
+        except OutboundRefused as refusal:
+            raise EndpointFailed(f"the endpoint is not called: {refusal}") from None
+        except AnswerRefused as refusal:
+            raise EndpointFailed(f"the endpoint's answer is not read: {refusal}") from None
         except openai.APIStatusError as error:
-            if error.status_code != 429 and error.status_code < 500:
-                raise EndpointFailed(f"the endpoint refused the request: {error.status_code} "
-                                     f"{str(error)[:200]}") from None  # fmt: skip
-            last = f"HTTP {error.status_code}"
+            code = error.status_code
+            if 300 <= code < 400:
+                raise EndpointFailed(
+                    f"the endpoint answered HTTP {code}, a redirect, which is not followed"
+                ) from None
+            if code != 429 and code < 500:
+                raise EndpointFailed(f"the endpoint refused the request: HTTP {code}") from None
+            last = f"HTTP {code}"
             wait = _retry_after(error)
         except (openai.APITimeoutError, openai.APIConnectionError) as error:
             last = type(error).__name__
+        except (openai.APIResponseValidationError, ValueError):
+            # JSON announced and not given (the client's own parse error)
+            raise EndpointFailed(NOT_A_COMPLETION) from None
         else:
-            usage = completion.usage
-            text = (completion.choices[0].message.content or "") if completion.choices else ""
-            return Answer(
-                text=text,
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
-                seconds=time.monotonic() - started,
-                tokens=_tokens(completion) if judge.logprobs else (),
-            )
+            return _answer(completion, logprobs=judge.logprobs, seconds=time.monotonic() - started)
         if attempt + 1 < attempts:
             backoff = min(MAX_WAIT_SECONDS, 2.0**attempt) * (0.5 + random.random() / 2)
             sleep(max(wait or 0.0, backoff))

@@ -10,12 +10,11 @@ given up as failed. At least once: a receiver deduplicates by `webhook-id`.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 
+import httpx2
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -26,23 +25,34 @@ from standardwebhooks import Webhook
 from annotations import events
 from annotations.models import Collection, WebhookDelivery, WebhookSubscription
 from annotations.models.webhooks import EVENT_TYPES
-from annotations.services.outbound import outbound_refusal
+from annotations.services.outbound import (
+    AnswerRefused,
+    OutboundRefused,
+    Rule,
+    outbound_client,
+    outbound_refusal,
+)
 
 USER_AGENT = "ndcg-platform-webhooks/1"
 BATCH = 50
 MAX_RETRY_AFTER = timedelta(days=1)
 MAX_SUBSCRIPTIONS = 20
+# Only the status and headers of an answer count; its body is never read.
+ANSWER_BYTES = 64 * 1024
+
+
+def _rule() -> Rule:
+    return Rule(
+        allow_private=settings.NDCG_WEBHOOK_ALLOW_PRIVATE,
+        setting="NDCG_WEBHOOK_ALLOW_PRIVATE",
+        credentials="deliveries are signed",
+    )
 
 
 def target_refusal(url: str) -> str | None:
     """Why the platform will not send to `url`, or None (`outbound.outbound_refusal`; internal
     addresses allowed by NDCG_WEBHOOK_ALLOW_PRIVATE)."""
-    return outbound_refusal(
-        url,
-        allow_private=settings.NDCG_WEBHOOK_ALLOW_PRIVATE,
-        setting="NDCG_WEBHOOK_ALLOW_PRIVATE",
-        credentials="deliveries are signed",
-    )
+    return outbound_refusal(url, _rule())
 
 
 def subscription_create(
@@ -109,17 +119,6 @@ def deliveries_send_due(*, limit: int = BATCH) -> float | None:
     return max(0.0, (following - timezone.now()).total_seconds())
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer, not a new target (it could point anywhere)."""
-
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
-# No proxy from the environment either: the target checked is the target reached.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
-
-
 def signed_headers(delivery: WebhookDelivery, moment: datetime) -> dict[str, str]:
     """The Standard Webhooks headers of one attempt of the delivery at `moment`."""
     signature = Webhook(delivery.subscription.secret).sign(
@@ -137,29 +136,29 @@ def _send(delivery: WebhookDelivery) -> None:
     status: int | None = None
     error = ""
     retry_after: timedelta | None = None
-    refusal = target_refusal(delivery.subscription.url)
-    if refusal is not None:
-        error = refusal
-    else:
-        request = urllib.request.Request(
-            delivery.subscription.url,
-            data=delivery.body.encode(),
-            method="POST",
-            headers={
-                "Content-Type": "application/json",
-                "User-Agent": USER_AGENT,
-                **signed_headers(delivery, moment),
-            },
-        )
-        try:
-            with _OPENER.open(request, timeout=settings.NDCG_WEBHOOK_TIMEOUT_SECONDS) as answer:
-                status = answer.status
-        except urllib.error.HTTPError as answer:
-            status = answer.code
-            error = f"HTTP {answer.code} {answer.reason}"
+    seconds = float(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        **signed_headers(delivery, moment),
+    }
+    try:
+        with (
+            outbound_client(_rule(), answer_bytes=ANSWER_BYTES, seconds=seconds) as client,
+            client.stream(
+                "POST", delivery.subscription.url, content=delivery.body.encode(), headers=headers
+            ) as answer,
+        ):
+            status = answer.status_code
             retry_after = retry_after_of(answer.headers.get("Retry-After"), moment)
-        except (OSError, ValueError) as failure:
-            error = f"{type(failure).__name__}: {failure}"
+    except (OutboundRefused, AnswerRefused) as refusal:
+        error = str(refusal)
+    except (httpx2.HTTPError, httpx2.InvalidURL, OSError, ValueError) as failure:
+        # The class only: an error's text can quote what the receiver sent.
+        error = type(failure).__name__
+    if status is not None and not 200 <= status < 300:
+        # The standard phrase, not the receiver's own.
+        error = f"HTTP {status} {httpx2.codes.get_reason_phrase(status)}".rstrip()
     _record(delivery, status, error, retry_after)
 
 
