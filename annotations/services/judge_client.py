@@ -186,16 +186,19 @@ def ask(
     pace: Pace | None = None,
     sleep: Callable[[float], None] = time.sleep,
     attempts: int = ATTEMPTS,
+    seconds: float = CALL_SECONDS,
 ) -> Answer:
     """The endpoint's answer to one prompt; EndpointFailed when it refuses the request (a
     status other than 2xx, 429 and 5xx), gives an answer that is not a chat completion, is
-    not an address the platform calls, or still fails after `attempts` tries. Its messages
-    name status codes and error classes, never what the endpoint sent."""
+    not an address the platform calls, or still fails after `attempts` tries of at most
+    `seconds` each. Its messages name status codes and error classes, never what the
+    endpoint sent."""
     limit = LOGPROBS_ANSWER_BYTES if judge.logprobs else ANSWER_BYTES
-    with outbound_client(_rule(), answer_bytes=limit, seconds=CALL_SECONDS) as http:
+    seconds = min(seconds, CALL_SECONDS)
+    with outbound_client(_rule(), answer_bytes=limit, seconds=seconds) as http:
         client = openai.OpenAI(
             base_url=judge.base_url, api_key=api_key(judge), max_retries=0,
-            timeout=TIMEOUT_SECONDS, http_client=http,
+            timeout=min(TIMEOUT_SECONDS, seconds), http_client=http,
         )  # fmt: skip
         return _asked(client, judge, prompt, pace=pace, sleep=sleep, attempts=attempts)
 

@@ -54,7 +54,9 @@ from annotations.services.members import system_account
 logger = logging.getLogger(__name__)
 
 TRY_PAIRS = 5
-TRY_ATTEMPTS = 2  # a try answers while the organiser waits
+# A try answers while the organiser waits, in a web request: one attempt per prompt and at
+# most TRY_SECONDS for all of them, far under the server's request timeout.
+TRY_SECONDS = 30.0
 PROGRESS_EVERY = 5
 
 
@@ -167,30 +169,51 @@ class Tried:
     variant_grade: int | None = None
 
 
+class _TryOver(Exception):
+    """The try's time is spent: the pairs left are shown as not asked."""
+
+
 def judge_try(*, judge: MachineJudge, pool: Pool | None = None) -> list[Tried]:
     """Ask about TRY_PAIRS pairs (of the pool, else of the collection's first pool) and show
-    the prompts, raw answers and grades; nothing is stored."""
+    the prompts, the answers' texts and grades, within TRY_SECONDS; nothing is stored."""
     api_key(judge)
     pool = pool or Pool.objects.filter(collection=judge.collection).order_by("id").first()
     if pool is None:
         raise ValidationError({"pool": "Build a pool first: a judge is tried on its pairs."})
     levels = levels_of(judge.collection)
     values = [level.value for level in levels]
-    tried = []
-    for pair in _pairs(pool, JudgeRun.ALL, limit=TRY_PAIRS):
+    deadline = time.monotonic() + TRY_SECONDS
+
+    def asked(prompt: str) -> str:
+        left = deadline - time.monotonic()
+        if left < 1.0:
+            raise _TryOver
+        try:
+            return ask(judge, prompt, attempts=1, seconds=left).text
+        except EndpointFailed as error:
+            if deadline - time.monotonic() < 1.0:  # cut short by the try's own time
+                raise _TryOver from None
+            raise ValidationError({"base_url": str(error)}) from None
+
+    tried: list[Tried] = []
+    pairs = _pairs(pool, JudgeRun.ALL, limit=TRY_PAIRS)
+    for pair in pairs:
         prompt = prompt_for(judge, pair, levels)
         try:
-            answer = ask(judge, prompt, attempts=TRY_ATTEMPTS).text
-        except EndpointFailed as error:
-            raise ValidationError({"base_url": str(error)}) from None
+            answer = asked(prompt)
+            second = (
+                asked(prompt_for(judge, pair, levels, variant=True))
+                if (judge.variant_template)
+                else ""
+            )
+        except _TryOver:
+            late = f"no answer within the try's {TRY_SECONDS:.0f} s"
+            tried.extend(
+                Tried(rest.query.qid, rest.document.docno, "", "", None, late)
+                for rest in pairs[len(tried) :]
+            )
+            break
         reading = judge_prompts.read_answer(answer, values)
-        second = ""
-        if judge.variant_template:
-            variant = prompt_for(judge, pair, levels, variant=True)
-            try:
-                second = ask(judge, variant, attempts=TRY_ATTEMPTS).text
-            except EndpointFailed as error:
-                raise ValidationError({"base_url": str(error)}) from None
         tried.append(
             Tried(
                 pair.query.qid, pair.document.docno, prompt, answer, reading.grade,
