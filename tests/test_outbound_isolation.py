@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from annotations import services
-from annotations.models import Collection, JudgeRun, Pool
-from annotations.services import judges
+from annotations.models import Collection, JudgeRun, Pool, WebhookDelivery
+from annotations.services import judges, webhooks
 from tests.factories import CollectionFactory, machine_judge
 from tests.fake_llm import FakeLlm, Reply, fake_llm, says
 
@@ -79,3 +79,44 @@ def test_a_try_against_a_slow_endpoint_ends_within_its_time_and_shows_what_it_go
     assert took < 4.5
     assert tried[0].grade == 2 and len(tried) == judges.TRY_PAIRS
     assert all(item.grade is None and "within the try's" in item.failure for item in tried[1:])
+
+
+def test_a_collection_with_slow_receivers_delays_anothers_deliveries_by_at_most_its_turn(
+    trial: Collection, settings, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Twenty deliveries of one collection, each running to the timeout, are due before one
+    of another collection: the other's goes second, and the slow collection stops after two
+    attempts' time in this call (the rest stay due for the next)."""
+    settings.NDCG_WEBHOOK_ALLOW_PRIVATE = True
+    settings.NDCG_WEBHOOK_TIMEOUT_SECONDS = 0.1
+    other = CollectionFactory(slug="other")
+    slow = webhooks.subscription_create(
+        collection=trial, url="http://127.0.0.1:9/slow", events=[], created_by=None
+    )
+    fast = webhooks.subscription_create(
+        collection=other, url="http://127.0.0.1:9/fast", events=[], created_by=None
+    )
+    earlier = timezone.now() - timedelta(minutes=1)
+    WebhookDelivery.objects.bulk_create(
+        [
+            WebhookDelivery(subscription=slow, event_type="webhook.test", body="{}",
+                            next_attempt=earlier)
+            for _ in range(20)
+        ]
+        + [WebhookDelivery(subscription=fast, event_type="webhook.test", body="{}",
+                           next_attempt=timezone.now())]
+    )  # fmt: skip
+    sent: list[str] = []
+
+    def send(delivery: WebhookDelivery) -> None:
+        sent.append(delivery.subscription.url.rsplit("/", 1)[1])
+        if delivery.subscription_id == slow.id:
+            time.sleep(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS)  # as an attempt timing out
+        WebhookDelivery.objects.filter(id=delivery.id).update(
+            state=WebhookDelivery.DELIVERED, claimed=None
+        )
+
+    monkeypatch.setattr(webhooks, "_send", send)
+    assert webhooks.deliveries_send_due() == 0.0  # more are due: sent in the next call
+    assert sent[:2] == ["slow", "fast"] and sent.count("fast") == 1
+    assert 2 <= sent.count("slow") <= 3

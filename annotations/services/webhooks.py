@@ -10,6 +10,8 @@ given up as failed. At least once: a receiver deduplicates by `webhook-id`.
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -90,24 +92,52 @@ def _claim_seconds() -> float:
     return 2 * float(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS) + 5
 
 
+def _collection_seconds() -> float:
+    """How long one collection's deliveries may take of one sending call: two attempts that
+    run to the timeout (the others' turns come before its third)."""
+    return 2 * float(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS)
+
+
 def deliveries_send_due(*, limit: int = BATCH) -> float | None:
-    """Send the deliveries that are due (up to `limit` per call, oldest due first); the
-    seconds until the next pending one is due (0 when more are due now), None if none is
-    pending. Safe to run in several processes: each delivery is claimed before it is sent."""
+    """Send the deliveries that are due (up to `limit` per call); the seconds until the next
+    pending one is due (0 when more are due now), None if none is pending. Collections take
+    turns, oldest due first within each, and one collection's deliveries stop for this call
+    once they have taken two attempts' time (`_collection_seconds`): a collection whose
+    receivers are slow delays another's by at most that. Safe to run in several processes:
+    each delivery is claimed before it is sent."""
     now = timezone.now()
     unclaimed = Q(claimed__isnull=True) | Q(claimed__lt=now - timedelta(seconds=_claim_seconds()))
-    pending = WebhookDelivery.objects.filter(unclaimed, state=WebhookDelivery.PENDING)
-    due = list(
-        pending.filter(next_attempt__lte=now)
-        .order_by("next_attempt", "id")
-        .values_list("id", flat=True)[:limit]
+    due = WebhookDelivery.objects.filter(
+        unclaimed, state=WebhookDelivery.PENDING, next_attempt__lte=now
     )
-    for delivery_id in due:
-        claimed = WebhookDelivery.objects.filter(
-            unclaimed, id=delivery_id, state=WebhookDelivery.PENDING
-        ).update(claimed=timezone.now())
-        if claimed:
-            _send(WebhookDelivery.objects.select_related("subscription").get(id=delivery_id))
+    collections = sorted(
+        set(due.order_by().values_list("subscription__collection_id", flat=True).distinct())
+    )
+    turns = {
+        collection_id: deque(
+            due.filter(subscription__collection_id=collection_id)
+            .order_by("next_attempt", "id")
+            .values_list("id", flat=True)[:limit]
+        )
+        for collection_id in collections
+    }
+    spent = dict.fromkeys(turns, 0.0)
+    sent = 0
+    while turns and sent < limit:
+        for collection_id in list(turns):
+            waiting = turns[collection_id]
+            if not waiting or spent[collection_id] >= _collection_seconds() or sent >= limit:
+                del turns[collection_id]
+                continue
+            delivery_id = waiting.popleft()
+            claimed = WebhookDelivery.objects.filter(
+                unclaimed, id=delivery_id, state=WebhookDelivery.PENDING
+            ).update(claimed=timezone.now())
+            if claimed:
+                started = time.monotonic()
+                _send(WebhookDelivery.objects.select_related("subscription").get(id=delivery_id))
+                spent[collection_id] += time.monotonic() - started
+                sent += 1
     following = (
         WebhookDelivery.objects.filter(state=WebhookDelivery.PENDING)
         .order_by("next_attempt")
