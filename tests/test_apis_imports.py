@@ -95,7 +95,8 @@ def test_qrels_are_the_callers_judgements_or_the_named_assessors(
 
     response = _post(users["org"], "qrels", b"q1 0 d1 1\n", assessor="ghost")
     assert response.status_code == 400
-    assert "no user named 'ghost'" in response.json()["error"]["fields"]["assessor"][0]
+    refusal = response.json()["error"]["fields"]["assessor"][0]
+    assert refusal.startswith("'ghost' is not an assessor or organiser of this collection")
 
 
 @pytest.mark.parametrize(

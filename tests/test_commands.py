@@ -28,7 +28,7 @@ from annotations.models import (
     Run,
 )
 from annotations.services.imports import LOOKUP_CHUNK
-from tests.factories import UserFactory
+from tests.factories import CollectionFactory, UserFactory
 from tests.stored import run_rows
 
 WriteFile = Callable[[str, "str | bytes"], Path]
@@ -38,6 +38,19 @@ WriteFile = Callable[[str, "str | bytes"], Path]
 def fast_password_hashing(settings: Any) -> None:
     """Factories hash a password per user; the production hasher costs ~0.3 s each."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def assessor(collection: Collection) -> Any:
+    """alice, an assessor of "demo": qrels are imported as the judgements of a member only."""
+    return member(collection, "alice")
+
+
+def member(collection: Collection, username: str) -> Any:
+    """An account with the assessor role in `collection`, as the members page makes one."""
+    user = UserFactory(username=username)
+    Membership.objects.create(collection=collection, user=user, role=Membership.ASSESSOR)
+    return user
 
 
 def run(command: str, *args: object) -> str:
@@ -455,19 +468,26 @@ def test_import_qrels_without_assessor_uses_a_passwordless_trec_account(
 def test_import_qrels_keeps_each_assessors_judgements_apart(
     worked_example: Collection, write_file: WriteFile
 ) -> None:
-    UserFactory(username="bob")
+    member(worked_example, "bob")
     run("import_qrels", "demo", write_file("bob.txt", lines("q1 0 d1 0")), "--assessor", "bob")
     assert grades_of(worked_example, "bob") == {("q1", "d1"): 0}
     assert grades_of(worked_example)[("q1", "d1")] == 3
 
 
-def test_import_qrels_with_an_unknown_assessor_fails_clearly(
-    worked_example: Collection, write_file: WriteFile
+@pytest.mark.parametrize("name", ["nobody", "outsider"])
+def test_import_qrels_as_anyone_but_a_member_fails_alike_whether_the_account_exists(
+    worked_example: Collection, write_file: WriteFile, name: str
 ) -> None:
+    other = CollectionFactory(slug="other")
+    member(other, "outsider")
     before = database_snapshot()
     path = write_file("qrels.txt", lines("q1 0 d1 0"))
-    message = command_error("import_qrels", "demo", path, "--assessor", "nobody")
-    assert message == "assessor: no user named 'nobody' (nothing was changed)"
+    message = command_error("import_qrels", "demo", path, "--assessor", name)
+    assert message == (
+        f"assessor: '{name}' is not an assessor or organiser of this collection: add them on "
+        "the Members page (/collections/demo/members/) or with POST "
+        "/api/v1/collections/demo/members/ first. (nothing was changed)"
+    )
     assert database_snapshot() == before
 
 
@@ -762,8 +782,8 @@ def test_a_failed_import_exits_with_status_1_and_prints_the_error(
 def test_export_qrels_writes_one_line_per_judged_pair_in_qid_and_docno_order(
     collection: Collection, write_file: WriteFile
 ) -> None:
-    bob = UserFactory(username="bob")
-    carol = UserFactory(username="carol")
+    bob = member(collection, "bob")
+    carol = member(collection, "carol")
     run("import_qrels", "demo", write_file("a.txt", lines("q2 7 d1 1", "q1 x d2 3", "q1 0 d1 0")))
     run("import_qrels", "demo", write_file("b.txt", lines("q1 0 d2 1")), "--assessor", bob.username)
     run(

@@ -138,7 +138,7 @@ def test_an_impact_ordered_pool_keeps_the_budget_of_highest_impact(small: Collec
 
 def test_assignments_hand_out_the_highest_impact_first(small: Collection) -> None:
     pool, _ = services.pool_build(collection=small, name="hot", depth=2, order="impact", budget=10)
-    bob = UserFactory(username="bob")
+    bob = MembershipFactory(collection=small, user=UserFactory(username="bob")).user
     [(assignment, count)] = services.assignment_create(pool=pool, assessors=[bob])
     impacts = list(
         AssignmentItem.objects.filter(assignment=assignment)
@@ -199,7 +199,7 @@ def _order(assignment_id: int) -> list[int]:
 
 def test_reprioritising_moves_only_items_not_yet_reached(wide: Collection) -> None:
     pool, _ = services.pool_build(collection=wide, name="hot", depth=3, order="impact", budget=50)
-    alice = UserFactory(username="alice")
+    alice = MembershipFactory(collection=wide, user=UserFactory(username="alice")).user
     [(assignment, count)] = services.assignment_create(pool=pool, assessors=[alice])
     assert count >= 6
     before = _order(assignment.id)
@@ -228,7 +228,7 @@ def test_reprioritising_moves_only_items_not_yet_reached(wide: Collection) -> No
 
 def test_a_refresh_after_judgements_reorders_the_unjudged_items_only(wide: Collection) -> None:
     pool, _ = services.pool_build(collection=wide, name="hot", depth=3, order="impact", budget=50)
-    alice = UserFactory(username="alice")
+    alice = MembershipFactory(collection=wide, user=UserFactory(username="alice")).user
     [(assignment, _count)] = services.assignment_create(pool=pool, assessors=[alice])
     before = _order(assignment.id)
     for position, grade in ((1, 3), (2, 0)):
@@ -359,7 +359,7 @@ def test_the_pools_page_builds_a_pool_by_impact(flips: Collection) -> None:
 
 def test_a_grade_lands_on_the_pair_shown_even_if_it_moved_meanwhile(wide: Collection) -> None:
     pool, _ = services.pool_build(collection=wide, name="hot", depth=3, order="impact", budget=50)
-    alice = UserFactory(username="alice")
+    alice = MembershipFactory(collection=wide, user=UserFactory(username="alice")).user
     [(assignment, _count)] = services.assignment_create(pool=pool, assessors=[alice])
     client = Client()
     client.force_login(alice)

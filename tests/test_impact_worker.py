@@ -8,7 +8,7 @@ import pytest
 from annotations import services, tasks
 from annotations.models import AssignmentItem, Collection, ImpactSnapshot, PoolEntry, Query, Run
 from annotations.selectors.scores_state import scores_state
-from tests.factories import UserFactory
+from tests.factories import MembershipFactory, UserFactory
 from tests.test_tasks import celery_worker
 from tests.waiting import wait_until
 
@@ -36,7 +36,7 @@ def test_the_worker_refreshes_impact_and_reprioritises_after_a_judgement(
         collection=worked_example, name="hot", depth=6, order="impact", budget=10
     )
     assert added > 1
-    bob = UserFactory(username="bob")
+    bob = MembershipFactory(collection=worked_example, user=UserFactory(username="bob")).user
     [(assignment, _)] = services.assignment_create(pool=pool, assessors=[bob])
     first = AssignmentItem.objects.get(assignment=assignment, position=1)
     assert first.entry.impact and first.entry.impact > 0

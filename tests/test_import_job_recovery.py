@@ -258,7 +258,7 @@ def test_a_dead_limit_not_above_the_heartbeat_is_refused_at_start_up() -> None:
 def test_retry_imports_the_same_upload_as_the_same_assessor_and_then_deletes_it(
     collection: Collection, olga: Client
 ) -> None:
-    alice = UserFactory(username="alice")
+    alice = MembershipFactory(collection=collection, user=UserFactory(username="alice")).user
     job = _stopped(collection, content=_qrels(120), assessor=alice)
     upload = stored_upload(job)
     page = olga.get(reverse("collection-imports", args=["demo"])).content.decode()

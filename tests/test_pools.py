@@ -145,13 +145,13 @@ def test_a_pool_needs_runs_and_a_positive_depth(trial: Collection) -> None:
     assert not Pool.objects.exists()
 
 
-def test_an_assigned_non_member_becomes_an_assessor_member(trial: Collection) -> None:
+def test_assigning_a_non_member_is_refused_and_makes_nobody_a_member(trial: Collection) -> None:
     pool, _ = services.pool_build(collection=trial, name="main", depth=1)
     newcomer = UserFactory(username="nina")
-    services.assignment_create(pool=pool, assessors=[newcomer])
-    assert Membership.objects.filter(
-        collection=trial, user=newcomer, role=Membership.ASSESSOR
-    ).exists()
+    with pytest.raises(ValidationError, match="'nina' is not an assessor or organiser"):
+        services.assignment_create(pool=pool, assessors=[user("alice"), newcomer])
+    assert not Membership.objects.filter(user=newcomer).exists()
+    assert not Assignment.objects.exists()
 
 
 def test_the_database_refuses_duplicate_pairs_and_items(trial: Collection) -> None:

@@ -161,9 +161,11 @@ class ImportJobListCreateApi(CollectionListApiView):
         upload = checked_upload(data["file"])
         options: dict[str, Any] = {}
         if kind == ImportJob.QRELS:
-            username = data.get("assessor")
-            caller = calling_user(request)
-            options["assessor"] = caller if username is None else services.import_assessor(username)
+            options["assessor"] = services.qrels_assessor(
+                collection=self.collection,
+                username=data.get("assessor"),
+                default=calling_user(request),
+            )
         if kind == ImportJob.RUN:
             if data.get("name") and data["split_tags"]:
                 problem = "a run name names no run: each tag names its run"

@@ -119,16 +119,20 @@ class QrelsImportApi(FileImportApi):
     form_class = QrelsUploadSerializer
     kind = ImportJob.QRELS
 
+    def assessor(self, form: dict[str, Any]) -> Any:
+        return services.qrels_assessor(
+            collection=self.collection,
+            username=form.get("assessor"),
+            default=calling_user(self.request),
+        )
+
     def job_options(self, form: dict[str, Any]) -> dict[str, Any]:
-        username = form.get("assessor")
-        caller = calling_user(self.request)
-        return {"assessor": caller if username is None else services.import_assessor(username)}
+        return {"assessor": self.assessor(form)}
 
     def import_file(self, source: BinaryIO, name: str, form: dict[str, Any]) -> Any:
         caller = calling_user(self.request)
         with transaction.atomic():
-            username = form.get("assessor")
-            assessor = caller if username is None else services.import_assessor(username)
+            assessor = self.assessor(form)
             return services.judgements_import(
                 collection=self.collection,
                 source=source,
@@ -140,7 +144,9 @@ class QrelsImportApi(FileImportApi):
     @_import_schema(
         "Import TREC qrels as one assessor's judgements (organisers; as import_qrels)",
         "`qid iter docno grade` lines, grades on the collection's scale. The judgements are "
-        "the caller's, or those of the user named by `assessor`; re-importing updates changed "
+        "the caller's, or those of `assessor`: an organiser or assessor of the collection, or "
+        "the import account `trec` (any other name, an account or not, is the same 400); "
+        "re-importing updates changed "
         "grades (one history row each, source `import`), adds new pairs and leaves the others "
         "alone. Queries and documents the file names that the collection lacks are created "
         "(ids only). The affected queries are rescored after the import commits.",

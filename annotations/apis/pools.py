@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ValidationError
@@ -52,17 +51,6 @@ def queries_named(collection: Collection, qids: list[str], field: str = "queries
     if unknown:
         raise ValidationError({field: [f"Unknown queries: {', '.join(map(repr, unknown))}."]})
     return [found[qid] for qid in dict.fromkeys(qids)]
-
-
-def users_named(usernames: list[str], field: str) -> list[Any]:
-    found = {
-        user.get_username(): user
-        for user in get_user_model().objects.filter(username__in=usernames, is_active=True)
-    }
-    unknown = [name for name in usernames if name not in found]
-    if unknown:
-        raise ValidationError({field: [f"Unknown accounts: {', '.join(map(repr, unknown))}."]})
-    return [found[name] for name in dict.fromkeys(usernames)]
 
 
 def assignment_body(assignment: Assignment) -> dict[str, Any]:
@@ -196,7 +184,8 @@ class PoolAssignApi(PoolApiView):
         summary="Assign a pool's pairs so that each has `overlap` assessors",
         description="As the pool page: only pairs short of the overlap are handed out "
         "(again after an extension: just the new ones), to those with fewest pairs, keeping a "
-        "query with the same people; assessors who are not members become assessor members.",
+        "query with the same people. Every assessor must already be an organiser or assessor "
+        "of the collection (`members/`); any other name, an account or not, gets the same 400.",
         request=AssignInputSerializer,
         responses={200: AssignedSerializer(many=True), **documented_errors(400, 401, 403, 404)},
     )
@@ -207,7 +196,9 @@ class PoolAssignApi(PoolApiView):
         data = form.validated_data
         result = services.assignment_create(
             pool=pool,
-            assessors=users_named(data["assessors"], "assessors"),
+            assessors=services.grading_members_named(
+                collection=self.collection, usernames=data["assessors"], field="assessors"
+            ),
             overlap=data["overlap"],
             queries=queries_named(self.collection, data["queries"]),
             pairs=data["pairs"],
@@ -227,7 +218,8 @@ class AssignmentReleaseApi(CollectionApiView):
         summary="Release what an assessor has left, or hand it to another assessor",
         description="The pairs the assessor has not graded (skipped ones included) leave the "
         "assignment: back to the pool (the next assignment hands them out) or, with `to`, "
-        "appended to that assessor's assignment of the pool. Grades given stay.",
+        "appended to that assessor's assignment of the pool (`to` must already be an organiser "
+        "or assessor of the collection, as for assign). Grades given stay.",
         request=ReleaseInputSerializer,
         responses={200: ReleasedSerializer, **documented_errors(400, 401, 403, 404)},
     )
@@ -240,7 +232,13 @@ class AssignmentReleaseApi(CollectionApiView):
         form = ReleaseInputSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         to_name = form.validated_data["to"]
-        to = users_named([to_name], "to")[0] if to_name else None
+        to = (
+            services.grading_members_named(
+                collection=self.collection, usernames=[to_name], field="to"
+            )[0]
+            if to_name
+            else None
+        )
         released, handed = assignment_release(
             assignment=assignment, actor=calling_user(request), to=to
         )

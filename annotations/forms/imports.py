@@ -10,9 +10,11 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
-from annotations.models import Collection, ImportJob, Membership
+from annotations.models import Collection, ImportJob
+from annotations.selectors.judging import grading_members
 from annotations.services.jobs import upload_text_problem
 from annotations.services.judgements import IMPORT_ASSESSOR
+from annotations.services.members import not_a_member
 
 
 def _size_checked(upload: UploadedFile) -> UploadedFile:
@@ -102,16 +104,16 @@ class QrelsForm(UploadForm):
         required=False,
         label="Record the judgements as",
         empty_label=f"the import account ({IMPORT_ASSESSOR})",
-        help_text="The account whose judgements these are: the import account, or a member.",
+        help_text="The account whose judgements these are: the import account, or an "
+        "organiser or assessor of the collection.",
     )
 
     def __init__(self, *args: Any, collection: Collection, **kwargs: Any) -> None:
         super().__init__(*args, collection=collection, **kwargs)
         field = cast(forms.ModelChoiceField, self.fields["assessor"])
-        members = Membership.objects.filter(
-            collection=collection, role__in=[Membership.ASSESSOR, Membership.ORGANISER]
-        ).values("user_id")
-        field.queryset = get_user_model().objects.filter(pk__in=members).order_by("username")
+        field.queryset = grading_members(collection=collection).order_by("username")
+        # One answer for any account not offered, as the API's for any name it refuses.
+        field.error_messages["invalid_choice"] = not_a_member(collection=collection)
 
 
 class RunsForm(UploadForm):

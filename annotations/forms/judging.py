@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from annotations.models import Collection, JudgementHistory, Query, Run
+from annotations.services.members import not_a_member
 
 DISAGREEMENT_CHOICES = [(2, "Grades differ by 2 or more"), (1, "Any difference")]
 
@@ -111,19 +112,39 @@ class AssignmentForm(_CollectionForm):
             .objects.filter(pk__in=[user.pk for user in assessors])
             .order_by("username")
         )
+        # One answer for any account not offered, as the API's for any name it refuses.
+        field.error_messages["invalid_choice"] = not_a_member(collection=self.collection)
 
 
 class ReleaseForm(forms.Form):
     """What an assessor has left of an assignment: back to the pool (``to`` empty) or handed
-    to another member of the collection."""
+    to another organiser or assessor of the collection (``assessors``)."""
 
-    to = forms.ChoiceField(required=False, label="Hand to")
+    to = forms.CharField(required=False, label="Hand to", widget=forms.Select)
 
-    def __init__(self, *args: Any, assessors: list[Any], holder: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        collection: Collection,
+        assessors: list[Any],
+        holder: Any,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["to"]).choices = [("", "back to the pool")] + [
-            (user.get_username(), user.get_username()) for user in assessors if user.pk != holder.pk
-        ]
+        self.collection = collection
+        self.holder = holder
+        names = [user.get_username() for user in assessors if user.pk != holder.pk]
+        self.offered = set(names)
+        select = cast(forms.Select, self.fields["to"].widget)
+        select.choices = [("", "back to the pool")] + [(name, name) for name in names]
+
+    def clean_to(self) -> str:
+        name: str = self.cleaned_data["to"]
+        if name and name == self.holder.get_username():
+            raise ValidationError("Hand the pairs to another assessor than their holder.")
+        if name and name not in self.offered:
+            raise ValidationError(not_a_member(collection=self.collection, username=name))
+        return name
 
 
 class GradeForm(forms.Form):

@@ -270,16 +270,31 @@ def pool_unassigned_count(*, pool: Pool) -> int:
     return pool.entries.annotate(assigned=Count("items")).filter(assigned__lt=pool.overlap).count()
 
 
-def collection_assessors(*, collection: Collection) -> list[Any]:
-    """Users who may be given assignments: the collection's members, by username."""
+# The roles that grade (the judgements API's writers): work is assigned to, and qrels are
+# imported as the judgements of, only an active account holding one of them in the collection.
+GRADING_ROLES = (Membership.ORGANISER, Membership.ASSESSOR)
+
+
+def grading_members(*, collection: Collection) -> QuerySet[Any]:
+    """The collection's active organisers and assessors. Staff are no exception: a staff
+    account that is to grade joins on the members page like anyone, so naming an account
+    never tells whether it exists outside the collection."""
     from django.contrib.auth import get_user_model
 
-    return list(
+    return (
         get_user_model()
-        .objects.filter(memberships__collection=collection)
+        .objects.filter(
+            is_active=True,
+            memberships__collection=collection,
+            memberships__role__in=GRADING_ROLES,
+        )
         .distinct()
-        .order_by("username")
     )
+
+
+def collection_assessors(*, collection: Collection) -> list[Any]:
+    """Users who may be given assignments: `grading_members`, by username."""
+    return list(grading_members(collection=collection).order_by("username"))
 
 
 # --- agreement --------------------------------------------------------------------------

@@ -33,8 +33,9 @@ class QrelsUploadSerializer(StrictInputMixin, serializers.Serializer):
         min_length=1,
         max_length=150,
         trim_whitespace=False,
-        help_text="Username the judgements are recorded under (as import_qrels --assessor); "
-        "the caller's own account when absent.",
+        help_text="Username the judgements are recorded under (as import_qrels --assessor): "
+        "an organiser or assessor of the collection, or the import account `trec`; the "
+        "caller's own account when absent.",
     )
 
 
@@ -91,8 +92,9 @@ class ImportJobUploadSerializer(StrictInputMixin, serializers.Serializer):  # ty
         min_length=1,
         max_length=150,
         trim_whitespace=False,
-        help_text="Qrels: the username the judgements are recorded under; the caller's own "
-        "account when absent.",
+        help_text="Qrels: the username the judgements are recorded under, an organiser or "
+        "assessor of the collection or the import account `trec`; the caller's own account "
+        "when absent.",
     )
     name = IdField(required=False, help_text="Run: its name (default: the file's tag).")
     description = serializers.CharField(

@@ -106,7 +106,9 @@ class PoolExtendedSerializer(serializers.Serializer):
 
 class AssignInputSerializer(StrictInputMixin, serializers.Serializer):
     assessors = serializers.ListField(
-        child=serializers.CharField(max_length=150), min_length=1, help_text="Usernames."
+        child=serializers.CharField(max_length=150),
+        min_length=1,
+        help_text="Usernames of the collection's organisers and assessors.",
     )
     overlap = serializers.IntegerField(
         min_value=1, max_value=20, required=False, allow_null=True, default=None,
@@ -129,7 +131,8 @@ class AssignedSerializer(serializers.Serializer):
 class ReleaseInputSerializer(StrictInputMixin, serializers.Serializer):
     to = serializers.CharField(
         max_length=150, required=False, allow_null=True, default=None,
-        help_text="Hand the pairs to this assessor (username); empty: back to the pool.",
+        help_text="Hand the pairs to this organiser or assessor of the collection (username); "
+        "empty: back to the pool.",
     )  # fmt: skip
 
 

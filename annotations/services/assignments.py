@@ -9,8 +9,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef
 
-from annotations.models import Assignment, AssignmentItem, Judgement, Membership, Pool
+from annotations.models import Assignment, AssignmentItem, Judgement, Pool
 from annotations.selectors.judging import user_is_organiser
+from annotations.services.members import grading_members_check
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -39,9 +40,10 @@ def assignment_release(
 
     Without `to` the pairs go back to the pool: they fall short of its overlap again and the
     next `assignment_create` hands them out. With `to` they are appended, in their order, to
-    `to`'s assignment of the same pool (created, and `to` made an assessor member, as
-    `assignment_create` does), except pairs `to` already holds. Graded pairs and their
-    judgements stay with the assessor. Only an organiser of the collection may do it.
+    `to`'s assignment of the same pool (created if need be), except pairs `to` already
+    holds; `to` must already be an organiser or assessor of the collection, as for
+    `assignment_create`. Graded pairs and their judgements stay with the assessor. Only an
+    organiser of the collection may do it.
     """
     pool = assignment.pool
     collection = pool.collection
@@ -49,18 +51,14 @@ def assignment_release(
         raise PermissionDenied("Only an organiser of the collection may release assignments.")
     if to is not None and to.pk == assignment.assessor_id:
         raise ValidationError({"to": "Hand the pairs to another assessor than their holder."})
+    if to is not None:
+        grading_members_check(collection=collection, users=[to], field="to")
     with transaction.atomic():
         # The pool's lock serialises this with assignment_create on the same pool.
         Pool.objects.select_for_update().filter(id=pool.id).first()
         items = _ungraded(assignment)
         handed = 0
         if to is not None and items:
-            if not (
-                to.is_staff or Membership.objects.filter(collection=collection, user=to).exists()
-            ):
-                Membership.objects.get_or_create(
-                    collection=collection, user=to, role=Membership.ASSESSOR
-                )
             target, _ = Assignment.objects.get_or_create(
                 pool=pool, assessor=to, defaults={"created_by": actor}
             )

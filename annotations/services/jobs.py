@@ -30,7 +30,11 @@ from annotations.services.job_progress import (
     ProgressWriter,
     lines_count,
 )
-from annotations.services.judgements import import_assessor, judgements_import
+from annotations.services.judgements import (
+    import_assessor,
+    judgements_import,
+    qrels_assessor_check,
+)
 from annotations.services.run_storage import RunCheck
 from annotations.services.runs import run_files_import
 from annotations.services.upload_store import upload_delete, upload_open, upload_save
@@ -85,7 +89,11 @@ def import_job_create(
     description: str = "",
 ) -> ImportJob:
     """Store an uploaded file in the uploads storage (`upload_store`) and record its job,
-    queued (start it with `job_queue.import_jobs_start` once it is committed)."""
+    queued (start it with `job_queue.import_jobs_start` once it is committed). A qrels job's
+    `assessor` is the uploader, the import account or an organiser or assessor of the
+    collection (`qrels_assessor_check`)."""
+    if kind == ImportJob.QRELS and assessor is not None:
+        qrels_assessor_check(collection=collection, assessor=assessor, uploader=created_by)
     job = ImportJob(
         collection=collection,
         kind=kind,

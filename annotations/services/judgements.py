@@ -7,7 +7,6 @@ from datetime import datetime
 from itertools import islice
 from typing import cast
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -34,7 +33,11 @@ from annotations.services.imports import (
     queries_ensure,
 )
 from annotations.services.marks import queries_mark_stale
-from annotations.services.members import system_account
+from annotations.services.members import (
+    grading_members_check,
+    grading_members_named,
+    system_account,
+)
 
 IMPORT_ASSESSOR = "trec"
 
@@ -238,15 +241,35 @@ def _history(
     )
 
 
-def import_assessor(username: str | None = None) -> User:
-    """The account judgements are imported under (a non-login account by default)."""
-    user_model = get_user_model()
-    if username:
-        try:
-            return user_model.objects.get(username=username)
-        except user_model.DoesNotExist:
-            raise ValidationError({"assessor": f"no user named {username!r}"}) from None
+def import_assessor() -> User:
+    """The import account, a non-login account judgements are imported under by default."""
     return cast(User, system_account(IMPORT_ASSESSOR))
+
+
+def qrels_assessor(
+    *, collection: Collection, username: str | None, default: User | None = None
+) -> User:
+    """Whose judgements a qrels import into `collection` records, from the name given: no
+    name (or `default`'s own) gives `default` (the API's caller), or the import account
+    when there is none; the import account's name gives it; any other name must be an
+    organiser or assessor of the collection, and every name that is not gets the same
+    `NOT_A_MEMBER` answer, so an import tells nothing about accounts elsewhere."""
+    if default is not None and username in (None, default.get_username()):
+        return default
+    if not username or username == IMPORT_ASSESSOR:
+        return import_assessor()
+    [member] = grading_members_named(collection=collection, usernames=[username], field="assessor")
+    return member
+
+
+def qrels_assessor_check(*, collection: Collection, assessor: User, uploader: User | None) -> None:
+    """Refuse an account `qrels_assessor` would not give for this uploader (an import job's
+    own check on the account it is handed)."""
+    if uploader is not None and assessor.pk == uploader.pk:
+        return
+    if assessor.get_username() == IMPORT_ASSESSOR:
+        return
+    grading_members_check(collection=collection, users=[assessor], field="assessor")
 
 
 QRELS_BATCH = 50_000

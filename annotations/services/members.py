@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, User
@@ -14,6 +16,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from annotations.models import AccountAudit, AccountOrigin, Collection, Membership
+from annotations.selectors.judging import grading_members
 
 ROLES = {role for role, _ in Membership.ROLE_CHOICES}
 
@@ -33,6 +36,14 @@ USERNAME_TAKEN = "This username is taken: choose another, or add the person's ow
 LINK_REFUSED = (
     "A set-password link is issued only for an account this collection created that has not "
     "set a password and holds no role elsewhere; staff can help with any other account."
+)
+# One answer for every name that is not an organiser or assessor of the collection: another
+# collection's account, a system account, staff, or no account at all. Whoever names someone
+# (to assign work, hand it over or import judgements) learns nothing about accounts outside
+# the collection, and only the members page makes anyone a member.
+NOT_A_MEMBER = (
+    "{who} is not an assessor or organiser of this collection: add them on the Members page "
+    "({page}) or with POST {api} first."
 )
 
 
@@ -99,6 +110,52 @@ def membership_grant(*, collection: Collection, user: AbstractBaseUser, role: st
     _check_role(role)
     membership, _ = Membership.objects.get_or_create(collection=collection, user=user, role=role)
     return membership
+
+
+def not_a_member(*, collection: Collection, username: str | None = None) -> str:
+    """`NOT_A_MEMBER` for `username` (None: a form's choice, posted as an id), naming the
+    collection's members page and endpoint."""
+    return NOT_A_MEMBER.format(
+        who="The account chosen" if username is None else repr(username),
+        page=reverse("collection-members", args=[collection.slug]),
+        api=reverse("api:members", kwargs={"slug": collection.slug}),
+    )
+
+
+def grading_members_named(
+    *, collection: Collection, usernames: Sequence[str], field: str
+) -> list[User]:
+    """The collection's organisers and assessors of these usernames, in their order (each
+    once); any other name is refused under `field` with `NOT_A_MEMBER`, whether an account
+    has it or not."""
+    wanted = list(dict.fromkeys(usernames))
+    found = {
+        user.get_username(): user
+        for user in grading_members(collection=collection).filter(username__in=wanted)
+    }
+    outside = [name for name in wanted if name not in found]
+    if outside:
+        raise ValidationError(
+            {field: [not_a_member(collection=collection, username=name) for name in outside]}
+        )
+    return [found[name] for name in wanted]
+
+
+def grading_members_check(
+    *, collection: Collection, users: Sequence[AbstractBaseUser], field: str
+) -> None:
+    """Refuse, as `grading_members_named` does, any of `users` who is not an organiser or
+    assessor of the collection: the services' own check on accounts resolved elsewhere."""
+    inside = set(
+        grading_members(collection=collection)
+        .filter(pk__in=[user.pk for user in users])
+        .values_list("pk", flat=True)
+    )
+    outside = [user.get_username() for user in users if user.pk not in inside]
+    if outside:
+        raise ValidationError(
+            {field: [not_a_member(collection=collection, username=name) for name in outside]}
+        )
 
 
 def account_create(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -16,7 +16,6 @@ from annotations.models import (
     Collection,
     Document,
     Judgement,
-    Membership,
     Pool,
     PoolEntry,
     Query,
@@ -32,6 +31,7 @@ from annotations.services.impact import (
     pool_entries_impact_set,
 )
 from annotations.services.judgements import grade_check, judgement_delete, judgement_record
+from annotations.services.members import grading_members_check
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -238,12 +238,6 @@ def pool_add_pairs(*, pool: Pool, query: Query, document_ids: Sequence[int], add
 # --- assignments ------------------------------------------------------------------------
 
 
-def _ensure_member(collection: Collection, user: Any) -> None:
-    if user.is_staff or Membership.objects.filter(collection=collection, user=user).exists():
-        return
-    Membership.objects.get_or_create(collection=collection, user=user, role=Membership.ASSESSOR)
-
-
 def assignment_create(
     *,
     pool: Pool,
@@ -260,9 +254,10 @@ def assignment_create(
     `pool_extend` assigns just the new ones; items are appended after an assessor's existing
     ones, never reordered. A pair goes to the assessors with the fewest pairs, preferring
     those who already have its query (a query stays with the same people). `queries` limits
-    it to some queries, `pairs` caps how many new pairs each assessor gets. Assessors who
-    are not members of the collection become assessor members. An impact-ordered pool
-    hands out its pairs highest impact first.
+    it to some queries, `pairs` caps how many new pairs each assessor gets. Every assessor
+    must already be an organiser or assessor of the collection (`grading_members_check`):
+    assigning work makes nobody a member. An impact-ordered pool hands out its pairs
+    highest impact first.
     """
     people = list({user.pk: user for user in assessors}.values())
     target = pool.overlap if overlap is None else overlap
@@ -276,6 +271,7 @@ def assignment_create(
         )
     if pairs is not None and pairs < 1:
         raise ValidationError({"pairs": "The number of pairs must be at least 1."})
+    grading_members_check(collection=pool.collection, users=people, field="assessors")
     chosen_queries = list(queries or [])
     _check_members(pool.collection, chosen_queries, "queries")
     with transaction.atomic():
@@ -286,7 +282,6 @@ def assignment_create(
             pool.save(update_fields=["overlap", "updated"])
         assignments: dict[int, Assignment] = {}
         for user in people:
-            _ensure_member(pool.collection, user)
             assignments[user.pk], _ = Assignment.objects.get_or_create(
                 pool=pool, assessor=user, defaults={"created_by": created_by}
             )

@@ -121,7 +121,11 @@ def _pool_page(
         "entry_count": pool.entries.count(),
         "unassigned": selectors.pool_unassigned_count(pool=pool),
         "assignments": [
-            (assignment, progress, ReleaseForm(assessors=assessors, holder=assignment.assessor))
+            (
+                assignment,
+                progress,
+                ReleaseForm(collection=collection, assessors=assessors, holder=assignment.assessor),
+            )
             for assignment, progress in selectors.pool_assignments(pool=pool)
         ],
         "assign_form": assign_form
@@ -204,7 +208,9 @@ def pool_release(request: HttpRequest, slug: str, pool_id: int, assignment_id: i
         pool__collection=collection,
     )
     assessors = selectors.collection_assessors(collection=collection)
-    form = ReleaseForm(request.POST, assessors=assessors, holder=assignment.assessor)
+    form = ReleaseForm(
+        request.POST, collection=collection, assessors=assessors, holder=assignment.assessor
+    )
     holder = assignment.assessor.get_username()
     if not form.is_valid():
         messages.error(

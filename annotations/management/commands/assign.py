@@ -2,7 +2,6 @@
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 from annotations import services
@@ -17,14 +16,19 @@ from annotations.models import Pool
 
 class Command(CollectionCommand):
     help = (
-        "Assign the pairs of POOL still short of --overlap assessors; run it again after "
-        "extending the pool to assign the new pairs"
+        "Assign the pairs of POOL still short of --overlap assessors, each an organiser or "
+        "assessor of the collection already (add them with the members page or API first); "
+        "run it again after extending the pool to assign the new pairs"
     )
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)
         parser.add_argument("pool", help="the pool's name")
-        parser.add_argument("--assessors", required=True, help="usernames, comma-separated")
+        parser.add_argument(
+            "--assessors",
+            required=True,
+            help="usernames of the collection's organisers and assessors, comma-separated",
+        )
         parser.add_argument("--overlap", type=int, default=None, help="assessors per pair")
         parser.add_argument("--queries", default=None, help="qids, comma-separated")
         parser.add_argument("--pairs", type=int, default=None, help="new pairs per assessor")
@@ -34,15 +38,15 @@ class Command(CollectionCommand):
         pool = Pool.objects.filter(collection=collection, name=options["pool"]).first()
         if pool is None:
             raise CommandError(f"no pool named {options['pool']!r} in {collection.slug}")
-        wanted = names(options["assessors"])
-        users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=wanted)}
-        missing = [name for name in wanted if name not in users]
-        if missing:
-            raise CommandError(f"unknown users: {', '.join(missing)}")
+        assessors = run_reporting_errors(
+            lambda: services.grading_members_named(
+                collection=collection, usernames=names(options["assessors"]), field="assessors"
+            )
+        )
         result = run_reporting_errors(
             lambda: services.assignment_create(
                 pool=pool,
-                assessors=[users[name] for name in wanted],
+                assessors=assessors,
                 overlap=options["overlap"],
                 queries=queries_named(collection, options["queries"]),
                 pairs=options["pairs"],

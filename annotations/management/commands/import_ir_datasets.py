@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 from annotations.formats import ir_records
@@ -14,6 +13,7 @@ from annotations.management.commands._base import (
     run_reporting_errors,
 )
 from annotations.management.commands._progress import progress_bars, quiet_option, wants_progress
+from annotations.services.judgements import qrels_assessor
 from annotations.services.standard_collections import ir_dataset_import
 
 
@@ -37,7 +37,8 @@ class Command(CollectionCommand):
         parser.add_argument(
             "--assessor",
             default=None,
-            help="username the qrels belong to (default: the import account)",
+            help="username the qrels belong to, an organiser or assessor of the collection "
+            "already (default: the import account)",
         )
         parser.add_argument(
             "--run-name", default=None, help="name of the run of scored documents (default: id)"
@@ -52,9 +53,9 @@ class Command(CollectionCommand):
             raise CommandError(f"--parts: unknown {', '.join(unknown)} (of {ir_records.PARTS})")
         assessor = None
         if options["assessor"]:
-            assessor = get_user_model().objects.filter(username=options["assessor"]).first()
-            if assessor is None:
-                raise CommandError(f"--assessor: no user named {options['assessor']!r}")
+            assessor = run_reporting_errors(
+                lambda: qrels_assessor(collection=collection, username=options["assessor"])
+            )
         with progress_bars(wants_progress(options)) as bars:
 
             def report(progress: ir_records.Progress) -> None:

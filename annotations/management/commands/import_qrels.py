@@ -5,7 +5,7 @@ from typing import Any
 from django.db import transaction
 
 from annotations import services
-from annotations.management.commands._base import FileImportCommand, run_reporting_errors
+from annotations.management.commands._base import FileImportCommand
 from annotations.models import Collection
 from annotations.services import ImportSummary
 from annotations.services.imports import Source
@@ -20,19 +20,17 @@ class Command(FileImportCommand):
         parser.add_argument(
             "--assessor",
             default=None,
-            help=f"username the judgements belong to (default: the '{services.IMPORT_ASSESSOR}'"
-            " account, created without a password)",
+            help="username the judgements belong to, an organiser or assessor of the collection "
+            "already (add them with the members page or API first); default: the "
+            f"'{services.IMPORT_ASSESSOR}' import account, created without a password",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # One transaction: a failed import must not leave the default import account behind.
         with transaction.atomic():
-            self.assessor = run_reporting_errors(
-                lambda: services.import_assessor(options["assessor"])
-            )
+            self.assessor_name: str | None = options["assessor"]
             super().handle(*args, **options)
 
     def import_file(self, collection: Collection, source: Source) -> ImportSummary:
-        return services.judgements_import(
-            collection=collection, source=source, assessor=self.assessor
-        )
+        assessor = services.qrels_assessor(collection=collection, username=self.assessor_name)
+        return services.judgements_import(collection=collection, source=source, assessor=assessor)
