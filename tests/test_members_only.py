@@ -5,6 +5,7 @@ handing over and importing qrels make nobody a member, and answer alike for ever
 from __future__ import annotations
 
 from collections.abc import Iterator
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +321,21 @@ def test_qrels_are_still_imported_as_a_member_the_caller_or_the_import_account(
         ("bob", "d3"),
     }
     nobody_joined(trial)
+
+
+def test_the_command_line_adds_members_by_the_members_rules_and_then_assigns(
+    trial: Collection,
+) -> None:
+    """What the members page does, the command line does: accounts that log in become
+    assessors (one refused name adds nobody), and `assign` then hands them pairs."""
+    UserFactory(username="newcomer")
+    UserFactory(username="second")
+    with pytest.raises(CommandError, match="cannot be added"):
+        call_command("add_member", "trial", "second,nosuch", stdout=StringIO())
+    assert not Membership.objects.filter(user__username="second").exists()
+    out = StringIO()
+    call_command("add_member", "trial", "newcomer,second", stdout=out)
+    assert "newcomer: assessor of trial" in out.getvalue()
+    services.pool_build(collection=trial, name="main", depth=2)
+    call_command("assign", "trial", "main", "--assessors", "newcomer", stdout=out)
+    assert "newcomer: +" in out.getvalue()
