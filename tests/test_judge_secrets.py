@@ -61,15 +61,13 @@ def test_the_judge_form_refuses_a_server_secret(trial: Collection) -> None:
     client = Client()
     client.force_login(User.objects.get(username="olga"))
     listing = reverse("collection-judges", args=["trial"])
-    page = client.post(
-        listing,
-        {
-            "name": "j", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-            "api_key_env": "DJANGO_SECRET_KEY", "prompt_template": "", "temperature": 0,
-            "max_tokens": 50, "concurrency": 1, "requests_per_minute": 60,
-            "prompt_price": 0, "completion_price": 0,
-        },  # fmt: skip
-    )
+    fields = {
+        "name": "j", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+        "api_key_env": "DJANGO_SECRET_KEY", "prompt_template": "", "temperature": 0,
+        "max_tokens": 50, "concurrency": 1, "requests_per_minute": 60,
+        "prompt_price": 0, "completion_price": 0,
+    }  # fmt: skip
+    page = client.post(listing, fields)
     assert page.status_code == 200 and b"NDCG_JUDGE_KEY_" in page.content
     assert not MachineJudge.objects.exists()
 
@@ -121,7 +119,12 @@ def test_the_key_set_aside_is_sent_and_an_empty_name_sends_none(
 
 @pytest.mark.parametrize(
     "template",
-    ["{document:>999999999}", "{document:_^10000000000}", "{document!r}", "{title!s:>9} {document}"],
+    [
+        "{document:>999999999}",
+        "{document:_^10000000000}",
+        "{document!r}",
+        "{title!s:>9} {document}",
+    ],
 )
 def test_a_prompt_template_with_a_format_spec_is_refused(trial: Collection, template: str) -> None:
     assert judge_prompts.template_problem(template) is not None
