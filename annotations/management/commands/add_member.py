@@ -34,12 +34,14 @@ class Command(CollectionCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         collection = collection_get(options["slug"])
         added = names(options["usernames"])
-        with transaction.atomic():  # one refused name: nobody is added
+
+        def add_all() -> None:
             for username in added:
-                run_reporting_errors(
-                    lambda username=username: services.membership_add(
-                        collection=collection, username=username, role=options["role"]
-                    )
+                services.membership_add(
+                    collection=collection, username=username, role=options["role"]
                 )
+
+        with transaction.atomic():  # one refused name: nobody is added
+            run_reporting_errors(add_all)
         for username in added:
             self.stdout.write(f"{username}: {options['role']} of {collection.slug}")
