@@ -87,6 +87,11 @@ urlpatterns = [
     ),
     path("collections/<slug:slug>/versions/", apis.QrelsVersionListApi.as_view(), name="versions"),
     path(
+        "collections/<slug:slug>/versions/<slug:name>/",
+        apis.QrelsVersionApi.as_view(),
+        name="version",
+    ),
+    path(
         "collections/<slug:slug>/versions/<slug:name>/qrels/",
         apis.QrelsVersionQrelsApi.as_view(),
         name="version-qrels",

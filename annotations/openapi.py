@@ -58,6 +58,11 @@ _LOCATED = {
     "collections_pools_create",
     "collections_members_create",
     "collections_accounts_create",
+    "collections_judges_create",
+    "collections_webhooks_create",
+    "collections_versions_create",
+    "collections_queries_create",
+    "collections_documents_create",
 }
 _LOCATION = {
     "description": "The URL of the created resource.",

@@ -507,8 +507,9 @@ SPECTACULAR_SETTINGS = {
             "minLength": 1,
             "pattern": "^[^/\\u0000]+$",
             "description": "An id as one path segment: `/` written `~2F`, `~` written `~7E`, "
-            "an id `.` or `..` with `~2E` for each dot; then percent-encoded as usual. No NUL "
-            "(a path holding one is a 400).",
+            "an id `.` or `..` with `~2E` for each dot (also from a generated client: HTTP "
+            "clients resolve dot segments, `%2E` included); then percent-encoded as usual. No "
+            "NUL (a path holding one is a 400).",
         },
     },
     "POSTPROCESSING_HOOKS": [

@@ -156,6 +156,8 @@ def test_a_whole_campaign_with_the_generated_client(
     # Disagreements, adjudicated; agreement; the history.
     disputes = _ok(_op("collections_disagreements_list").sync_detailed("camp", client=org))
     assert disputes and all(d.spread == 2 for d in disputes)
+    spread_one = _op("collections_disagreements_list").sync_detailed("camp", client=org, min_=1)
+    assert len(_ok(spread_one)) >= len(disputes)  # a number, not an enum member
     for dispute in disputes:
         verdict = models.AdjudicationInput(qid=dispute.qid, docno=dispute.docno, grade=1)
         _ok(_op("collections_adjudications_create").sync_detailed("camp", client=org, body=verdict))
@@ -169,7 +171,13 @@ def test_a_whole_campaign_with_the_generated_client(
 
     # A version tag; leaderboard, per-query scores, comparison.
     version = models.QrelsVersionCreate(name="adjudicated")
-    _ok(_op("collections_versions_create").sync_detailed("camp", client=org, body=version), 201)
+    tagged = _op("collections_versions_create").sync_detailed("camp", client=org, body=version)
+    assert tagged.status_code == 201
+    assert tagged.headers["Location"].endswith("/api/v1/collections/camp/versions/adjudicated/")
+    again = _ok(
+        _op("collections_versions_retrieve").sync_detailed("camp", "adjudicated", client=org)
+    )
+    assert again.name == "adjudicated" and again.created == tagged.parsed.created
     assert QrelsVersion.objects.filter(name="adjudicated").exists()
     board = _ok(_op("collections_leaderboard_retrieve").sync_detailed("camp", client=org, k=3))
     assert not board.pending and {row.name for row in board.runs} == {"bm25", "dense", "hybrid"}

@@ -26,6 +26,7 @@ from annotations.apis.tokens import TokenApi
 from annotations.apis.versions import (
     LeaderboardAsOfApi,
     QrelsAsOfApi,
+    QrelsVersionApi,
     QrelsVersionLeaderboardApi,
     QrelsVersionListApi,
     QrelsVersionQrelsApi,
@@ -60,6 +61,7 @@ __all__ = [
     "QrelsApi",
     "QrelsAsOfApi",
     "QrelsImportApi",
+    "QrelsVersionApi",
     "QrelsVersionLeaderboardApi",
     "QrelsVersionListApi",
     "QrelsVersionQrelsApi",

@@ -36,7 +36,7 @@ from annotations.serializers.campaign import (
 
 MIN_PARAMETER = OpenApiParameter(
     "min",
-    {"type": "integer", "enum": [1, 2]},
+    {"type": "integer", "minimum": 1, "maximum": 2, "default": 2},
     description="The least spread of grades: 2 (default) or 1 (any difference).",
 )
 

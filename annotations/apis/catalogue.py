@@ -5,7 +5,6 @@ from __future__ import annotations
 import django_filters
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -14,6 +13,7 @@ from annotations.apis._base import (
     STAFF_ROLES,
     CollectionListApiView,
     StrictFilterSet,
+    created,
     documented_errors,
     is_schema_view,
 )
@@ -74,7 +74,8 @@ class QueryListCreateApi(CollectionListApiView):
             collection=self.collection,
             queries=[services.QueryFields(**item) for item in serializer.validated_data],
         )
-        return Response(ImportSummarySerializer(summary).data, status=status.HTTP_201_CREATED)
+        # Several at once: `Location` is the list that holds them.
+        return created(ImportSummarySerializer(summary).data, request, "queries", slug=slug)
 
 
 class DocumentFilter(StrictFilterSet):
@@ -115,4 +116,5 @@ class DocumentListCreateApi(CollectionListApiView):
             collection=self.collection,
             documents=[services.DocumentFields(**item) for item in serializer.validated_data],
         )
-        return Response(ImportSummarySerializer(summary).data, status=status.HTTP_201_CREATED)
+        # Several at once: `Location` is the list that holds them.
+        return created(ImportSummarySerializer(summary).data, request, "documents", slug=slug)

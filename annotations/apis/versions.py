@@ -12,7 +12,6 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,6 +21,7 @@ from annotations.apis._base import (
     STAFF_ROLES,
     CollectionApiView,
     calling_user,
+    created,
     cutoff_of,
     documented_errors,
 )
@@ -149,7 +149,20 @@ class QrelsVersionListApi(CollectionApiView):
         version = qrels_version_tag(
             collection=self.collection, created_by=calling_user(request), **given.validated_data
         )
-        return Response(QrelsVersionSerializer(version).data, status=status.HTTP_201_CREATED)
+        return created(
+            QrelsVersionSerializer(version).data, request, "version", slug=slug, name=version.name
+        )
+
+
+class QrelsVersionApi(CollectionApiView):
+    roles = {"GET": STAFF_ROLES}
+
+    @extend_schema(
+        summary="One qrels version: its name, note, machine-grade rule and when it was tagged",
+        responses={200: QrelsVersionSerializer, **documented_errors(401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, name: str) -> Response:
+        return Response(QrelsVersionSerializer(_version(self.collection, name)).data)
 
 
 class QrelsVersionQrelsApi(CollectionApiView):
