@@ -135,7 +135,42 @@ def error_responses(
             for status, description in extra.items():
                 responses.setdefault(str(status), _error(description))
             operation["responses"] = dict(sorted(responses.items()))
+    _request_only_without_read_only(result)
     return result
+
+
+def _references(node: Any) -> set[str]:
+    """The component names `node` refers to (`#/components/schemas/NAME`)."""
+    if isinstance(node, dict):
+        found = {str(node["$ref"]).rsplit("/", 1)[1]} if "$ref" in node else set()
+        for value in node.values():
+            found |= _references(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*map(_references, node)) if node else set()
+    return set()
+
+
+def _request_only_without_read_only(result: dict[str, Any]) -> None:
+    """A component only ever sent (an upload's form) lists no read-only field: a generated
+    client would offer them as settable. The server still refuses them by name (a 400)."""
+    sent: set[str] = set()
+    answered: set[str] = set()
+    for item in result.get("paths", {}).values():
+        for method, operation in item.items():
+            if method in _METHODS:
+                sent |= _references(operation.get("requestBody", {}))
+                answered |= _references(operation.get("responses", {}))
+    schemas = result.get("components", {}).get("schemas", {})
+    for name in sent - answered:
+        schema = schemas.get(name, {})
+        hidden = [
+            key for key, value in schema.get("properties", {}).items() if value.get("readOnly")
+        ]
+        for key in hidden:
+            del schema["properties"][key]
+        if hidden and "required" in schema:
+            schema["required"] = [key for key in schema["required"] if key not in hidden]
 
 
 def _input_constraints(field: Any, schema: dict[str, Any]) -> None:
