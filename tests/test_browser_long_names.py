@@ -102,8 +102,10 @@ def _run_pages(collection: Collection) -> dict[str, str | None]:
         f"{c}/compare/?a={a}&b={b}": "#compare-summary thead th:nth-of-type(2)",
         f"{c}/queries/q1/?a={a}&b={b}": "#query-runs thead th:nth-of-type(2)",
         f"{c}/runs/": "#runs thead th:nth-of-type(3)",
-        f"{c}/": None, f"{c}/pools/": None, f"{c}/pools/{pool.id}/": None,
-        f"{c}/dashboard/": None, f"{c}/versions/": None, f"{c}/versions/v1/": None,
+        f"{c}/": "#leaderboard thead th:nth-of-type(3)",
+        f"{c}/versions/v1/": "#version-leaderboard thead th:nth-of-type(3)",
+        f"{c}/pools/": None, f"{c}/pools/{pool.id}/": None,
+        f"{c}/dashboard/": None, f"{c}/versions/": None,
         f"{c}/exports/": None, f"{c}/agreement/": None, f"{c}/leaderboard/significance/": None,
     }  # fmt: skip
 
