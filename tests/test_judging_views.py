@@ -427,6 +427,6 @@ def test_agreement_page_shows_how_the_ranking_depends_on_who_judged(trial: Colle
     assert '<th scope="row">alice</th>' in page and '<th scope="row">bob</th>' in page
     assert "alice and bob" in page
     for run in trial.runs.values_list("name", flat=True):
-        assert f'<th scope="row">{run}</th>' in page
+        assert f'<th scope="row"><span class="cut" title="{run}">{run}</span></th>' in page
     # assessors do not see it (the page is the organisers')
     assert as_user("alice").get("/collections/trial/agreement/").status_code in (403, 404)

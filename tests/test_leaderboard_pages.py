@@ -64,7 +64,8 @@ def _page(query: str) -> str:
 
 def _table_ranks(html: str) -> list[int]:
     table = html.split('id="leaderboard"')[1].split("</table>")[0]
-    return [int(rank) for rank in re.findall(r'<td class="num">(\d+)</td>\s*<td><a', table)]
+    ranked = r'<td class="num">(\d+)</td>\s*<td class="name"><a'
+    return [int(rank) for rank in re.findall(ranked, table)]
 
 
 def _forest_rows(html: str) -> list[str]:

@@ -3,6 +3,7 @@
 import csv
 import io
 import math
+import re
 import shutil
 import struct
 import subprocess
@@ -287,18 +288,14 @@ def test_latex_caption_follows_meta() -> None:
 _ENGINE = shutil.which("pdflatex") or shutil.which("lualatex")
 
 
-def test_latex_table_compiles(tmp_path: Path) -> None:
+def _compiled(tmp_path: Path, rows: list[ReportRow]) -> str:
+    """Compile the rows' table in an ``article`` (a 345 pt text width); pdfLaTeX's log."""
     if _ENGINE is None:
         require_component(
             "neither pdflatex nor lualatex is installed "
             "(apt-get install --no-install-recommends texlive-latex-recommended)"
         )
     assert _ENGINE is not None
-    names = ["all " + SPECIALS + " <>|", "run--a ``x'' ?` ,,", "Zürich", "new\nline"]
-    rows = [
-        ReportRow(rank, name, 0.5 - rank / 10, 0.1, 0.6, 1.0, 249, "ab"[rank % 2])
-        for rank, name in enumerate(names, start=1)
-    ]
     encoding = r"\usepackage[T1]{fontenc}" if Path(_ENGINE).name == "pdflatex" else ""
     document = "\n".join(
         [
@@ -322,3 +319,45 @@ def test_latex_table_compiles(tmp_path: Path) -> None:
     )
     assert finished.returncode == 0, finished.stdout[-3000:]
     assert (tmp_path / "table.pdf").stat().st_size > 0
+    return (tmp_path / "table.log").read_text(encoding="utf-8", errors="replace")
+
+
+def test_latex_table_compiles(tmp_path: Path) -> None:
+    names = ["all " + SPECIALS + " <>|", "run--a ``x'' ?` ,,", "Zürich", "new\nline"]
+    rows = [
+        ReportRow(rank, name, 0.5 - rank / 10, 0.1, 0.6, 1.0, 249, "ab"[rank % 2])
+        for rank, name in enumerate(names, start=1)
+    ]
+    _compiled(tmp_path, rows)
+
+
+# 150-character run names: without a space (TeX cannot break them), with TeX's specials, and
+# of the widest letters.
+LONG_NAMES = ["a" + "x" * 149, "b_" + "&%$#_{}~^\\" * 14 + "y" * 8, "c" + "W" * 149]
+
+
+def _overfull(log: str) -> list[float]:
+    """How far (pt) each overfull box of a pdfLaTeX log sticks out."""
+    return [float(points) for points in re.findall(r"Overfull \\[hv]box \(([0-9.]+)pt", log)]
+
+
+def test_latex_table_with_150_character_names_fits_the_page(tmp_path: Path) -> None:
+    names = [*LONG_NAMES, *(f"run{i:02d}" for i in range(9)), "sixteen-letters!"]
+    rows = [
+        ReportRow(rank, name, 0.5 - rank / 100, 0.1, 0.6, 1.0, 249, "abc"[rank % 3])
+        for rank, name in enumerate(names, start=1)
+    ]
+    text = leaderboard_latex(rows, META)
+    body = text.splitlines()
+    # Each long name cut to what fits (fewer wide letters), a key number, whole in the key.
+    assert r"1 & axxxxxxxxxxx\ldots\textsuperscript{1} & \textbf{0.4900} & " in text
+    assert r"3 & cWWWWW\ldots\textsuperscript{3} & 0.4700 & [0.1000, 0.6000]" in text
+    assert r"13 & sixteen-letters! & 0.3700 & [0.1000, 0.6000] & 1.0000 & b \\" in body
+    key = body[body.index(r"\end{tabular}") + 1 : body.index(r"\end{table}")]
+    assert key[2].startswith(r"\textsuperscript{1}~axxxxxxx\allowbreak{}xxxxxxxx")
+    whole = [line.split("~", 1)[1].replace(r"\allowbreak{}", "") for line in key[2:-1]]
+    assert whole == [latex_escape(name) + r"\par" for name in LONG_NAMES]
+    assert "Names cut with" in text
+    log = _compiled(tmp_path, rows)
+    # Nothing sticks out by more than a glyph's overhang: every score column is on the page.
+    assert not [points for points in _overfull(log) if points > 3], log[-3000:]

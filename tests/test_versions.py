@@ -198,7 +198,7 @@ def test_the_versions_pages_tag_list_download_score_and_compare(
     detail = client.get(f"{page}round-1/?k=2").content.decode()
     assert 'id="version-leaderboard"' in detail
     for run in RUNS:
-        assert f'<th scope="row">{run}</th>' in detail
+        assert f'<th scope="row"><span class="cut" title="{run}">{run}</span></th>' in detail
     diff = client.get(f"{page}?a=round-1&b=round-2&k=2").content.decode()
     assert 'id="diff-runs"' in diff and "1 pair added, 1 changed, 1 removed" in diff
     assert client.get(f"{page}ghost/").status_code == 404

@@ -214,6 +214,41 @@ def _count(value: int) -> str:
     return f"{value:,}"
 
 
+# The Run column's width (pt) beside the score columns on a one-column page (345 pt, LaTeX's
+# `article`) at \small with 4 pt between columns, and what a cut name's ellipsis and key
+# number take of it. tests/test_reports.py compiles the table.
+_NAME_WIDTH = 85.0
+_CUT_MARK_WIDTH = 24.0
+# Rough widths (pt) of characters at \small in Computer Modern (T1), measured with \setbox:
+# a name is cut by how wide it prints, so that "WWW..." is cut sooner than "iii...".
+_NARROW = frozenset("ijlft.,;:!|'`()[]/- ")
+_WIDE = frozenset("mwMW@%")
+
+
+def _latex_width(text: str) -> float:
+    """About how wide ``text`` prints in the table (pt)."""
+    return sum(
+        3.0 if c in _NARROW else 9.5 if c in _WIDE else 6.8 if c.isupper() else 4.8 for c in text
+    )
+
+
+def _latex_cut(name: str, key: int) -> str:
+    """A name too wide for the table's Run column: as much of its start as fits, an ellipsis
+    and the number ``key`` of its line in the key below the table."""
+    width, end = _CUT_MARK_WIDTH, 0
+    while end < len(name) and width + _latex_width(name[end]) <= _NAME_WIDTH:
+        width += _latex_width(name[end])
+        end += 1
+    return f"{latex_escape(name[:end])}\\ldots\\textsuperscript{{{key}}}"
+
+
+def _latex_breakable(name: str, every: int = 8) -> str:
+    """``name`` escaped, TeX free to break the line after every ``every`` characters (a
+    ragged right margin of a few characters, and a source still readable)."""
+    pieces = (name[start : start + every] for start in range(0, len(name), every))
+    return r"\allowbreak{}".join(latex_escape(piece) for piece in pieces)
+
+
 def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
     """The leaderboard as a LaTeX ``table`` with a booktabs ``tabular``.
 
@@ -228,6 +263,13 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
     the randomised Tukey HSD test with its alpha, permutations and seed; the label is
     ``tab:leaderboard-<k>``. Needs ``\\usepackage{booktabs}``. Raises ``ValueError`` as
     ``leaderboard_csv`` does, and for invalid ``meta``.
+
+    The table is set in ``\\small`` with 4 pt between columns, so that the score columns
+    and a name of about 16 lowercase letters fit the text width of a one-column page (345 pt,
+    LaTeX's ``article``). A name too wide for that (run tags reach 150 characters, and TeX
+    cannot break a name without spaces; the width is estimated from Computer Modern's) is
+    cut, with an ellipsis and a key number; the key below the table gives each cut name
+    whole, free to break after every eight characters.
     """
     _check_rows(rows)
     _check_meta(meta)
@@ -250,9 +292,13 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
         f"{_count(int(meta.permutations))} permutations, seed {int(meta.seed)}); the best "
         f"mean is in bold."
     )
+    if any(_latex_width(row.run) > _NAME_WIDTH for row in rows):
+        caption += r" Names cut with \ldots{} are given whole below the table."
     lines = [
         r"\begin{table}[t]",
         r"\centering",
+        r"\small",
+        r"\setlength{\tabcolsep}{4pt}",
         f"\\caption{{{caption}}}",
         f"\\label{{tab:leaderboard-{meta.k}}}",
         r"\begin{tabular}{rlrcrl}",
@@ -260,6 +306,7 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
         f"Rank & Run & {measure} & {level} CI & judged@{meta.k} & Group \\\\",
         r"\midrule",
     ]
+    keys: dict[str, int] = {}  # cut name -> its number in the key
     for row in rows:
         mean = _fixed(row.mean)
         if row.mean == best:
@@ -268,14 +315,26 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
             interval = "--"
         else:
             interval = f"[{_fixed(row.ci_low)}, {_fixed(row.ci_high)}]"
+        if _latex_width(row.run) > _NAME_WIDTH:
+            name = _latex_cut(row.run, keys.setdefault(row.run, len(keys) + 1))
+        else:
+            name = latex_escape(row.run)
         cells = [
             str(int(row.rank)),
-            latex_escape(row.run),
+            name,
             mean,
             interval,
             _fixed(row.judged),
             latex_escape(row.letters),
         ]
         lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if keys:
+        lines += [r"\par\smallskip", r"{\footnotesize\raggedright"]
+        lines += [
+            f"\\textsuperscript{{{number}}}~{_latex_breakable(name)}\\par"
+            for name, number in keys.items()
+        ]
+        lines.append("}")
+    lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"

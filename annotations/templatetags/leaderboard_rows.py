@@ -14,6 +14,7 @@ from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
 
 from annotations.converters import id_to_segment
+from annotations.templatetags.run_names import cut_name_markup
 
 if TYPE_CHECKING:
     from annotations.formats.charts import ForestItem, ForestPlot
@@ -76,12 +77,11 @@ def _row(
     cells.append(f'<td class="num">{row.rank}</td>')
     if run_links == "all" or (run_links == "own" and own):
         segment = quote(id_to_segment(row.run.name), safe=RFC3986_SUBDELIMS + "/~:@")
-        url = html.escape(around[0] + segment + around[1])
-        label = f'<a href="{url}?k={k}">{name}</a>'
+        label = cut_name_markup(row.run.name, f"{around[0]}{segment}{around[1]}?k={k}")
     else:
-        label = name
+        label = cut_name_markup(row.run.name)
     pending = ' <span class="badge">pending</span>' if row.pending else ""
-    cells.append(f"<td>{label}{pending}</td>")
+    cells.append(f'<td class="name">{label}{pending}</td>')
     below = _BELOW.format(p=_fixed(row.p_best, 4)) if row.below_best else ""
     letters = html.escape(row.letters) if row.letters else _NONE
     cells.append(f'<td class="letters"><span class="group">{letters}</span>{below}</td>')
