@@ -1,5 +1,6 @@
 """Give existing accounts a role in a collection, by the members page's rules."""
 
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -37,8 +38,11 @@ class Command(CollectionCommand):
         with transaction.atomic():  # one refused name: nobody is added
             for username in added:
                 run_reporting_errors(
-                    lambda username=username: services.membership_add(
-                        collection=collection, username=username, role=options["role"]
+                    partial(
+                        services.membership_add,
+                        collection=collection,
+                        username=username,
+                        role=options["role"],
                     )
                 )
         for username in added:
