@@ -3,6 +3,7 @@ pending, the workers outlive the broker, and the sweep heals the scores once it 
 
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -153,6 +154,26 @@ def _procfile() -> dict[str, str]:
     """The production processes by name, as the Procfile runs them."""
     entries = (line.partition(":") for line in (ROOT / "Procfile").read_text().splitlines())
     return {name.strip(): command.strip() for name, _, command in entries if command.strip()}
+
+
+def test_the_procfile_runs_the_web_server_and_every_celery_process_of_the_makefile() -> None:
+    """What production supervises (the Procfile; deploy/systemd/ runs the same make targets)
+    is every process the Makefile starts."""
+    celery_targets = set()
+    target = ""
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if re.match(r"[\w-]+:", line):
+            target = line.partition(":")[0]
+        elif line.startswith("\t") and re.search(r"celery -A ndcg_platform (worker|beat)", line):
+            celery_targets.add(target)
+    assert {
+        "worker",
+        "worker-derived",
+        "worker-imports",
+        "worker-outbound",
+        "beat",
+    } <= celery_targets
+    assert sorted(_procfile().values()) == sorted(f"make {t}" for t in {"serve", *celery_targets})
 
 
 @pytest.fixture
@@ -333,6 +354,7 @@ def test_every_worker_outlives_ten_broker_outages_under_load_and_every_score_con
             own_redis.stop()
             load.judge_for(seconds)
             own_redis.start()
+        back = time.monotonic()
         load.judge_for(2)
         context = f"seed {seed}, outages {[round(s, 1) for s in outages]} s"
         # Every worker and beat is the one started before the outages.
@@ -358,4 +380,5 @@ def test_every_worker_outlives_ten_broker_outages_under_load_and_every_score_con
     print(
         f"{len(outages)} outages ({context}): {sum(outages):.0f} s of {healed - started:.0f} s;"
         f" {load.answered} judgements answered; every worker alive; converged"
+        f" {healed - back:.0f} s after the broker's last return"
     )
