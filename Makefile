@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived worker-imports worker-outbound beat test test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports worker-outbound beat production test test-broker-outages test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -77,12 +77,25 @@ OUTBOUND_CONCURRENCY ?= 8
 worker-outbound: $(SERVE_STAMP)
 	$(BIN)/celery -A ndcg_platform worker -Q outbound -P threads -c $(OUTBOUND_CONCURRENCY) -n outbound@%h --loglevel INFO
 
+## The periodic sweeps; beat keeps its schedule's state in BEAT_SCHEDULE
+BEAT_SCHEDULE ?= celerybeat-schedule
 beat: $(SERVE_STAMP)
-	$(BIN)/celery -A ndcg_platform beat --loglevel INFO
+	$(BIN)/celery -A ndcg_platform beat -s $(BEAT_SCHEDULE) --loglevel INFO
+
+## Every process of the Procfile (web, the four workers, beat) on one machine, in the
+## foreground; honcho stops them all when one exits, so a supervisor restarts the whole set
+## (docs/operations.md: deploy/systemd/ runs each process on its own and restarts it alone)
+production: $(SERVE_STAMP)
+	$(BIN)/honcho start
 
 ## Set up and run the whole test suite (DATABASE_URL selects PostgreSQL; default SQLite)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## Ten broker outages of 5-60 s under load (the suite's variant: 5-15 s): every worker
+## alive, every queue read again, every score converged
+test-broker-outages: $(STAMP)
+	NDCG_OUTAGE_SECONDS=5-60 $(BIN)/python -m pytest tests/test_broker_outage.py -k outages -n 0 -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Opt-in: a machine judge on a real small model (builds llama-cpp-python, a few minutes once)
 test-model: install-model

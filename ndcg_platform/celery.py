@@ -1,9 +1,12 @@
 """Celery application: runs score recomputation on workers when CELERY_BROKER_URL is set."""
 
 import os
+from contextlib import suppress
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_process_init
+from celery.utils.threads import bound_open_broker_sockets
+from celery.worker.consumer import consumer
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ndcg_platform.settings")
 
@@ -32,3 +35,26 @@ def _check_database_connections(task: object = None, **_: object) -> None:
 
     for connection in connections.all(initialized_only=True):
         connection.close_if_unusable_or_obsolete()
+
+
+class Consumer(consumer.Consumer):
+    """Celery's consumer, which lets go of a lost broker connection without dying with it
+    (CELERY_WORKER_CONSUMER)."""
+
+    def on_connection_error_after_connected(self, exc: Exception) -> None:
+        # Celery 5.7 collects the lost connection, then closes it. Collecting detaches the
+        # transport (its client becomes None) but keeps the default channel; when that
+        # channel's close stopped half-way (its pending BRPOP read failed on the dead socket),
+        # the second close restores the channel's unacknowledged tasks through the detached
+        # transport and raises AttributeError ('NoneType' object has no attribute 'hostname',
+        # kombu/transport/redis.py, _connparams), which the worker takes for unrecoverable: a
+        # busy worker exited on a broker restart. Collected here first, and the channel
+        # forgotten, Celery's own cleanup finds nothing left to close; the reconnection follows.
+        # The close came with celery/celery#10242; drop this once Celery closes only once.
+        connection = self.connection
+        if connection is not None:
+            bound_open_broker_sockets(connection, consumer.COLLECT_SOCKET_TIMEOUT)
+            with suppress(Exception):  # as Celery's: the connection is broken anyway
+                connection.collect(socket_timeout=consumer.COLLECT_SOCKET_TIMEOUT)
+            connection._default_channel = None
+        super().on_connection_error_after_connected(exc)

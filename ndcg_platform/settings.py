@@ -333,6 +333,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker outlives a broker outage of any length: it retries the connection for ever (Celery
+# gives up after 100 attempts by default, and the worker exits) and survives losing it with
+# tasks in hand (ndcg_platform/celery.py: Consumer).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CONSUMER = "ndcg_platform.celery:Consumer"
 # Celery closes every database connection before and after each task unless told to reuse
 # them: a new PostgreSQL backend per recomputation. Reused here, and checked after each task
 # as Django checks after each request (CONN_MAX_AGE, errors: ndcg_platform/celery.py).
