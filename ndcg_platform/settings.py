@@ -305,16 +305,12 @@ STORAGES = {
 # Import jobs. A running job writes a heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
 # (with its progress, twice a second while that moves); one whose heartbeat is older than
 # NDCG_IMPORT_DEAD_SECONDS is failed by the sweep (its worker stopped) and offered again with
-# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost, or never started)
-# is queued again with a broker, failed without one; that limit also stands for running jobs
-# where other processes cannot see the heartbeat (SQLite without a shared coordination cache).
+# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost) is queued again;
+# that limit also stands for running jobs where other processes cannot see the heartbeat
+# (SQLite without a shared coordination cache).
 NDCG_IMPORT_HEARTBEAT_SECONDS = env_int("NDCG_IMPORT_HEARTBEAT_SECONDS", 10, minimum=1)
 NDCG_IMPORT_DEAD_SECONDS = env_int("NDCG_IMPORT_DEAD_SECONDS", 45, minimum=2)
 NDCG_IMPORT_STALE_SECONDS = env_int("NDCG_IMPORT_STALE_SECONDS", 300, minimum=1)
-# Without a broker, import jobs run on this many threads of the web process (started on
-# first use), so an upload never waits for its import; 0 runs them in the request. SQLite
-# takes one writer at a time: there one thread.
-NDCG_IMPORT_THREADS = env_int("NDCG_IMPORT_THREADS", 2, minimum=0)
 # The API's synchronous file imports (topics, documents, qrels, run files) answer 202 with
 # an import job's URL for a file over this many MB instead of importing it in the request.
 NDCG_API_IMPORT_JOB_MB = env_int("NDCG_API_IMPORT_JOB_MB", 10, minimum=1)
