@@ -9,7 +9,4 @@ class AnnotationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotations import events, signals  # noqa: F401  (connects the scoring triggers)
-        from annotations.services.webhooks import deliveries_send_due
-
-        events.sender_register(deliveries_send_due)  # the sender thread without a broker
+        from annotations import signals  # noqa: F401  (connects the scoring triggers)

@@ -2,23 +2,21 @@
 
 `emit` appends one `WebhookDelivery` per subscription that wants the event, in the
 transaction of the change, so a committed change always has its deliveries and a rolled
-back one has none; after commit the sender is woken (a Celery task by name, or the
-process's own sender thread without a broker). Nothing is sent on the writer's path. A
-collection nobody subscribed to costs one indexed read per event.
+back one has none; after commit the sender, a Celery task queued by name, is woken.
+Nothing is sent on the writer's path. A collection nobody subscribed to costs one indexed
+read per event.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from annotations import publishing
@@ -118,26 +116,10 @@ def emit_test(subscription: WebhookSubscription) -> int:
 
 # -- waking the sender ------------------------------------------------------------------------
 
-_sender: Callable[[], float | None] | None = None
-_thread: threading.Thread | None = None
-_thread_lock = threading.Lock()
-_wakeup = threading.Event()
-
-
-def sender_register(send_due: Callable[[], float | None]) -> None:
-    """The function that sends what is due and answers the seconds until the next attempt
-    (None: nothing pending); registered once by the app (`annotations.apps`)."""
-    global _sender
-    _sender = send_due
-
 
 def wake() -> None:
-    """After commit: have the due deliveries sent, never on this thread."""
-    if settings.CELERY_BROKER_URL:
-        _publish(0.0)
-        return
-    _thread_start()
-    _wakeup.set()
+    """After commit: have the due deliveries sent by a worker."""
+    _publish(0.0)
 
 
 def schedule_retry(seconds: float) -> None:
@@ -162,33 +144,3 @@ def _publish(countdown: float) -> None:
         publishing.WEBHOOKS_SEND.apply_async((), countdown=max(0.0, countdown), retry=False)
     except Exception as error:  # the beat sweep sends it once the broker is back
         logger.warning("could not queue the webhook sender: %r", error)
-
-
-def _thread_start() -> None:
-    global _thread
-    with _thread_lock:
-        if _thread is not None and _thread.is_alive():
-            return
-        _thread = threading.Thread(target=_thread_loop, name="webhook-sender", daemon=True)
-        _thread.start()
-
-
-def _thread_loop() -> None:
-    """The sender of a process without a broker: sends what is due whenever woken, and again
-    when the next retry is due."""
-    wait: float | None = None
-    while True:
-        _wakeup.wait(timeout=wait if wait is not None else 60.0)
-        _wakeup.clear()
-        if _sender is None:
-            wait = None
-            continue
-        try:
-            wait = _sender()
-        except Exception:
-            logger.exception("sending webhooks failed; retried in a minute")
-            wait = 60.0
-        finally:
-            connections.close_all()  # this thread's own
-        if wait is not None:
-            wait = min(max(wait, 0.05), timedelta(hours=1).total_seconds())

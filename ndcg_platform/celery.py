@@ -1,4 +1,4 @@
-"""Celery application: runs score recomputation on workers when CELERY_BROKER_URL is set."""
+"""Celery application: every background task runs on its workers, in every configuration."""
 
 import os
 from contextlib import suppress

@@ -305,16 +305,12 @@ STORAGES = {
 # Import jobs. A running job writes a heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
 # (with its progress, twice a second while that moves); one whose heartbeat is older than
 # NDCG_IMPORT_DEAD_SECONDS is failed by the sweep (its worker stopped) and offered again with
-# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost, or never started)
-# is queued again with a broker, failed without one; that limit also stands for running jobs
-# where other processes cannot see the heartbeat (SQLite without a shared coordination cache).
+# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost) is queued again;
+# that limit also stands for running jobs where other processes cannot see the heartbeat
+# (SQLite without a shared coordination cache).
 NDCG_IMPORT_HEARTBEAT_SECONDS = env_int("NDCG_IMPORT_HEARTBEAT_SECONDS", 10, minimum=1)
 NDCG_IMPORT_DEAD_SECONDS = env_int("NDCG_IMPORT_DEAD_SECONDS", 45, minimum=2)
 NDCG_IMPORT_STALE_SECONDS = env_int("NDCG_IMPORT_STALE_SECONDS", 300, minimum=1)
-# Without a broker, import jobs run on this many threads of the web process (started on
-# first use), so an upload never waits for its import; 0 runs them in the request. SQLite
-# takes one writer at a time: there one thread.
-NDCG_IMPORT_THREADS = env_int("NDCG_IMPORT_THREADS", 2, minimum=0)
 # The API's synchronous file imports (topics, documents, qrels, run files) answer 202 with
 # an import job's URL for a file over this many MB instead of importing it in the request.
 NDCG_API_IMPORT_JOB_MB = env_int("NDCG_API_IMPORT_JOB_MB", 10, minimum=1)
@@ -324,11 +320,15 @@ if NDCG_IMPORT_DEAD_SECONDS <= NDCG_IMPORT_HEARTBEAT_SECONDS:
         f"NDCG_IMPORT_HEARTBEAT_SECONDS={NDCG_IMPORT_HEARTBEAT_SECONDS}"
     )
 
-# Score recomputation: inline (in the web or command process, after commit) unless a broker is
-# configured, in which case Celery workers run it.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+# Background work (recomputations, leaderboard refreshes, imports, webhooks, judges' runs)
+# runs on Celery workers in every configuration. Production sets CELERY_BROKER_URL (Redis);
+# without it the broker is kombu's filesystem transport under var/celery, which needs no
+# server: `make demo` starts a worker beside the web server, and any command or worker
+# started from this directory shares its queues.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "") or "filesystem://localhost/"
+EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem://")
+VAR_DIR = BASE_DIR / "var"
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or None
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
@@ -344,8 +344,24 @@ CELERY_WORKER_CONSUMER = "ndcg_platform.celery:Consumer"
 CELERY_DB_REUSE_MAX = 10_000
 # Publishing a task never holds a request up: no publish retries, short socket timeouts. A
 # task that cannot be published leaves its scores marked pending for the sweep to heal.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 1, "socket_timeout": 2}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+    "socket_connect_timeout": 1,
+    "socket_timeout": 2,
+}
 CELERY_BROKER_CONNECTION_TIMEOUT = 1
+if EMBEDDED_BROKER:
+    # One folder is both ends of every queue; a worker looks for new messages every tenth of
+    # a second, so a grade's scores follow within a second (docs/decisions/0007).
+    _QUEUE_DIR = VAR_DIR / "celery" / "queue"
+    _CONTROL_DIR = VAR_DIR / "celery" / "control"
+    for _folder in (_QUEUE_DIR, _CONTROL_DIR):
+        _folder.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(
+        data_folder_in=str(_QUEUE_DIR),
+        data_folder_out=str(_QUEUE_DIR),
+        control_folder=str(_CONTROL_DIR),
+        polling_interval=0.1,
+    )
 NDCG_SWEEP_SECONDS = env_int("NDCG_SWEEP_SECONDS", 60, minimum=1)
 # How old a stored leaderboard may be and still be served (marked stale) while a worker
 # refreshes it; only with a broker (inline, a read computes a stale snapshot itself).
@@ -364,25 +380,32 @@ NDCG_DEMO_ACCOUNTS_FILE = os.environ.get("NDCG_DEMO_ACCOUNTS_FILE") or str(
 NDCG_INLINE_HEAL_SECONDS = env_int("NDCG_INLINE_HEAL_SECONDS", 10)
 
 # "default" (throttling) is per process; "coordination" marks tasks as queued across
-# processes (one leaderboard refresh per collection at a time): the broker's Redis when there
-# is one, or DJANGO_CACHE_URL.
+# processes (one leaderboard refresh per collection at a time) and carries an import job's
+# progress on SQLite: the broker's Redis when there is one, or DJANGO_CACHE_URL; with the
+# embedded broker, files under var/coordination, which every process on this machine sees.
+_LOCMEM = "django.core.cache.backends.locmem.LocMemCache"
 _COORDINATION_URL = os.environ.get("DJANGO_CACHE_URL", "") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
 )
+if _COORDINATION_URL:
+    _COORDINATION: dict[str, object] = {
+        "BACKEND": "ndcg_platform.redis_cache.PooledRedisCache",
+        "LOCATION": _COORDINATION_URL,
+        "KEY_PREFIX": "ndcg",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
+elif EMBEDDED_BROKER:
+    _COORDINATION = {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "coordination"),
+    }
+else:
+    _COORDINATION = {"BACKEND": _LOCMEM, "LOCATION": "coord"}
 # Marks coalesce tasks only where every process sees them.
-NDCG_COORDINATION_SHARED = bool(_COORDINATION_URL)
+NDCG_COORDINATION_SHARED = _COORDINATION["BACKEND"] != _LOCMEM
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "coordination": (
-        {
-            "BACKEND": "ndcg_platform.redis_cache.PooledRedisCache",
-            "LOCATION": _COORDINATION_URL,
-            "KEY_PREFIX": "ndcg",
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
-        }
-        if _COORDINATION_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "coord"}
-    ),
+    "default": {"BACKEND": _LOCMEM},
+    "coordination": _COORDINATION,
 }
 # Scores before derived data: recomputations stay on the default queue ("celery"); the
 # leaderboard snapshots, impact and flip marks go to NDCG_DERIVED_QUEUE and import jobs to

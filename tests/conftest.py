@@ -58,14 +58,6 @@ def _judges_on_this_machine(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _import_jobs_in_the_request(settings: Any) -> None:
-    """Without a broker, tests run import jobs in the request (a test's transaction is not
-    visible to another thread); the tests of the web process's import threads ask for them
-    with `import_threads`."""
-    settings.NDCG_IMPORT_THREADS = 0
-
-
-@pytest.fixture(autouse=True)
 def _significance_in_the_read(settings: Any) -> None:
     """Without a broker, tests run a due significance pass in the read that finds it (a
     test's transaction is not visible to another thread); `significance_thread` turns the
@@ -83,18 +75,6 @@ def significance_thread(settings: Any, transactional_db: None) -> Iterator[None]
     settings.CELERY_BROKER_URL = ""
     yield
     assert significance_passes_wait(timeout=120), "the significance thread still holds passes"
-
-
-@pytest.fixture
-def import_threads(settings: Any, transactional_db: None) -> Iterator[int]:
-    """Import jobs on the web process's own threads (two), as `make demo` runs them; the
-    test ends once they hold no job."""
-    from annotations.services.job_queue import import_jobs_wait
-
-    settings.NDCG_IMPORT_THREADS = 2
-    settings.CELERY_BROKER_URL = ""
-    yield 2
-    assert import_jobs_wait(timeout=120), "the import threads still hold jobs"
 
 
 @pytest.fixture

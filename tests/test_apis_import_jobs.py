@@ -27,14 +27,15 @@ RUN = b"q1 Q0 d1 1 2.0 {tag}\nq1 Q0 d2 2 1.0 {tag}\nq2 Q0 d1 1 3.0 {tag}\n"
 @pytest.fixture(autouse=True)
 def _fresh(settings: Any, tmp_path: Path) -> Iterator[None]:
     settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
-    settings.CELERY_BROKER_URL = ""
     cache.clear()
     yield
     cache.clear()
 
 
 @pytest.fixture
-def users(db: None) -> dict[str, Any]:
+def users(transactional_db: None) -> dict[str, Any]:
+    """Real commits: a job's task, queued after its commit, runs (eagerly) as it would on a
+    worker."""
     collection = services.collection_create(
         slug="imp", cutoffs=[5, 10], grades=[(0, "no", ""), (1, "some", ""), (2, "yes", "")]
     )
@@ -69,7 +70,7 @@ def test_an_upload_becomes_a_job_answered_202_with_its_url(users: dict[str, Any]
     assert location.endswith(f"{BASE}/import-jobs/{job.id}/")
     body = response.json()
     assert body["url"] == location and body["kind"] == "topics" and body["file_name"] == "t.tsv"
-    # Without a broker and with NDCG_IMPORT_THREADS=0 (the tests' setting) it ran already.
+    # Its task, queued as the upload committed, ran already (eagerly, in the tests).
     status = _client(users["org"]).get(location).json()
     assert (status["state"], status["summary"]) == (
         "done",

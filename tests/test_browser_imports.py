@@ -121,12 +121,12 @@ def test_with_a_worker_the_job_list_follows_the_jobs_by_itself(  # type: ignore[
 
 
 def test_the_job_table_holds_a_campaign_at_a_phone_s_width(  # type: ignore[no-untyped-def]
-    collection: Collection, browser, live_server, settings: Any, tmp_path: Path, import_threads
+    collection: Collection, browser, live_server, settings: Any, tmp_path: Path
 ) -> None:
     """46 jobs with 150-character file names: the table sits right under the forms, pages
     by 20, folds the finished jobs, fits 390 px and passes axe; a 30-file upload made on the
-    page (imported by the web process's threads) has one summary line, kept current by the
-    page's polling."""
+    page (its tasks run eagerly here, by the upload's request) has one summary line, kept
+    current by the page's polling."""
     from playwright.sync_api import expect
 
     from tests.conftest import browser_page
@@ -171,7 +171,6 @@ def test_the_job_table_holds_a_campaign_at_a_phone_s_width(  # type: ignore[no-u
         with page.expect_navigation(timeout=60_000):
             page.click("#import-runs button[type=submit]")
         assert ImportJob.objects.filter(collection=collection).count() == 46
-        # The upload's request returned at once; the page follows the threads' work.
         expect(page.locator(".messages")).to_contain_text("of 30 files imported")
         batch = page.locator("#import-batch")
         expect(batch).to_contain_text("Your last upload of 30 files: ")

@@ -1015,7 +1015,8 @@ def test_import_run_name_is_refused_with_several_files(
 def test_serve_demo_prints_the_address_it_listens_on_and_the_accounts_after_the_banner(
     tmp_path: Path,
 ) -> None:
-    """`make demo`'s last step, as a real process: any port (0: the system picks one)."""
+    """`make demo`'s last step, as a real process: any port (0: the system picks one); its
+    Celery worker stops with it."""
     import os
     import subprocess
     import sys
@@ -1054,6 +1055,23 @@ def test_serve_demo_prints_the_address_it_listens_on_and_the_accounts_after_the_
         assert set(passwords(output[banner:])) == {"organiser", "assessor"}
         with urllib.request.urlopen(address.group(1) + "accounts/login/", timeout=10) as page:
             assert page.status == 200
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        assert len(children) == 1, children  # the worker
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=20)
+    for pid in children:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)
+
+
+def test_the_demos_worker_reads_every_queue_a_task_is_routed_to_and_runs_the_sweeps(
+    settings: Any,
+) -> None:
+    from annotations.management.commands.serve_demo import worker_command
+
+    command = worker_command()
+    queues = set(command[command.index("-Q") + 1].split(","))
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    assert routed | {"celery"} == queues
+    assert "--beat" in command

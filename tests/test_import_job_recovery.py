@@ -447,10 +447,11 @@ def test_the_page_offers_retry_once_the_job_it_follows_fails_and_retry_imports_i
     retry = row.get_by_role("button", name="Retry q.qrels")
     expect(row.locator(".job-state")).to_have_text("running")
     expect(retry).to_be_hidden()
-    # the worker falls silent: the page's own polling sweeps and shows the job failed
+    # the worker falls silent: the periodic sweep fails the job, the page's polling shows it
     ImportJob.objects.filter(id=job.id).update(
         heartbeat=timezone.now() - timedelta(seconds=DEAD + 1)
     )
+    assert import_jobs_sweep() == 1
     expect(row.locator(".job-state")).to_have_text("failed", timeout=15_000)
     expect(row.locator(".job-result")).to_have_text(WORKER_STOPPED)
     expect(retry).to_be_visible()

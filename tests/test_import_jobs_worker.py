@@ -18,10 +18,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import Collection, ImportJob, Judgement, Query
-from annotations.services.job_recovery import WORKER_STOPPED
+from annotations.services.job_recovery import WORKER_STOPPED, import_jobs_sweep
 from annotations.services.jobs import import_job_create
 from tests.conftest import celery_broker, require_component
 from tests.factories import MembershipFactory, UserFactory
+from tests.waiting import wait_until
 from tests.workers import BROKER, redis_reachable, worker_start
 
 pytestmark = pytest.mark.celery
@@ -134,8 +135,9 @@ def test_a_killed_worker_leaves_the_job_failed_and_nothing_imported(
     _poll(organiser, _running_with_progress, 120)
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait(timeout=30)
-    # Reading the page sweeps: once the job is silent for 3 s it is failed.
-    failed = _poll(organiser, lambda job: job["state"] != "running", 60)[-1]
+    # The beat's sweep: once the job is silent for 3 s it is failed, and the page shows it.
+    wait_until(import_jobs_sweep, "the sweep failed the silent job", seconds=60)
+    failed = _poll(organiser, lambda job: job["state"] != "running", 5)[-1]
     assert (failed["state"], failed["error"]) == ("failed", WORKER_STOPPED)
     assert not Judgement.objects.exists()
     assert not Query.objects.filter(collection=collection).exists()
@@ -148,8 +150,8 @@ def test_a_job_whose_task_the_broker_lost_is_queued_again_and_imported(
     collection: Collection, organiser: Client, worker: subprocess.Popen[bytes], settings
 ) -> None:  # type: ignore[no-untyped-def]
     # The job is stored but its task never reaches the broker (as after a Redis restart
-    # without persistence); once it has waited NDCG_IMPORT_STALE_SECONDS, the sweep (here a
-    # read of the import page, as the beat's would) queues it again and the worker runs it.
+    # without persistence); once it has waited NDCG_IMPORT_STALE_SECONDS, the sweep (the
+    # beat's) queues it again and the worker runs it.
     settings.NDCG_IMPORT_STALE_SECONDS = 5
     job = import_job_create(
         collection=collection,
@@ -159,7 +161,7 @@ def test_a_job_whose_task_the_broker_lost_is_queued_again_and_imported(
     )
     ImportJob.objects.filter(id=job.id).update(created=timezone.now() - timedelta(seconds=6))
     caches["coordination"].delete(f"import-job-republished:{job.id}")
-    assert organiser.get(reverse("collection-imports", args=["demo"])).status_code == 200
+    import_jobs_sweep()
     done = _poll(organiser, lambda job: job["state"] == "done", 120)[-1]
     assert done["summary"] == "judgements as trec: 1000 created, 0 updated, 0 unchanged"
     assert Judgement.objects.filter(query__collection=collection).count() == 1000

@@ -241,6 +241,8 @@ def test_a_cancelled_run_stops_and_a_new_one_resumes_from_the_answers(
 ) -> None:
     import threading
 
+    from django.db import connections
+
     release = threading.Event()
 
     def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
@@ -248,14 +250,23 @@ def test_a_cancelled_run_stops_and_a_new_one_resumes_from_the_answers(
             release.wait(10)
         return says("##final score: 1")
 
+    def start_as_a_worker_runs_it(judge: MachineJudge) -> None:
+        try:  # the run's task runs (eagerly) in this thread, as on a worker beside the page
+            judge_run_start(judge=judge, pool=pool, scope="all", created_by=None)
+        finally:
+            connections.close_all()
+
     with fake_llm(FakeLlm(respond)) as llm:
         judge = _judge(trial, llm.url)
         judge.concurrency = 1
         judge.save()
-        run = judge_run_start(judge=judge, pool=pool, scope="all", created_by=None)
+        worker = threading.Thread(target=start_as_a_worker_runs_it, args=(judge,))
+        worker.start()
         wait_until(lambda: len(llm.prompts) >= 3, "the run asked", seconds=30)
+        run = JudgeRun.objects.get(judge=judge)
         judge_run_cancel(run=run)
         release.set()
+        worker.join(timeout=30)
         run = _finished(run)
         assert run.state == "cancelled" and run.pairs_done < run.pairs_total
         resumed = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))

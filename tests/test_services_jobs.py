@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from annotations.models import Collection, ImportJob, Judgement
+from annotations.services.job_progress import lines_count
 from annotations.services.job_recovery import WORKER_STOPPED
 from annotations.services.jobs import import_job_create, import_job_run
 
@@ -52,3 +53,11 @@ def test_an_import_whose_job_was_failed_meanwhile_rolls_back(
         assert job.state == "done"
         assert Judgement.objects.count() == 150_000
         assert stored == []
+
+
+def test_the_lines_of_a_file_are_counted_with_or_without_a_last_newline(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    for content, lines in ((b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"a\n" * 3_000_000, 3_000_000)):
+        path.write_bytes(content)
+        with path.open("rb") as raw:
+            assert lines_count(raw) == lines

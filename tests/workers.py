@@ -44,6 +44,8 @@ def worker_start(
     environment = {
         **os.environ,
         "C_FORCE_ROOT": "1",
+        # the project's settings, not the tests' (whose tasks run eagerly)
+        "DJANGO_SETTINGS_MODULE": "ndcg_platform.settings",
         "CELERY_BROKER_URL": BROKER,
         "DATABASE_URL": database_url(),
         # the uploads storage the test's web side stores into (as every worker is configured)

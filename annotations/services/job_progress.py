@@ -1,5 +1,10 @@
-"""A running import job's progress in the units of the work (lines parsed, rows stored,
-queries scored) and its heartbeat, written from a thread of its own at a bounded rate."""
+"""A running import job's progress in the units of the work (lines parsed, rows stored) and
+its heartbeat, written from a thread of its own at a bounded rate.
+
+The thread runs inside the import's task on the worker: the import holds its transaction
+(and, on SQLite, the database's one write lock) until it commits, so its progress and
+heartbeat can only be written beside it, on a connection of their own (the job's row on
+PostgreSQL, the coordination cache on SQLite)."""
 
 from __future__ import annotations
 
@@ -16,7 +21,6 @@ from django.db import connection
 from django.utils import timezone
 
 from annotations.models import ImportJob
-from annotations.scores import progress
 from annotations.selectors.jobs import Progress, progress_in_rows, progress_key
 
 logger = logging.getLogger(__name__)
@@ -71,51 +75,38 @@ def lines_count(raw: IO[bytes]) -> int:
 
 class JobProgress:
     """What a running job has done, in the units of its stage: the lines its parser read
-    (through the CountingReader), storing once the whole file is read, then, after its
-    import committed, the queries scored in this process (the scores' Tally)."""
+    (through the CountingReader), then storing once the whole file is read."""
 
     def __init__(self, job: ImportJob, reader: CountingReader, lines_total: int) -> None:
         self.size, self.reader, self.lines_total = job.size, reader, lines_total
-        self.tally = progress.Tally()
-        self.committed = False  # the import and its "done" committed, scoring in this thread
 
     def now(self) -> Progress:
-        reader, tally = self.reader, self.tally
-        if self.committed:
-            stage = ImportJob.SCORING
-        elif reader.bytes_done >= self.size:
-            stage = ImportJob.STORING
-        else:
-            stage = ImportJob.PARSING
+        reader = self.reader
+        stage = ImportJob.STORING if reader.bytes_done >= self.size else ImportJob.PARSING
         return Progress(
             bytes_done=reader.bytes_done,
             lines_done=min(reader.lines_done, self.lines_total),
             heartbeat=timezone.now(),
             stage=stage,
             lines_total=self.lines_total,
-            queries_done=min(tally.done, max(tally.total, tally.done)),
-            queries_total=max(tally.total, tally.done),
         )
 
 
 def import_job_progress_write(*, job: ImportJob, now: Progress, attempt: datetime) -> None:
     """Record a job's progress and heartbeat outside the import's transaction (call it from
     a thread of its own: its connection is not the import's); `attempt` is when this run
-    claimed the job, so a run outlived by its job's failure writes nothing. While its
-    import runs the job is running; while its scores are computed it is done already."""
+    claimed the job, so a run outlived by its job's failure writes nothing."""
     if progress_in_rows():
         table = connection.ops.quote_name(ImportJob._meta.db_table)
-        state = ImportJob.DONE if now.stage == ImportJob.SCORING else ImportJob.RUNNING
         with connection.cursor() as cursor:
             # SKIP LOCKED: never wait for the row (the import locks it as it finishes).
             cursor.execute(
                 f"UPDATE {table} SET bytes_done = %s, lines_done = %s, heartbeat = %s, "
-                "stage = %s, queries_done = %s, queries_total = %s "
-                f"WHERE id = (SELECT id FROM {table} WHERE id = %s AND state = %s "
+                f"stage = %s WHERE id = (SELECT id FROM {table} WHERE id = %s AND state = %s "
                 "AND started = %s FOR UPDATE SKIP LOCKED)",
                 [
-                    now.bytes_done, now.lines_done, now.heartbeat, now.stage, now.queries_done,
-                    now.queries_total, job.id, state, attempt,
+                    now.bytes_done, now.lines_done, now.heartbeat, now.stage, job.id,
+                    ImportJob.RUNNING, attempt,
                 ],
             )  # fmt: skip
         return
@@ -124,7 +115,7 @@ def import_job_progress_write(*, job: ImportJob, now: Progress, attempt: datetim
 
 
 class ProgressWriter(threading.Thread):
-    """While the import runs (and its scores are computed), writes the job's progress and
+    """While the import runs, writes the job's progress and
     heartbeat every PROGRESS_SECONDS while the progress moves (a bounded rate, never once
     per line), and the heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS whatever the
     import does."""

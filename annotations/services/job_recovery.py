@@ -13,19 +13,14 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.core.cache import caches
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
-from annotations.services.job_queue import (
-    import_job_publish,
-    import_jobs_adopt,
-    import_jobs_start,
-    import_threads,
-)
+from annotations.services.job_queue import import_job_publish, import_jobs_start
 from annotations.services.jobs import RETRY
 from annotations.services.upload_store import upload_delete, upload_exists
 
@@ -35,7 +30,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 WORKER_STOPPED = f"The worker stopped while importing this file; nothing was imported. {RETRY}"
-NOT_STARTED = f"The server stopped before the import started; nothing was imported. {RETRY}"
 UPLOAD_GONE = (
     "The stored upload is gone, so this file cannot be imported again; nothing was imported. "
     "Upload the file again."
@@ -55,17 +49,12 @@ def _dead_seconds() -> int:
 
 def import_jobs_sweep(*, collection: Collection | None = None) -> int:
     """Fail the running jobs whose heartbeat is older than NDCG_IMPORT_DEAD_SECONDS (the
-    worker stopped) and, without a broker, the queued jobs the server stopped before they
-    started: held by its import threads with a heartbeat as old, or never handed to them
-    and queued for NDCG_IMPORT_STALE_SECONDS. Those never started are taken over by this
-    process's import threads when it has some (NDCG_IMPORT_THREADS), else failed; the
-    uploads of failed jobs are kept for Retry. Nothing of
-    theirs was imported: a job's import commits only together with its "done", and an
-    import that outlives its job's failure rolls back (`import_job_run`).
-
-    With a broker, a job still queued that long is queued again (at most once per that
-    time): a broker that lost its task (a Redis restarted without persistence) would leave
-    it waiting for ever, and a second delivery of a job already claimed does nothing."""
+    worker stopped), their uploads kept for Retry, and queue again the jobs still queued
+    after NDCG_IMPORT_STALE_SECONDS (at most once per that time): a broker that lost its
+    task (a Redis restarted without persistence) would leave one waiting for ever, and a
+    second delivery of a job already claimed does nothing. Nothing of a failed job was
+    imported: a job's import commits only together with its "done", and an import that
+    outlives its job's failure rolls back (`import_job_run`). The count failed."""
     now = timezone.now()
     dead = now - timedelta(seconds=_dead_seconds())
     stale = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
@@ -82,24 +71,7 @@ def import_jobs_sweep(*, collection: Collection | None = None) -> int:
         if progress is not None and progress.heartbeat >= dead:
             continue
         swept += _fail_unless_held(job.id, dead=dead, now=now)
-    if settings.CELERY_BROKER_URL:
-        _republish(list(waiting.values_list("id", flat=True)))
-        return swept
-    # Without a broker a queued job whose heartbeat is set waits for an import thread of a
-    # live process (its keeper touches it): only a stale heartbeat means that process died.
-    held = ImportJob.objects.filter(state=ImportJob.QUEUED, heartbeat__lt=dead)
-    if collection is not None:
-        held = held.filter(collection=collection)
-    left = set(waiting.filter(heartbeat__isnull=True).values_list("id", flat=True))
-    left |= set(held.values_list("id", flat=True))
-    if import_threads():
-        # Never started, so nothing of theirs ran: this process's threads take them over.
-        import_jobs_adopt(sorted(left), dead=dead)
-        return swept
-    for job_id in sorted(left):
-        swept += ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
-            state=ImportJob.FAILED, error=NOT_STARTED, finished=now
-        )
+    _republish(list(waiting.values_list("id", flat=True)))
     return swept
 
 
@@ -124,8 +96,7 @@ def _fail_unless_held(job_id: int, *, dead: datetime, now: datetime) -> int:
 
 
 def _republish(job_ids: list[int]) -> None:
-    """Queue these jobs' tasks again, each at most once per NDCG_IMPORT_STALE_SECONDS (the
-    sweep also runs on every read of the import page)."""
+    """Queue these jobs' tasks again, each at most once per NDCG_IMPORT_STALE_SECONDS."""
 
     timeout = settings.NDCG_IMPORT_STALE_SECONDS
     for job_id in job_ids:
@@ -134,17 +105,9 @@ def _republish(job_ids: list[int]) -> None:
             import_job_publish(job_id)
 
 
-def import_jobs_sweep_quietly(*, collection: Collection) -> None:
-    """The sweep as a page read does it: best effort (SQLite may be busy with an import)."""
-    try:
-        import_jobs_sweep(collection=collection)
-    except DatabaseError:
-        logger.warning("could not sweep the import jobs of %s", collection.slug)
-
-
 def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
     """Queue a failed job again with its stored upload and its options (kind, assessor,
-    replace, split_tags); without a broker it runs here. The job as it is afterwards.
+    replace, split_tags), for a worker. The job as it is afterwards.
     ValidationError when it is not failed, or its upload is gone (the job then says so)."""
 
     if job.state != ImportJob.FAILED:

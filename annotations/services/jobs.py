@@ -1,8 +1,8 @@
 """Import jobs: store an upload, run its import with its progress in the units of the work
-(lines parsed, rows stored, queries scored) and a heartbeat.
+(lines parsed, rows stored) and a heartbeat.
 
-Starting jobs (a worker's queue, or the web process's own import threads) is in
-`job_queue`; failing the jobs whose process stopped, Retry and Dismiss in `job_recovery`."""
+Starting jobs (a worker's queue) is in `job_queue`; failing the jobs whose worker stopped,
+Retry and Dismiss in `job_recovery`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, BinaryIO, cast
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
@@ -22,7 +21,6 @@ from annotations.access import ORGANISER, OWNER, roles_of
 from annotations.formats.trec import TrecFormatError
 from annotations.models import Collection, ImportJob
 from annotations.models.webhooks import IMPORT_FAILED, IMPORT_FINISHED
-from annotations.scores import progress
 from annotations.services.imports import documents_import, topics_import
 from annotations.services.job_progress import (
     CountingReader,
@@ -177,7 +175,7 @@ def _may_replace(job: ImportJob) -> RunCheck | None:
 
 
 def import_job_run(*, job_id: int) -> str:
-    """Run a queued job (a worker's task, or the request without a broker); its final state.
+    """Run a queued job (a worker's task); its final state.
 
     The job is claimed (queued -> running) first, so a task delivered twice runs it once;
     the claim's time names this run (`started`), so a run outlived by its job's failure (and
@@ -215,11 +213,8 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
     done = JobProgress(job, reader, lines_total)
     writer = ProgressWriter(job, done, attempt)
     writer.start()
-    # Without a broker the scores of what it imported are computed in this thread once the
-    # import commits: the job, done, then shows "scoring".
-    scored_here = not settings.CELERY_BROKER_URL and job.kind in (ImportJob.RUN, ImportJob.QRELS)
     try:
-        with progress.following(done.tally), transaction.atomic():
+        with transaction.atomic():
             summary = _import(job, cast(BinaryIO, reader))
             finished = timezone.now()
             marked = ImportJob.objects.filter(
@@ -230,16 +225,13 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
                 summary=summary,
                 bytes_done=job.size,
                 lines_done=lines_total,
-                stage=ImportJob.SCORING if scored_here else "",
+                stage="",
                 finished=finished,
                 heartbeat=finished,
             )
             if not marked:
                 raise _Abandoned
-            _tell(job, IMPORT_FINISHED, summary=summary)
-            # From the commit on the writer says "scoring" when the scores are computed here;
-            # with a worker they are queued, and the job is simply done.
-            done.committed = scored_here
+            _tell(job, IMPORT_FINISHED, summary=summary)  # its scores are queued at commit
             path = job.upload_path
             transaction.on_commit(lambda: upload_delete(path))
     except _Abandoned:
@@ -265,11 +257,6 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
     finally:
         writer.stop()
         raw.close()
-    # The scores were computed as the import committed (or queued for a worker).
-    tally = done.tally
-    ImportJob.objects.filter(id=job.id, state=ImportJob.DONE, started=attempt).update(
-        stage="", queries_done=tally.done, queries_total=max(tally.total, tally.done)
-    )
     return ImportJob.DONE
 
 

@@ -21,7 +21,6 @@ from datetime import timedelta
 from itertools import islice
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import connections, transaction
@@ -280,25 +279,12 @@ def judge_run_cancel(*, run: JudgeRun) -> None:
 
 
 def _schedule(run_id: int) -> None:
-    if settings.CELERY_BROKER_URL:
-        try:
-            publishing.JUDGE_RUN.apply_async((run_id,), retry=False)
-        except Exception as error:
-            JudgeRun.objects.filter(id=run_id, state=JudgeRun.QUEUED).update(
-                state=JudgeRun.FAILED, error=f"could not queue the run ({error!r}); start it again"
-            )
-        return
-    threading.Thread(
-        target=_in_thread, args=(run_id,), name=f"judge-run-{run_id}", daemon=True
-    ).start()
-
-
-def _in_thread(run_id: int) -> None:
     try:
-        while judge_run_execute(run_id=run_id) == WAITING:
-            time.sleep(WAIT_SECONDS)
-    finally:
-        connections.close_all()
+        publishing.JUDGE_RUN.apply_async((run_id,), retry=False)
+    except Exception as error:
+        JudgeRun.objects.filter(id=run_id, state=JudgeRun.QUEUED).update(
+            state=JudgeRun.FAILED, error=f"could not queue the run ({error!r}); start it again"
+        )
 
 
 # One collection's judges share the outbound worker with every other collection's: at most
@@ -334,8 +320,8 @@ def _start(run_id: int) -> str | None:
 
 
 def judge_run_execute(*, run_id: int) -> str:
-    """Run a queued run to its end (a worker's task, or the web process's thread); WAITING
-    while its collection's other runs hold every place."""
+    """Run a queued run to its end (a worker's task); WAITING while its collection's other
+    runs hold every place."""
     refused = _start(run_id)
     if refused is not None:
         return refused

@@ -24,7 +24,6 @@ from annotations.services.job_queue import import_jobs_start
 from annotations.services.job_recovery import (
     import_job_dismiss,
     import_job_retry,
-    import_jobs_sweep_quietly,
 )
 from annotations.services.jobs import import_job_create
 from annotations.views._collection import acting_user, organised_collection
@@ -65,7 +64,6 @@ def _page(
     forms = {kind: form_class(collection=collection) for kind, form_class in FORMS.items()}
     if bound is not None:
         forms[bound.kind] = bound
-    import_jobs_sweep_quietly(collection=collection)
     listed: JobsPage = import_jobs_page(collection=collection, page=_page_number(request))
     opened = bound.kind if bound is not None else request.GET.get("kind", ImportJob.RUN)
     context = {
@@ -79,7 +77,6 @@ def _page(
         "refused": refused,
         "max_file_mb": settings.NDCG_MAX_UPLOAD_MB,
         "max_upload_mb": settings.NDCG_IMPORT_MAX_MB,
-        "queued": bool(settings.CELERY_BROKER_URL) or bool(settings.NDCG_IMPORT_THREADS),
     }
     return render(request, "annotations/imports/page.html", context, status=status)
 
@@ -212,7 +209,6 @@ def import_jobs_state(request: HttpRequest, slug: str) -> JsonResponse:
     """The jobs of one page of the table, and the last upload's summary line, for the page's
     self-refresh."""
     collection = organised_collection(request, slug)
-    import_jobs_sweep_quietly(collection=collection)
     listed = import_jobs_page(collection=collection, page=_page_number(request))
     return JsonResponse(
         {
