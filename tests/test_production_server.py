@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import shutil
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +14,8 @@ from rest_framework.authtoken.models import Token
 
 from annotations import services
 from annotations.models import Membership, Run
-from tests.conftest import require_component
 from tests.factories import UserFactory
-from tests.workers import ROOT, database_url
+from tests.workers import database_url, gunicorn_serving
 
 MAX_UPLOAD_MB = 1
 RUN_FILE = b"q1 Q0 d1 1 9 chunked\nq1 Q0 d2 2 8 chunked\n"
@@ -30,45 +23,11 @@ RUN_FILE = b"q1 Q0 d1 1 9 chunked\nq1 Q0 d2 2 8 chunked\n"
 
 @pytest.fixture(scope="module")
 def server(django_db_setup: None, django_db_blocker: Any) -> Iterator[int]:
-    """gunicorn as `make serve` runs it (the project's config, production settings), one
-    worker on a free port of 127.0.0.1, on the test database, uploads limited to 1 MB."""
-    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
-    if gunicorn is None:
-        require_component("gunicorn is not installed")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    """gunicorn as `make serve` runs it, on the test database, uploads limited to 1 MB."""
     with django_db_blocker.unblock():
         database = database_url()
-    environment = {
-        **os.environ,
-        "DATABASE_URL": database,
-        "DJANGO_ENV": "production",
-        "DJANGO_SECRET_KEY": "production-server-test-" + "x" * 40,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        "DJANGO_SECURE_HSTS_SECONDS": "0",
-        "NDCG_MAX_UPLOAD_MB": str(MAX_UPLOAD_MB),
-    }
-    environment.pop("CELERY_BROKER_URL", None)
-    command = [str(gunicorn), "ndcg_platform.wsgi:application"]
-    command += ["--config", "ndcg_platform/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"]
-    command += ["--workers", "1", "--log-level", "error"]
-    process = subprocess.Popen(command, cwd=ROOT, env=environment)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    pytest.fail("gunicorn did not start")
-                time.sleep(0.2)
+    with gunicorn_serving(database, {"NDCG_MAX_UPLOAD_MB": str(MAX_UPLOAD_MB)}) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _exchange(port: int, request: bytes) -> tuple[int, str, bytes]:

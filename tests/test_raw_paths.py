@@ -121,51 +121,11 @@ def test_a_generated_client_addresses_manual_v1_as_it_is(
 
 @pytest.fixture
 def gunicorn_server(transactional_db: None) -> Iterator[int]:
-    """The production server as `make serve` runs it (gunicorn with the project's config,
-    production settings), one worker on a free port of 127.0.0.1, on the test database."""
-    import os
-    import shutil
-    import socket
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
+    """The production server as `make serve` runs it, on the test database."""
+    from tests.workers import database_url, gunicorn_serving
 
-    from tests.workers import ROOT, database_url
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or "gunicorn"
-    environment = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "DJANGO_ENV": "production",
-        "DJANGO_SECRET_KEY": "raw-path-test-" + "x" * 40,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        "DJANGO_SECURE_HSTS_SECONDS": "0",
-    }
-    environment.pop("CELERY_BROKER_URL", None)
-    server = subprocess.Popen(
-        [gunicorn, "ndcg_platform.wsgi:application", "--config", "ndcg_platform/gunicorn.conf.py",
-         "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
-        cwd=ROOT, env=environment,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail("gunicorn did not start")
-                time.sleep(0.2)
+    with gunicorn_serving(database_url()) as port:
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_under_gunicorn_a_percent_encoded_slash_reaches_the_run(

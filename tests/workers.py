@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,3 +78,49 @@ def worker_start(
         cwd=ROOT,
         env=environment,
     )
+
+
+@contextmanager
+def gunicorn_serving(database: str, extra: Mapping[str, str] | None = None) -> Iterator[int]:
+    """gunicorn as `make serve` runs it (the project's config, production settings), one
+    worker on a free port of 127.0.0.1 on `database`, with `extra` in its environment; the
+    port once it accepts connections."""
+    from tests.conftest import require_component
+
+    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
+    if gunicorn is None:
+        require_component("gunicorn is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database,
+        "DJANGO_ENV": "production",
+        "DJANGO_SECRET_KEY": "gunicorn-test-" + "x" * 40,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DJANGO_SECURE_HSTS_SECONDS": "0",
+        **(extra or {}),
+    }
+    environment.pop("CELERY_BROKER_URL", None)
+    process = subprocess.Popen(
+        [str(gunicorn), "ndcg_platform.wsgi:application", "--config",
+         "ndcg_platform/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+         "--log-level", "error"],
+        cwd=ROOT, env=environment,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.fail("gunicorn did not start")
+                time.sleep(0.2)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
