@@ -67,10 +67,12 @@ def refresh_significance(collection_id: int) -> int:
 
 @shared_task(name="annotations.tasks.scores_sweep_stale")
 def scores_sweep_stale() -> int:
-    """Periodic (celery beat): heal whatever a lost task left pending."""
+    """Periodic (celery beat): heal whatever a lost task left pending, and queue the
+    leaderboard refreshes a lost task left undone."""
     total = 0
     for collection in Collection.objects.all():
         total += scores.scores_sweep_stale(collection=collection)
+    refresh_work.leaderboards_sweep()
     return total
 
 

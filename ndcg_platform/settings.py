@@ -363,12 +363,6 @@ if EMBEDDED_BROKER:
         polling_interval=0.1,
     )
 NDCG_SWEEP_SECONDS = env_int("NDCG_SWEEP_SECONDS", 60, minimum=1)
-# How old a stored leaderboard may be and still be served (marked stale) while a worker
-# refreshes it; only with a broker (inline, a read computes a stale snapshot itself).
-NDCG_LEADERBOARD_STALE_SECONDS = env_int("NDCG_LEADERBOARD_STALE_SECONDS", 30, minimum=1)
-# Inline: a stored leaderboard younger than this is served (marked stale) rather than
-# computed again, bounding the work a stream of judgements causes for watching pages.
-NDCG_LEADERBOARD_MIN_INTERVAL_MS = env_int("NDCG_LEADERBOARD_MIN_INTERVAL_MS", 1000)
 # Runs per page of the leaderboard page (its table, CI plot and flip marks); `?page=all`
 # shows every run, the downloads and the API always hold every run.
 NDCG_LEADERBOARD_PAGE_RUNS = env_int("NDCG_LEADERBOARD_PAGE_RUNS", 100, minimum=1)
@@ -376,8 +370,6 @@ NDCG_LEADERBOARD_PAGE_RUNS = env_int("NDCG_LEADERBOARD_PAGE_RUNS", 100, minimum=
 NDCG_DEMO_ACCOUNTS_FILE = os.environ.get("NDCG_DEMO_ACCOUNTS_FILE") or str(
     BASE_DIR / "demo-accounts.txt"
 )
-# Inline mode: a read that sees the same pending scores for this long sweeps the collection.
-NDCG_INLINE_HEAL_SECONDS = env_int("NDCG_INLINE_HEAL_SECONDS", 10)
 
 # "default" (throttling) is per process; "coordination" marks tasks as queued across
 # processes (one leaderboard refresh per collection at a time) and carries an import job's
@@ -439,15 +431,9 @@ NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, 
 # derived worker's time: after a refresh of d seconds the next waits d * (1/share - 1).
 NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
 # The all-pairs significance passes: under steady judging one leaderboard's passes take at
-# most this share of the derived worker's time (with a broker) or of a web process's (without
-# one, in the read that finds a pass behind): after a pass of d seconds the next over newer
-# rows waits d * (1/share - 1).
+# most this share of the derived worker's time: after a pass of d seconds the next over
+# newer rows waits d * (1/share - 1).
 NDCG_SIGNIFICANCE_MAX_SHARE = env_float("NDCG_SIGNIFICANCE_MAX_SHARE", 0.2, minimum=0.05)
-# ... and it waits until the scores have been still this long (judgements streaming in).
-NDCG_SIGNIFICANCE_QUIET_SECONDS = env_float("NDCG_SIGNIFICANCE_QUIET_SECONDS", 2.0, minimum=0.0)
-# Without a broker: the passes run on a thread of the web process (off: in the read that
-# finds one due).
-NDCG_SIGNIFICANCE_THREAD = env_bool("NDCG_SIGNIFICANCE_THREAD", True)
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (

@@ -36,11 +36,11 @@ q1 Q0 d6 6 1.0 example
 
 @pytest.fixture(autouse=True)
 def _leaderboards_follow_every_change(settings: Any) -> None:
-    """Tests read a leaderboard right after each change: no minimum interval between
-    computations and no rest between significance passes (their own tests set them)."""
-    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0
+    """Tests read a leaderboard right after each change: its refresh is not debounced (an
+    eager task asked for later is not run) and significance passes do not rest (their own
+    tests set both)."""
+    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.0
     settings.NDCG_SIGNIFICANCE_MAX_SHARE = 1.0
-    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
 
 
 @pytest.fixture(autouse=True)
@@ -55,26 +55,6 @@ def _judges_on_this_machine(settings: Any) -> None:
     """The tests' model servers listen on 127.0.0.1 (tests/fake_llm.py): allowed, as for a
     local model server; the outbound rule's own tests turn it off."""
     settings.NDCG_JUDGE_ALLOW_PRIVATE = True
-
-
-@pytest.fixture(autouse=True)
-def _significance_in_the_read(settings: Any) -> None:
-    """Without a broker, tests run a due significance pass in the read that finds it (a
-    test's transaction is not visible to another thread); `significance_thread` turns the
-    web process's thread on."""
-    settings.NDCG_SIGNIFICANCE_THREAD = False
-
-
-@pytest.fixture
-def significance_thread(settings: Any, transactional_db: None) -> Iterator[None]:
-    """Significance passes on the web process's thread, as `make demo` runs them; the test
-    ends once the thread has run every pass handed to it."""
-    from annotations.scores.significance_thread import significance_passes_wait
-
-    settings.NDCG_SIGNIFICANCE_THREAD = True
-    settings.CELERY_BROKER_URL = ""
-    yield
-    assert significance_passes_wait(timeout=120), "the significance thread still holds passes"
 
 
 @pytest.fixture

@@ -32,8 +32,8 @@ from annotations.models import Run
 from annotations.permissions import (
     ANY_ROLE,
 )
-from annotations.scores import leaderboard_reads
-from annotations.scores.reports import REPORT_KINDS, leaderboard_report
+from annotations.scores import leaderboard_reads, snapshots
+from annotations.scores.reports import REPORT_KINDS, leaderboard_report, report_board
 from annotations.selectors import (
     compare_page,
     impact,
@@ -48,7 +48,6 @@ from annotations.serializers import (
 )
 from annotations.serializers.fields import ID_SCHEMA
 from annotations.serializers.impact import LeaderboardFlipsSerializer
-from annotations.services import impact as impact_services
 
 
 def _state(state: scores_state.ScoresState) -> dict[str, Any]:
@@ -122,6 +121,21 @@ def _board_changed_at(
     return max(times)
 
 
+def computing_response(*, slug: str, k: int) -> Response:
+    """202: the leaderboard at k is being computed by a worker; ask again after a while."""
+    wait = leaderboard_reads.RETRY_AFTER_SECONDS
+    body = {
+        "collection": slug,
+        "k": k,
+        "computing": True,
+        "retry_after": wait,
+        "detail": f"The leaderboard at k={k} is being computed; ask again in {wait} s.",
+    }
+    return Response(
+        LeaderboardComputingSerializer(body).data, status=202, headers={"Retry-After": str(wait)}
+    )
+
+
 class LeaderboardApi(CollectionApiView):
     roles = {"GET": ANY_ROLE}
     public_read = True
@@ -130,9 +144,9 @@ class LeaderboardApi(CollectionApiView):
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, significance letters, judged@k, bounds",
         parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
-        description="With workers (a broker), a cutoff whose first leaderboard is not stored "
-        "yet answers 202 at once while a worker computes it; ask again after `retry_after` "
-        "seconds (the Retry-After header).",
+        description="The leaderboard a worker stored last, marked `stale` while the scores "
+        "have moved past it. A cutoff whose first leaderboard a worker has not stored yet "
+        "answers 202; ask again after `retry_after` seconds (the Retry-After header).",
         responses={
             200: LeaderboardFlipsSerializer,
             202: LeaderboardComputingSerializer,
@@ -153,22 +167,9 @@ class LeaderboardApi(CollectionApiView):
             return validators.not_modified(request) or validators.stamped(
                 HttpResponse(content, content_type="application/json")
             )
-        board = leaderboard_reads.leaderboard_read_ready(collection=self.collection, k=k)
+        board = snapshots.leaderboard_read(collection=self.collection, k=k)
         if board is None:
-            wait = leaderboard_reads.RETRY_AFTER_SECONDS
-            body = {
-                "collection": self.collection.slug,
-                "k": k,
-                "computing": True,
-                "retry_after": wait,
-                "detail": f"The leaderboard at k={k} is being computed; ask again in {wait} s.",
-            }
-            return Response(
-                LeaderboardComputingSerializer(body).data,
-                status=202,
-                headers={"Retry-After": str(wait)},
-            )
-        impact_services.flips_read_refresh(collection=self.collection, board=board)
+            return computing_response(slug=self.collection.slug, k=k)
         flips = impact.flip_state_stored(collection=self.collection, k=k)
         # The body changes only with the stamps: serialised once per process and stamp.
         computed = board.computed_at.timestamp() if board.computed_at else 0.0
@@ -221,7 +222,9 @@ class LeaderboardReportApi(CollectionApiView):
             "compact letters (runs sharing a letter are not significantly different). CSV "
             "numbers are the shortest text that reads back to the stored double; LaTeX has 4 "
             "decimals and needs `\\usepackage{booktabs}`. The same report as the leaderboard "
-            "page's downloads and `manage.py evaluate --format leaderboard-csv|leaderboard-latex`."
+            "page's downloads and `manage.py evaluate --format leaderboard-csv|leaderboard-latex`. "
+            "Until a worker has stored the leaderboard at k and its significance pass, 202 (ask "
+            "again after `retry_after` seconds)."
         ),
         parameters=[
             K_PARAMETER,
@@ -238,15 +241,19 @@ class LeaderboardReportApi(CollectionApiView):
             (200, "application/x-tex"): OpenApiResponse(
                 OpenApiTypes.STR, description="A LaTeX table (booktabs)"
             ),
+            202: LeaderboardComputingSerializer,
             **documented_errors(400, 401, 403, 404),
         },
     )
-    def get(self, request: Request, slug: str) -> HttpResponse:
+    def get(self, request: Request, slug: str) -> HttpResponseBase:
         kind = request.query_params.get("as", "")
         if kind not in REPORT_KINDS:
             raise ValidationError({"as": [f"Choose one of: {', '.join(REPORT_KINDS)}."]})
         k = cutoff_of(self.collection, request)
-        report = leaderboard_report(collection=self.collection, k=k, kind=kind)
+        board = report_board(collection=self.collection, k=k)
+        if board is None:
+            return computing_response(slug=self.collection.slug, k=k)
+        report = leaderboard_report(board=board, kind=kind)
         response = HttpResponse(report.text, content_type=report.content_type)
         response["Content-Disposition"] = f'attachment; filename="{report.filename}"'
         return response

@@ -2,7 +2,7 @@
 
 `computing` scores one query; `queries` stores one query's recomputation after a judgement;
 `rescoring` rebuilds runs and collections, verifies and sweeps; `scheduling` runs them after
-commit, inline or on Celery.
+commit on Celery.
 """
 
 from annotations.scores.queries import scores_recompute_query
@@ -15,7 +15,6 @@ from annotations.scores.rescoring import (
 from annotations.scores.scheduling import (
     COALESCE_SECONDS,
     coalesce_release,
-    run_inline,
     scores_recompute_stale_queries,
     scores_schedule,
     scores_updated_emit,
@@ -25,7 +24,6 @@ from annotations.scores.scheduling import (
 __all__ = [
     "COALESCE_SECONDS",
     "coalesce_release",
-    "run_inline",
     "scores_recompute_query",
     "scores_recompute_run",
     "scores_recompute_stale_queries",

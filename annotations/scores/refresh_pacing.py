@@ -14,13 +14,6 @@ recomputation asks for a refresh more than a second after the previous one ended
 none asked in between).
 The marks are kept in the coordination cache; without one (or with it unreachable)
 refreshes are not paced.
-
-Without a broker the leaderboard's second pass (the all-pairs significance) runs in a read;
-it waits until the scores have been still for NDCG_SIGNIFICANCE_QUIET_SECONDS (judgements
-streaming in would otherwise start one after each) and, after a pass of `d` seconds, for
-`d * (1 / NDCG_SIGNIFICANCE_MAX_SHARE - 1)`; the marks are per process when the coordination
-cache is. One pass runs at a time however many processes serve reads
-(`significance_pass_lock`): without a shared cache, a PostgreSQL advisory lock.
 """
 
 from __future__ import annotations
@@ -28,13 +21,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
-from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import connection
-from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
@@ -127,83 +116,7 @@ def rest_dropped_after_pause(*, collection_id: int) -> bool:
     return True
 
 
-def _significance_rest_key(collection_id: int, k: int) -> str:
-    return f"ndcg:significance-rest:{collection_id}:{k}"
-
-
-def significance_due(*, collection_id: int, k: int, rows_computed_at: datetime) -> bool:
-    """Whether a read may run the significance pass of rows computed at `rows_computed_at`
-    (current rows: no change since): the scores still long enough, the last rest over."""
-    quiet = float(settings.NDCG_SIGNIFICANCE_QUIET_SECONDS)
-    if quiet > 0 and (timezone.now() - rows_computed_at).total_seconds() < quiet:
-        return False
-    try:
-        until = caches["coordination"].get(_significance_rest_key(collection_id, k))
-    except Exception:  # unpaced: costs time, not data
-        return True
-    return not (isinstance(until, int | float) and until > time.time())
-
-
-def significance_done(*, collection_id: int, k: int, seconds: float) -> None:
-    """After an inline significance pass that took `seconds`: its rest."""
-    rest = rest_seconds(seconds, share=settings.NDCG_SIGNIFICANCE_MAX_SHARE)
-    if rest > 0:
-        with contextlib.suppress(Exception):  # unpaced: costs time, not data
-            caches["coordination"].set(
-                _significance_rest_key(collection_id, k), time.time() + rest, timeout=int(rest) + 1
-            )
-
-
-# An inline significance pass holds its mark at most this long (a process killed mid-pass
-# leaves it to expire).
-PASS_LOCK_SECONDS = 300
-# The first key of the inline pass's PostgreSQL advisory lock: its namespace.
-_PASS_LOCK_SPACE = 0x6E64
-
-
-def pass_lock_key(*, collection_id: int, k: int) -> list[int]:
-    """The two int4 keys of the inline pass's advisory lock of (collection, k)."""
-    return [_PASS_LOCK_SPACE, (collection_id * 1_000_003 + k) % 2**31]
-
-
-@contextlib.contextmanager
-def significance_pass_lock(*, collection_id: int, k: int) -> Iterator[bool]:
-    """Yields whether this read runs the inline significance pass of (collection, k): one
-    at a time however many processes serve reads, so that when the scores go still the web
-    workers do not each start the same pass.
-
-    A mark in the coordination cache when that is shared (or the database is not
-    PostgreSQL: one process); otherwise, every process holding its own cache, a PostgreSQL
-    session advisory lock, released when the pass ends or, at the latest, when its
-    connection closes. Two (collection, k) sharing a lock key only wait for each other.
-    """
-    if settings.NDCG_COORDINATION_SHARED or connection.vendor != "postgresql":
-        key = f"ndcg:significance-pass:{collection_id}:{k}"
-        try:
-            taken = caches["coordination"].add(key, 1, timeout=PASS_LOCK_SECONDS)
-        except Exception:  # no coordination: compute anyway (two at once cost time, not data)
-            taken = True
-        try:
-            yield taken
-        finally:
-            if taken:
-                with contextlib.suppress(Exception):  # the mark expires by itself
-                    caches["coordination"].delete(key)
-        return
-    lock = pass_lock_key(collection_id=collection_id, k=k)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", lock)
-        row = cursor.fetchone()
-    taken = bool(row and row[0])
-    try:
-        yield taken
-    finally:
-        if taken:
-            with contextlib.suppress(Exception), connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", lock)
-
-
-# With a broker the significance passes are the derived worker's own tasks
+# The significance passes are the derived worker's own tasks
 # (`scores.refresh_work`): after a pass of `d` seconds the collection's next one waits
 # `d * (1 / NDCG_SIGNIFICANCE_MAX_SHARE - 1)`, unless its rows are those the last pass ran
 # on (the other cutoffs of one burst's rows follow each other without a rest).

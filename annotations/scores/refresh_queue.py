@@ -1,6 +1,6 @@
 """Queueing the derived worker's leaderboard work: the rows refresh and the significance pass.
 
-With a broker, a collection's leaderboard snapshots are refreshed by the derived worker in
+A collection's leaderboard snapshots are refreshed by the derived worker in
 two kinds of task, queued here and run by `scores.refresh_work`:
 
 - the **rows refresh** (``refresh_leaderboards``): every cutoff's rows whose stamp is
@@ -17,7 +17,8 @@ two kinds of task, queued here and run by `scores.refresh_work`:
 
 A cache key marks each kind as queued until the worker starts it, so a burst queues one of
 each, not one per judgement. Publishing is best effort: with the broker down nothing is
-queued, and the next read computes the snapshot itself once the stored one is too old.
+queued, reads serve the stored snapshot marked stale, and the periodic sweep queues the
+refresh again (`refresh_work.leaderboards_sweep`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
+from django.db import transaction
 
 from annotations import publishing
 from annotations.scores import refresh_pacing
@@ -36,12 +38,9 @@ logger = logging.getLogger(__name__)
 # A refresh or a pass holds its collection's lock at most this long (a worker killed
 # mid-refresh leaves the lock to expire).
 LOCK_SECONDS = 300
-# How long a read may serve a stored snapshot behind the scores while a worker refreshes it.
-DEFAULT_STALE_SECONDS = 30.0
-
-
-def stale_seconds() -> float:
-    return float(getattr(settings, "NDCG_LEADERBOARD_STALE_SECONDS", DEFAULT_STALE_SECONDS))
+# A queued mark outlives its task's countdown by this much: a task lost with the broker
+# leaves the mark to expire, and the next change queues the refresh again.
+MARK_SECONDS = 30.0
 
 
 def refresh_key(collection_id: int) -> str:
@@ -79,7 +78,7 @@ def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = N
     key = refresh_key(collection_id)
     countdown = refresh_debounce() if delay is None else delay
     # The mark outlives the longest wait (debounce, or the last refresh's rest: pacing).
-    lifetime = max(stale_seconds(), 1.0) + countdown + refresh_pacing.MAX_REST_SECONDS
+    lifetime = MARK_SECONDS + countdown + refresh_pacing.MAX_REST_SECONDS
     try:
         resumed = delay is None and refresh_pacing.rest_dropped_after_pause(
             collection_id=collection_id
@@ -99,11 +98,18 @@ def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = N
         logger.warning("could not queue a leaderboard refresh for collection %s", collection_id)
 
 
+def leaderboards_refresh_after_commit(*, collection_id: int) -> None:
+    """After a write that moves the scores stamp without a recomputation (a collection
+    created, its settings or publication changed, a run deleted): queue the rows refresh
+    once the transaction commits, so that reads serve a current snapshot again."""
+    transaction.on_commit(lambda: leaderboards_refresh_schedule(collection_id=collection_id))
+
+
 def significance_schedule(*, collection_id: int, delay: float = 0.0) -> None:
     """Queue one significance pass of the collection on a worker, however often asked (it
     waits out the last pass's rest itself: `refresh_work.significance_task`)."""
     key = significance_key(collection_id)
-    lifetime = max(stale_seconds(), 1.0) + delay + refresh_pacing.MAX_REST_SECONDS
+    lifetime = MARK_SECONDS + delay + refresh_pacing.MAX_REST_SECONDS
     try:
         if settings.NDCG_COORDINATION_SHARED and not caches["coordination"].add(
             key, 1, timeout=lifetime

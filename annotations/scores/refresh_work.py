@@ -9,6 +9,7 @@ import time
 from annotations.models import Collection, LeaderboardSnapshot
 from annotations.scores import refresh_pacing, refresh_queue, snapshots
 from annotations.scores.significance import significance_refresh
+from annotations.selectors.scores_state import scores_state
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,24 @@ def leaderboards_refresh_task(*, collection_id: int) -> int | None:
     if significance_behind(collection) is not None:
         refresh_queue.significance_schedule(collection_id=collection_id)
     return done
+
+
+def leaderboards_sweep() -> int:
+    """Periodic: queue the rows refresh of every collection whose stored leaderboards are
+    missing or behind its scores (not pending: their recomputation queues it), e.g. after a
+    refresh lost with the broker; how many were queued."""
+    queued = 0
+    for collection in Collection.objects.all():
+        state = scores_state(collection=collection)
+        if state.pending:
+            continue
+        stored = dict(
+            LeaderboardSnapshot.objects.filter(collection=collection).values_list("k", "stamp")
+        )
+        if any(stored.get(k) != state.stamp for k in collection.sorted_cutoffs):
+            refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
+            queued += 1
+    return queued
 
 
 def significance_behind(collection: Collection) -> tuple[int, str] | None:

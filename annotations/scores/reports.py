@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from annotations.formats import reports
 from annotations.models import Collection
-from annotations.scores.snapshots import leaderboard_read_complete
+from annotations.scores.snapshots import leaderboard_read
 from annotations.selectors.leaderboards import (
     ALPHA,
     CONFIDENCE,
@@ -55,15 +55,21 @@ def report_meta(board: Leaderboard) -> reports.ReportMeta:
     )
 
 
-def leaderboard_report(*, collection: Collection, k: int, kind: str) -> Report:
-    """The leaderboard at k as a CSV (full precision, shortest round-trip numbers) or a
-    booktabs LaTeX table (4 decimals), with the significance letters of these very rows:
-    a report is never written with letters of earlier scores (their pass runs first)."""
+def report_board(*, collection: Collection, k: int) -> Leaderboard | None:
+    """The stored leaderboard at k a request reports, or None while it is being computed:
+    none stored yet, or its significance pass not run for its rows (a report is never
+    written with letters of earlier scores)."""
+    board = leaderboard_read(collection=collection, k=k)
+    return board if board is not None and board.significance_current else None
+
+
+def leaderboard_report(*, board: Leaderboard, kind: str) -> Report:
+    """The leaderboard as a CSV (full precision, shortest round-trip numbers) or a booktabs
+    LaTeX table (4 decimals), with the significance letters of these very rows."""
     if kind not in REPORT_KINDS:
         raise ValueError(f"report must be one of {', '.join(REPORT_KINDS)}, got {kind!r}")
-    board = leaderboard_read_complete(collection=collection, k=k)
     rows, meta = report_rows(board), report_meta(board)
-    stem = f"{collection.slug}-leaderboard-ndcg{k}"
+    stem = f"{board.collection.slug}-leaderboard-ndcg{board.k}"
     if kind == "csv":
         text = reports.leaderboard_csv(rows, meta)
         return Report(kind, "text/csv; charset=utf-8", f"{stem}.csv", text)

@@ -19,7 +19,6 @@ from annotations.bulk import (
 from annotations.formats import score_bytes
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
-from annotations.scores import progress
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
     RUN_SCORE_COLUMNS,
@@ -37,7 +36,6 @@ def _scored_queries(
     """(query id, its scores) of every evaluated query, one at a time."""
     for query_id, grades in selectors.effective_grades_by_query(collection=collection):
         scores = score_query(collection, query_id, grades, run_ids=run_ids)
-        progress.scored()
         if scores.idcgs:
             yield query_id, scores
 

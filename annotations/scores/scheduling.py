@@ -1,10 +1,10 @@
-"""Recomputations scheduled after commit: inline, or queued on Celery once per stale query."""
+"""Recomputations scheduled after commit: queued on Celery, once per collection's stale queries."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -14,11 +14,9 @@ from django.db.models import F
 
 from annotations import events, publishing
 from annotations.bulk import cursor
-from annotations.models import Judgement, Query, Run
+from annotations.models import Query
 from annotations.models.webhooks import SCORES_UPDATED
-from annotations.scores import progress
 from annotations.scores.queries import scores_recompute_query
-from annotations.scores.rescoring import scores_recompute_run, scores_rescore_collection
 
 logger = logging.getLogger(__name__)
 
@@ -64,21 +62,18 @@ def _dispatch() -> None:
     owners.clear()
     if not any(batch):
         return
-    if settings.CELERY_BROKER_URL:
-        for collection_id in batch[2]:
-            _publish(publishing.RESCORE_COLLECTION, collection_id)
-        for run_id in batch[1]:
-            _publish(publishing.RECOMPUTE_RUN, run_id)
-        owning = {known[query_id] for query_id in batch[0] if query_id in known}
-        owning.update(_collections_of({q for q in batch[0] if q not in known}))
-        for collection_id in sorted(owning):
-            _publish(
-                publishing.RECOMPUTE_STALE_QUERIES,
-                collection_id,
-                coalesce=stale_queries_key(collection_id),
-            )
-        return
-    run_inline(*batch)
+    for collection_id in sorted(batch[2]):
+        _publish(publishing.RESCORE_COLLECTION, collection_id)
+    for run_id in sorted(batch[1]):
+        _publish(publishing.RECOMPUTE_RUN, run_id)
+    owning = {known[query_id] for query_id in batch[0] if query_id in known}
+    owning.update(_collections_of({q for q in batch[0] if q not in known}))
+    for collection_id in sorted(owning):
+        _publish(
+            publishing.RECOMPUTE_STALE_QUERIES,
+            collection_id,
+            coalesce=stale_queries_key(collection_id),
+        )
 
 
 def stale_queries_key(collection_id: int) -> str:
@@ -137,42 +132,6 @@ def coalesce_release(key: str) -> None:
         logger.warning("could not clear %s", key)
 
 
-def run_inline(query_ids: set[int], run_ids: set[int], collection_ids: set[int]) -> None:
-    """Run scheduled recomputations in this process, each on its own and retried once.
-
-    A failure (a run deleted under a rescore, say) leaves that one marked stale and the
-    others go on; the retry sees the state the failure raced with. What still fails stays
-    pending for the reads that heal it (`annotations.scores.healing`).
-    """
-    covered = set(Run.objects.filter(collection_id__in=collection_ids).values_list("id", flat=True))
-    jobs: list[tuple[str, int]] = [
-        *(("collection", collection_id) for collection_id in sorted(collection_ids)),
-        *(("run", run_id) for run_id in sorted(run_ids - covered)),
-        *(("query", query_id) for query_id in sorted(query_ids)),
-    ]
-    recompute: dict[str, Callable[[int], object]] = {
-        "collection": lambda object_id: scores_rescore_collection(collection_id=object_id),
-        "run": lambda object_id: scores_recompute_run(run_id=object_id),
-        "query": _recompute_query_and_tell,
-    }
-    if progress.listening():
-        progress.expect(_queries_to_score(jobs))
-    for kind, object_id in jobs:
-        for attempt in (1, 2):
-            try:
-                recompute[kind](object_id)
-                if kind == "query":
-                    progress.scored()
-                break
-            except Exception:
-                if attempt == 2:
-                    logger.exception(
-                        "score recomputation of %s %s failed; its scores stay marked pending",
-                        kind,
-                        object_id,
-                    )
-
-
 def scores_recompute_stale_queries(*, collection_id: int) -> int:
     """Recompute every query of the collection marked stale, each in its own transaction
     (what a worker does for a collection's judgements: under a stream of them one task
@@ -222,19 +181,3 @@ def scores_updated_emit(*, query_id: int, collection_id: int) -> None:
         data=data,
         coalesce_key=f"scores:{query_id}",
     )
-
-
-def _queries_to_score(jobs: list[tuple[str, int]]) -> int:
-    """How many query scorings these recomputations make (for a listener's "of N"): a run
-    or a collection is scored over every judged query of its collection."""
-    runs = [object_id for kind, object_id in jobs if kind == "run"]
-    whole = [object_id for kind, object_id in jobs if kind == "collection"]
-    total = sum(kind == "query" for kind, _ in jobs)
-    per_collection: dict[int, int] = {}
-    owners = list(Run.objects.filter(id__in=runs).values_list("collection_id", flat=True))
-    for collection_id in [*owners, *whole]:
-        if collection_id not in per_collection:
-            judged = Judgement.objects.filter(query__collection_id=collection_id)
-            per_collection[collection_id] = judged.values("query_id").distinct().count()
-        total += per_collection[collection_id]
-    return total

@@ -1,29 +1,21 @@
-"""Leaderboard snapshots: computed once per scores stamp, stored, and read by every page.
+"""Leaderboard snapshots: computed once per scores stamp by a worker, stored, read by every page.
 
-Reads never compute what a write could have stored. A leaderboard's statistics (CIs,
-significance groups, bounds) change only when scores or judgements change, which moves the
-collection's scores stamp (`selectors.scores_state`). So the computed leaderboard is stored
-per (collection, k) with the stamp it was computed at, and a read costs the stamp's
-aggregates plus one row:
+A leaderboard's statistics (CIs, significance groups, bounds) change only when scores or
+judgements change, which moves the collection's scores stamp (`selectors.scores_state`). A
+worker computes the leaderboard after every recomputation (`scores.refresh_queue`, coalesced
+per collection) and stores it per (collection, k) with the stamp it was computed at. A read
+serves what is stored, one row, and never computes, stores or queues anything:
 
 - stamp equal: the stored snapshot is served as is;
-- stamp moved, with a Celery broker: workers refresh snapshots after every recomputation
-  (coalesced per collection), so a read serves the stored one, marked stale with the time
-  it was computed, while the scores are pending or a refresh is queued or running, and
-  otherwise as long as it is younger than ``NDCG_LEADERBOARD_STALE_SECONDS``; older than
-  that with nothing in hand (a worker down) the read computes it;
-- stamp moved, inline (no broker) or no snapshot yet: the read computes, stores and serves it,
-  unless the stored one is younger than ``NDCG_LEADERBOARD_MIN_INTERVAL_MS`` (1 s): then it
-  is served, marked stale, so a stream of judgements costs at most one computation per
-  interval however many pages watch.
+- stamp moved: the stored snapshot is served, marked stale (``Leaderboard.stale``) with the
+  time it was computed, until the worker stores the next one;
+- no snapshot yet: nothing to serve; the page or endpoint answers "being computed".
 
-The all-pairs significance (randomised Tukey HSD, `scores.significance`) is a second pass,
-run after the rows are stored: by the worker as tasks of their own (`scores.refresh_queue`,
-`scores.refresh_work`), inline by the next read that finds the rows current, so the first
-read after a judgement costs what the rows cost; one leaderboard's passes take at most
-``NDCG_SIGNIFICANCE_MAX_SHARE`` of the worker's (or inline, a web process's) time under
-steady judging (the letters of the last pass are served meanwhile, marked as
-being recomputed). The top-grade bounds are the costly part of the rows, cached per query
+The all-pairs significance (randomised Tukey HSD, `scores.significance`) is a second pass
+the worker runs after the rows are stored, as tasks of their own (`scores.refresh_work`);
+one leaderboard's passes take at most ``NDCG_SIGNIFICANCE_MAX_SHARE`` of the worker's time
+under steady judging, and the letters of the last pass are served meanwhile, marked as being
+recomputed. The top-grade bounds are the costly part of the rows, cached per query
 (`scores.bounds_cache`).
 """
 
@@ -32,19 +24,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
-from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from annotations import events
 from annotations.models import Collection, LeaderboardSnapshot
 from annotations.models.webhooks import LEADERBOARD_CHANGED
-from annotations.scores import refresh_pacing, refresh_queue, significance_thread
 from annotations.scores.bounds_cache import bounds_cached
-from annotations.scores.healing import scores_heal_pending
 from annotations.scores.significance import significance_of, significance_refresh
 from annotations.scores.snapshot_intervals import known_intervals
 from annotations.scores.snapshot_store import snapshot_store
@@ -57,7 +44,6 @@ from annotations.selectors.leaderboards import (
 )
 from annotations.selectors.scores_state import ScoresState, scores_state
 
-DEFAULT_MIN_INTERVAL_MS = 1000.0
 _ROW_FIELDS = (
     "rank", "ndcg", "ci_low", "ci_high", "judged", "ndcg_condensed", "queries",
     "ndcg_top_grade", "pending",
@@ -66,76 +52,32 @@ _ROW_FIELDS = (
 _READ_FIELDS = ("id", "k", "stamp", "rows", "unscored", "computed_at", "significance")
 
 
-def min_interval_ms() -> float:
-    return float(getattr(settings, "NDCG_LEADERBOARD_MIN_INTERVAL_MS", DEFAULT_MIN_INTERVAL_MS))
-
-
-def served_stale(computed_at: datetime) -> bool:
-    """Whether a read serves a snapshot computed at `computed_at` that the scores have moved
-    past as it is, marked stale, instead of computing it: with a broker while it is younger
-    than NDCG_LEADERBOARD_STALE_SECONDS (a worker refreshes it), and in any mode while it is
-    younger than NDCG_LEADERBOARD_MIN_INTERVAL_MS (judgements arriving faster would
-    otherwise keep one process computing leaderboards for the pages that watch them)."""
-    age = timezone.now() - computed_at
-    if settings.CELERY_BROKER_URL and age < timedelta(seconds=refresh_queue.stale_seconds()):
-        return True
-    return age < timedelta(milliseconds=min_interval_ms())
-
-
 # --- reading ------------------------------------------------------------------------------
 
 
-def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard:
-    """The leaderboard at k from its stored snapshot, computed and stored first if need be.
-
-    One computation at a time per (collection, k): the read that finds the snapshot behind
-    locks its row (PostgreSQL; ``SKIP LOCKED``) and computes; reads meanwhile serve the
-    stored snapshot, marked stale, instead of computing the same thing again.
-    """
-    state = scores_state(collection=collection)
-    if scores_heal_pending(collection=collection, state=state):
-        state = scores_state(collection=collection)
+def leaderboard_read(*, collection: Collection, k: int) -> Leaderboard | None:
+    """The leaderboard at k as stored, marked stale while the scores have moved past it;
+    None before a worker has stored the first one (or one of this code's shape)."""
     snapshot = _snapshot(collection, k)
     if snapshot is None or not _readable(snapshot):
-        board = leaderboard_refresh(collection=collection, k=k)
-        if settings.CELERY_BROKER_URL:  # the other cutoffs and the passes, on a worker
-            refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
-        return board
-    if snapshot.stamp == state.stamp:
-        if (snapshot.significance or {}).get("stamp") != snapshot.stamp:
-            snapshot = _significance_pass(collection, snapshot)
+        return None
+    return _from_snapshot(collection, snapshot, scores_state(collection=collection))
+
+
+def leaderboard_current(*, collection: Collection, k: int) -> Leaderboard:
+    """The leaderboard at k at the current scores: the stored one, or computed and stored
+    here if it is behind (workers and commands, never a request)."""
+    state = scores_state(collection=collection)
+    snapshot = _snapshot(collection, k)
+    if snapshot is not None and _readable(snapshot) and snapshot.stamp == state.stamp:
         return _from_snapshot(collection, snapshot, state)
-    if served_stale(snapshot.computed_at) or refresh_coming(collection, state):
-        if settings.CELERY_BROKER_URL and not state.pending:
-            refresh_queue.leaderboards_refresh_schedule(collection_id=collection.id)
-        return _from_snapshot(collection, snapshot, state)
-    with transaction.atomic():
-        locked = (
-            LeaderboardSnapshot.objects.select_for_update(skip_locked=True)
-            .filter(pk=snapshot.pk)
-            .values_list("stamp", flat=True)
-            .first()
-        )
-        if locked is not None:
-            return leaderboard_refresh(collection=collection, k=k)
-    return _from_snapshot(collection, snapshot, state)  # another read is computing it
+    return leaderboard_refresh(collection=collection, k=k)
 
 
-def refresh_coming(collection: Collection, state: ScoresState) -> bool:
-    """With a broker, whether the workers have the change in hand, so that a snapshot behind
-    the scores, however old, is served (marked stale) rather than computed by the read: the
-    scores are pending (their recomputation queues the refresh as it ends; a large import's
-    takes minutes) or a rows refresh is queued or running. With neither, a snapshot older
-    than NDCG_LEADERBOARD_STALE_SECONDS means a worker is down and the read computes it."""
-    if not settings.CELERY_BROKER_URL:
-        return False
-    return state.pending or refresh_queue.refresh_in_hand(collection_id=collection.id)
-
-
-def leaderboard_read_complete(*, collection: Collection, k: int) -> Leaderboard:
-    """``leaderboard_read`` with its significance pass done for the rows it returns, here if
-    need be (reports and the command line, which must not print letters of earlier scores)."""
-    board = leaderboard_read(collection=collection, k=k)
+def leaderboard_complete(*, collection: Collection, k: int) -> Leaderboard:
+    """``leaderboard_current`` with its significance pass done for the rows it returns, here
+    if need be (the command line, which must not print letters of earlier scores)."""
+    board = leaderboard_current(collection=collection, k=k)
     if board.significance_current:
         return board
     if significance_refresh(collection=collection, k=k) is None:
@@ -151,70 +93,6 @@ def _snapshot(collection: Collection, k: int) -> LeaderboardSnapshot | None:
     return (
         LeaderboardSnapshot.objects.filter(collection=collection, k=k).only(*_READ_FIELDS).first()
     )
-
-
-def _significance_pass(
-    collection: Collection, snapshot: LeaderboardSnapshot
-) -> LeaderboardSnapshot:
-    """The rows are current but their significance is not: see `significance_nudge`; if
-    this read must run the pass, it does (`significance_pass_run`)."""
-    if significance_nudge(collection=collection, k=snapshot.k, rows_at=snapshot.computed_at):
-        return snapshot
-    significance_pass_run(collection=collection, k=snapshot.k)
-    return _snapshot(collection, snapshot.k) or snapshot
-
-
-def significance_nudge(*, collection: Collection, k: int, rows_at: datetime) -> bool:
-    """Set the significance pass of the rows computed at `rows_at` going where it runs; True
-    if the read has nothing more to do for it: with a broker it is queued for a worker;
-    without one it waits until the scores have been still for
-    NDCG_SIGNIFICANCE_QUIET_SECONDS and the last pass's rest is over
-    (`refresh_pacing.significance_due`), then this process's significance thread runs it
-    (`scores.significance_thread`). False when it is due and that thread is off: the read
-    runs it."""
-    if settings.CELERY_BROKER_URL:
-        refresh_queue.significance_schedule(collection_id=collection.id)
-        return True
-    if not refresh_pacing.significance_due(
-        collection_id=collection.id, k=k, rows_computed_at=rows_at
-    ):
-        return True
-    if significance_thread.significance_thread_on():
-        significance_hand_over(collection_id=collection.id, k=k)
-        return True
-    return False
-
-
-def significance_hand_over(*, collection_id: int, k: int) -> bool:
-    """Hand the significance pass of (collection, k) to this process's significance thread
-    (`scores.significance_thread`); True if handed over now."""
-    return significance_thread.significance_pass_start(
-        collection_id=collection_id, k=k, run=_significance_pass_of
-    )
-
-
-def _significance_pass_of(collection_id: int, k: int) -> None:
-    collection = Collection.objects.filter(id=collection_id).first()
-    if collection is not None:
-        significance_pass_run(collection=collection, k=k)
-
-
-def significance_pass_run(*, collection: Collection, k: int) -> None:
-    """Run the significance pass of (collection, k) here if it is still behind, one at a time
-    per (collection, k) across processes (`refresh_pacing.significance_pass_lock`), and
-    start its rest."""
-    started = time.perf_counter()
-    with refresh_pacing.significance_pass_lock(collection_id=collection.id, k=k) as taken:
-        if not taken:
-            return  # another process is computing it
-        computed = significance_refresh(collection=collection, k=k)
-        if computed is None:
-            leaderboard_refresh(collection=collection, k=k)
-            computed = significance_refresh(collection=collection, k=k)
-    if computed:  # the rest follows a pass that ran, not a look that found none due
-        refresh_pacing.significance_done(
-            collection_id=collection.id, k=k, seconds=time.perf_counter() - started
-        )
 
 
 def _readable(snapshot: LeaderboardSnapshot) -> bool:

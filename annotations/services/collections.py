@@ -20,6 +20,7 @@ from annotations.models import (
     Run,
 )
 from annotations.scores import scores_schedule
+from annotations.scores.refresh_queue import leaderboards_refresh_after_commit
 from annotations.services import judgement_rows
 from annotations.services.members import membership_grant
 
@@ -61,6 +62,7 @@ def collection_create(
     with transaction.atomic():
         collection.save(default_scale=False)
         GradeLevel.objects.bulk_create(levels)
+        leaderboards_refresh_after_commit(collection_id=collection.id)
     return collection
 
 
@@ -204,6 +206,8 @@ def collection_update(*, collection: Collection, **changes: object) -> Collectio
         collection.save()
         if rescore:
             collection_mark_stale(collection=collection)
+        else:
+            leaderboards_refresh_after_commit(collection_id=collection.id)
     return collection
 
 
@@ -266,6 +270,7 @@ def collection_publish(*, collection: Collection, public: bool) -> Collection:
     if collection.public_leaderboard != public:
         collection.public_leaderboard = public
         collection.save(update_fields=["public_leaderboard", "updated"])
+        leaderboards_refresh_after_commit(collection_id=collection.id)
     return collection
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import itertools
 import time
 from collections import defaultdict
-from datetime import timedelta
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,7 +25,6 @@ from annotations.selectors.leaderboards import Leaderboard
 from annotations.selectors.scores_state import scores_state
 
 TIE = 1e-12  # a bound this close to the other run's is a reachable tie, not a flip
-DEFAULT_MIN_INTERVAL_MS = 1000.0
 
 
 def impact_refresh(*, collection: Collection, k: int) -> ImpactSnapshot:
@@ -251,33 +248,11 @@ def flips_refresh(*, collection: Collection, board: Leaderboard) -> list[dict[st
     return adjacent
 
 
-def flips_read_refresh(*, collection: Collection, board: Leaderboard) -> None:
-    """On a read: refresh the stored flip marks when they trail the board, inline only.
-
-    With a broker the worker refreshes them after every recomputation; inline a read does,
-    at most once per ``NDCG_LEADERBOARD_MIN_INTERVAL_MS`` (a stream of judgements costs one
-    computation per interval however many pages watch).
-    """
-    if settings.CELERY_BROKER_URL:
-        return
-    row = (
-        ImpactSnapshot.objects.filter(collection=collection, k=board.k)
-        .values_list("leaderboard_stamp", "computed_at")
-        .first()
-    )
-    if row is not None and row[0] == board.computed_stamp:
-        return
-    interval = float(getattr(settings, "NDCG_LEADERBOARD_MIN_INTERVAL_MS", DEFAULT_MIN_INTERVAL_MS))
-    if row is not None and row[0] and timezone.now() - row[1] < timedelta(milliseconds=interval):
-        return
-    flips_refresh(collection=collection, board=board)
-
-
 def impacts_refresh_task(*, collection_id: int) -> int:
     """What the worker runs after the leaderboards' refresh: impact at every cutoff and at
     the depth of every impact-ordered pool, then the flip marks; returns how many cutoffs.
     A collection without impact-ordered pools has nothing to refresh."""
-    from annotations.scores.snapshots import leaderboard_read
+    from annotations.scores.snapshots import leaderboard_current
 
     collection = Collection.objects.filter(id=collection_id).first()
     if collection is None:
@@ -300,5 +275,6 @@ def impacts_refresh_task(*, collection_id: int) -> int:
             impact_refresh(collection=collection, k=k)
             done += 1
         if k in collection.sorted_cutoffs:
-            flips_refresh(collection=collection, board=leaderboard_read(collection=collection, k=k))
+            board = leaderboard_current(collection=collection, k=k)
+            flips_refresh(collection=collection, board=board)
     return done

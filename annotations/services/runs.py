@@ -13,6 +13,7 @@ from annotations import selectors
 from annotations.formats import trec
 from annotations.models import Collection, Run
 from annotations.scores import scores_schedule
+from annotations.scores.refresh_queue import leaderboards_refresh_after_commit
 from annotations.services.imports import Source
 from annotations.services.run_files import RunFiles, RunImported
 from annotations.services.run_storage import Results, RunCheck, rankings_store, run_prepared
@@ -164,6 +165,7 @@ def run_delete(*, run: Run, may_delete: RunCheck | None = None) -> None:
         if may_delete is not None and not may_delete(locked):
             raise PermissionDenied("System owners may change only their own runs.")
         locked.delete()
+        leaderboards_refresh_after_commit(collection_id=locked.collection_id)
 
 
 def run_export(*, run: Run, out: trec.TextSink) -> None:

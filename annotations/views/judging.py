@@ -3,7 +3,6 @@ itself: `views/grading.py`)."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -111,9 +110,6 @@ def _pool_page(
     extend_form: PoolExtendForm | None = None,
 ) -> HttpResponse:
     assessors = selectors.collection_assessors(collection=collection)
-    if pool.order == Pool.IMPACT and not settings.CELERY_BROKER_URL:
-        # Inline (no worker): the page reads refresh impact when the scores have moved.
-        services.impact_fresh(collection=collection, k=pool.depth)
     context = {
         "collection": collection,
         "pool": pool,

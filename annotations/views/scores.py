@@ -18,10 +18,8 @@ from django.views.decorators.http import require_POST
 
 from annotations import selectors, services
 from annotations.models import Collection, Query, Run
-from annotations.scores import leaderboard_reads
-from annotations.scores.healing import scores_heal_pending
+from annotations.scores import leaderboard_reads, snapshots
 from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
-from annotations.services import impact as impact_services
 from annotations.views import leaderboard_pages, significance
 from annotations.views._collection import login_first, readable_collection
 
@@ -96,9 +94,7 @@ def _leaderboard_live(
     search: str = "",
 ) -> tuple[str, Leaderboard | None]:
     """The rendered body and the board it shows (None: being computed)."""
-    board = leaderboard_reads.leaderboard_read_ready(collection=collection, k=k)
-    if board is not None:
-        impact_services.flips_read_refresh(collection=collection, board=board)
+    board = snapshots.leaderboard_read(collection=collection, k=k)
     shown = (
         leaderboard_pages.leaderboard_slice(board.rows, page=page, search=search) if board else None
     )
@@ -126,8 +122,6 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     (the scores stamp, marked while the significance pass is pending) differs from its own."""
     collection, _ = readable_collection(request, slug, sees="leaderboard")
     state = scores_state.scores_state(collection=collection)
-    if scores_heal_pending(collection=collection, state=state):
-        state = scores_state.scores_state(collection=collection)
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     return JsonResponse(
         {

@@ -12,7 +12,8 @@ from django.shortcuts import render
 from annotations import selectors
 from annotations.formats import charts
 from annotations.scores import snapshots
-from annotations.scores.reports import REPORT_KINDS, leaderboard_report
+from annotations.scores.leaderboard_reads import RETRY_AFTER_SECONDS
+from annotations.scores.reports import REPORT_KINDS, leaderboard_report, report_board
 from annotations.scores.significance import SignificanceDetail, significance_detail
 from annotations.selectors.leaderboards import Leaderboard, LeaderboardRow
 from annotations.views._collection import login_first, readable_collection
@@ -178,7 +179,16 @@ def leaderboard_report_download(request: HttpRequest, slug: str) -> HttpResponse
     if kind not in REPORT_KINDS:
         raise Http404("Choose ?as=csv or ?as=latex")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    report = leaderboard_report(collection=collection, k=k, kind=kind)
+    board = report_board(collection=collection, k=k)
+    if board is None:
+        waiting = HttpResponse(
+            f"The leaderboard at k={k} is being computed; try again in a moment.\n",
+            content_type="text/plain; charset=utf-8",
+            status=202,
+        )
+        waiting["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return waiting
+    report = leaderboard_report(board=board, kind=kind)
     response = HttpResponse(report.text, content_type=report.content_type)
     response["Content-Disposition"] = f'attachment; filename="{report.filename}"'
     return response

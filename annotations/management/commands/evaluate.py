@@ -9,6 +9,7 @@ from annotations import selectors
 from annotations.management.commands._base import PrintingCommand, collection_get
 from annotations.models import Run
 from annotations.scores.reports import leaderboard_report
+from annotations.scores.snapshots import leaderboard_complete
 from annotations.selectors import evaluation, exports
 
 # --format value -> report kind (scores.reports)
@@ -61,9 +62,8 @@ class Command(PrintingCommand):
         if fmt in LEADERBOARD_FORMATS:
             if options["run"] is not None:
                 raise CommandError(f"--format {fmt} shows every run: leave --run out")
-            report = leaderboard_report(
-                collection=collection, k=ks[0], kind=LEADERBOARD_FORMATS[fmt]
-            )
+            board = leaderboard_complete(collection=collection, k=ks[0])
+            report = leaderboard_report(board=board, kind=LEADERBOARD_FORMATS[fmt])
             self.stdout.write(report.text, ending="")
         elif fmt == "trec":
             if options["run"] is not None:
