@@ -26,7 +26,7 @@ def campaign(transactional_db: None, write_file: Callable[..., Path], settings: 
     Membership.objects.create(
         collection=collection, user=UserFactory(username="olga"), role="organiser"
     )
-    snapshots.leaderboard_read_complete(collection=collection, k=10)
+    snapshots.leaderboard_complete(collection=collection, k=10)
     return collection
 
 

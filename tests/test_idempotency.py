@@ -168,7 +168,7 @@ def test_a_judgement_whose_connection_died_after_commit_is_retried_to_its_answer
     _, users = _collection()
     settings_dict = django_connection.settings_dict
 
-    def terminate_own_backend(*batch: Any) -> None:
+    def terminate_own_backend(*args: Any, **options: Any) -> None:
         pid = django_connection.connection.info.backend_pid
         conninfo = psycopg.conninfo.make_conninfo(
             host=settings_dict["HOST"] or "127.0.0.1",
@@ -181,13 +181,13 @@ def test_a_judgement_whose_connection_died_after_commit_is_retried_to_its_answer
         with django_connection.cursor() as cursor:
             cursor.execute("SELECT 1")  # the dead connection: OperationalError
 
-    monkeypatch.setattr(scheduling, "run_inline", terminate_own_backend)
+    monkeypatch.setattr(scheduling, "_publish", terminate_own_backend)
     alice = _client(users["alice"])
     alice.raise_request_exception = False
     cut = _judge(alice, "after-commit", 3)
     assert cut.status_code == 500
     django_connection.close()  # the test client keeps the broken connection; a server does not
-    monkeypatch.setattr(scheduling, "run_inline", lambda *batch: None)
+    monkeypatch.setattr(scheduling, "_publish", lambda *args, **options: None)
     retry = _judge(alice, "after-commit", 3)
     assert retry.status_code == 201 and retry["Idempotent-Replayed"] == "true"
     assert retry.json()["grade"] == 3

@@ -388,8 +388,9 @@ def test_without_a_broker_the_pass_runs_on_the_web_process_thread_not_in_the_rea
 def test_with_the_thread_the_open_pages_poll_starts_the_pass_and_reads_stay_stored(
     campaign: Collection, settings: Any, significance_thread: None
 ) -> None:
-    from annotations.scores import leaderboard_reads
     from annotations.scores.significance_thread import significance_passes_wait
+
+    from annotations.scores import leaderboard_reads
 
     client = _rows_ahead_of_their_letters(campaign, settings)
     # the rows current, the letters behind: still served as stored, under its own name

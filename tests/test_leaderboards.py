@@ -179,7 +179,7 @@ def test_all_pairs_letters_separate_a_run_that_wins_every_query_from_two_that_ne
     services.run_import(collection=collection, source=write_file("g.run", good))
     services.run_import(collection=collection, source=write_file("b1.run", bad.format(tag="bad1")))
     services.run_import(collection=collection, source=write_file("b2.run", bad.format(tag="bad2")))
-    board = snapshots.leaderboard_read_complete(collection=collection, k=1)
+    board = snapshots.leaderboard_complete(collection=collection, k=1)
     assert board.significance_current
     assert [row.run.name for row in board.rows] == ["good", "bad1", "bad2"]
     # The range of the shuffled means reaches 1 only when all eight 1.0s land on one run:

@@ -260,8 +260,9 @@ def test_a_process_serving_the_stored_board_reads_its_inputs_on_its_thread(
 ) -> None:
     """Inline, the web process that has only served a board as stored computes the next one
     after a judgement: its thread reads the matrix first, so that computation patches it."""
-    from annotations.scores import leaderboard_reads
     from annotations.scores.significance_thread import significance_passes_wait
+
+    from annotations.scores import leaderboard_reads
 
     collection = _campaign("zero")
     snapshots.leaderboard_read_complete(collection=collection, k=5)

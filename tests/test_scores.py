@@ -269,7 +269,7 @@ def test_collection_cutoff_change_rescores_everything(worked_example: Collection
 def test_a_lost_recomputation_stays_pending_and_rescore_stale_heals_it(
     worked_example: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scheduling, "run_inline", lambda *args: None)  # the task is lost
+    monkeypatch.setattr(scheduling, "_publish", lambda *args, **options: None)  # the task is lost
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d1")
     services.judgement_record(
         query=judgement.query,
@@ -315,7 +315,7 @@ def test_periodic_sweep_task_heals_pending_queries(
     from ndcg_platform.settings import CELERY_BEAT_SCHEDULE
 
     assert CELERY_BEAT_SCHEDULE["scores-sweep-stale"]["task"] == tasks.scores_sweep_stale.name
-    monkeypatch.setattr(scheduling, "run_inline", lambda *args: None)  # the recomputation is lost
+    monkeypatch.setattr(scheduling, "_publish", lambda *args, **options: None)  # the recomputation is lost
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d2")
     services.judgement_record(
         query=judgement.query,
