@@ -1,6 +1,6 @@
-"""No cold reads: with workers, a cutoff whose first leaderboard snapshot is not stored yet
-answers "being computed" at once (API 202, the page a notice it replaces by itself) and
-queues the refresh that computes every cutoff, instead of computing in the request."""
+"""No cold reads: a cutoff whose first leaderboard snapshot a worker has not stored yet
+answers "being computed" at once (API 202, the page a notice it replaces by itself); the
+read computes and queues nothing (the write that moved the scores queued the refresh)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from annotations.scores import refresh_work
 
 @pytest.fixture
 def judged(trial: Collection, settings: Any, django_capture_on_commit_callbacks: Any) -> Collection:
-    """The trial collection with judgements, scored inline."""
-    settings.CELERY_BROKER_URL = ""
+    """The trial collection with judgements, scored (eagerly), its snapshots removed."""
     alice = trial.memberships.get(user__username="alice").user
     with django_capture_on_commit_callbacks(execute=True):
         for qid, docno, grade in [("q1", "d1", 3), ("q1", "d6", 1), ("q2", "d5", 2)]:
@@ -39,8 +38,7 @@ def judged(trial: Collection, settings: Any, django_capture_on_commit_callbacks:
 def queued(
     judged: Collection, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> list[dict[str, Any]]:
-    """With a broker (never reached): the refreshes published, not run."""
-    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    """The refreshes published, not run."""
     settings.NDCG_COORDINATION_SHARED = True
     caches["coordination"].clear()
     calls: list[dict[str, Any]] = []
@@ -65,7 +63,7 @@ def test_the_api_answers_202_while_the_first_snapshot_is_computed_then_the_leade
 ) -> None:
     client = _api(trial, "olga")
     k = trial.sorted_cutoffs[-1]
-    for _ in range(3):  # however many ask: one refresh queued, nothing computed here
+    for _ in range(3):  # however many ask: nothing computed or queued here
         answer = client.get(f"/api/v1/collections/trial/leaderboard/?k={k}")
         assert answer.status_code == 202
         assert answer["Retry-After"] == "2"
@@ -77,7 +75,7 @@ def test_the_api_answers_202_while_the_first_snapshot_is_computed_then_the_leade
             "detail": f"The leaderboard at k={k} is being computed; ask again in 2 s.",
         }
     assert not LeaderboardSnapshot.objects.filter(collection=trial).exists()
-    assert queued == [{"collection": trial.id, "retry": False}]  # at once: no debounce
+    assert queued == []
     # the worker's refresh stores every cutoff's snapshot; then the leaderboard is served
     assert refresh_work.leaderboards_refresh_task(collection_id=trial.id) == len(trial.cutoffs)
     stored = set(LeaderboardSnapshot.objects.filter(collection=trial).values_list("k", flat=True))
@@ -85,13 +83,6 @@ def test_the_api_answers_202_while_the_first_snapshot_is_computed_then_the_leade
     board = client.get(f"/api/v1/collections/trial/leaderboard/?k={k}")
     assert board.status_code == 200
     assert {row["name"] for row in board.json()["runs"]} == {"bm25", "dense"}
-
-
-def test_without_a_broker_the_read_computes_the_snapshot_itself(judged: Collection) -> None:
-    trial = judged
-    answer = _api(trial, "olga").get("/api/v1/collections/trial/leaderboard/?k=5")
-    assert answer.status_code == 200 and len(answer.json()["runs"]) == 2
-    assert LeaderboardSnapshot.objects.filter(collection=trial, k=5).exists()
 
 
 def test_the_page_says_being_computed_and_serves_the_table_once_stored(
@@ -105,7 +96,7 @@ def test_the_page_says_being_computed_and_serves_the_table_once_stored(
     assert 'id="leaderboard-computing"' in html and "being computed" in html
     assert 'data-stamp="computing"' in html  # the page's poll reloads it until it is there
     assert 'id="leaderboard"' not in html
-    assert len(queued) == 1
+    assert queued == []
     refresh_work.leaderboards_refresh_task(collection_id=trial.id)
     html = client.get("/collections/trial/leaderboard/?k=5").content.decode()
     assert 'id="leaderboard-computing"' not in html

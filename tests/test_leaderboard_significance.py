@@ -18,8 +18,8 @@ from django.test import Client
 
 from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, Membership
-from annotations.scores import refresh_pacing, snapshots
 from annotations.scores import significance as significance_pass
+from annotations.scores import snapshots
 from tests.campaigns import RUNS, run_name
 from tests.campaigns import campaign as build_campaign
 from tests.factories import UserFactory
@@ -53,7 +53,7 @@ def _shares(a: str, b: str) -> bool:
 def test_clearly_separated_runs_of_a_34_run_campaign_get_different_letters(
     campaign: Collection,
 ) -> None:
-    board = snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    board = snapshots.leaderboard_complete(collection=campaign, k=10)
     assert board.significance_current and len(board.rows) == RUNS
     means = [row.ndcg for row in board.rows]
     assert means[0] > 0.7 and means[-1] < 0.1  # the shape of a real campaign
@@ -81,7 +81,7 @@ def test_clearly_separated_runs_of_a_34_run_campaign_get_different_letters(
 def test_the_first_read_after_a_judgement_leaves_the_hsd_to_a_later_pass(
     campaign: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    before = snapshots.leaderboard_complete(collection=campaign, k=10)
     assert before.significance_current
     services.judgement_record(
         query=campaign.queries.get(qid="q000"),
@@ -98,13 +98,13 @@ def test_the_first_read_after_a_judgement_leaves_the_hsd_to_a_later_pass(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(significance_pass, "randomised_tukey_hsd", counting)
-    first = snapshots.leaderboard_read(collection=campaign, k=10)
+    first = snapshots.leaderboard_current(collection=campaign, k=10)
     assert first.computed_stamp != before.computed_stamp and not calls
     assert not first.significance_current  # the letters of the previous scores, marked
     assert first.rows[0].letters  # still shown meanwhile
-    second = snapshots.leaderboard_read(collection=campaign, k=10)
+    second = snapshots.leaderboard_current(collection=campaign, k=10)
     assert calls == [1] and second.significance_current
-    third = snapshots.leaderboard_read(collection=campaign, k=10)
+    third = snapshots.leaderboard_current(collection=campaign, k=10)
     assert calls == [1] and third.significance_current  # stored: never per request
 
 
@@ -118,35 +118,6 @@ def _judge(campaign: Collection, qid: str, grade: int) -> None:
     )
 
 
-def test_inline_passes_rest_in_proportion_to_their_time_under_steady_judging(
-    campaign: Collection, settings: Any
-) -> None:
-    import time
-
-    from django.core.cache import caches
-
-    settings.NDCG_SIGNIFICANCE_MAX_SHARE = 0.2  # rest 4 times as long as a pass took
-    rest_key = f"ndcg:significance-rest:{campaign.id}:10"
-    coordination = caches["coordination"]
-    coordination.delete(rest_key)
-    snapshots.leaderboard_read(collection=campaign, k=10)
-    started = time.time()
-    passed = time.perf_counter()
-    assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
-    took = time.perf_counter() - passed
-    until = coordination.get(rest_key)
-    assert until is not None and started + 3 * took < until <= time.time() + 4 * took
-
-    coordination.set(rest_key, time.time() + 60)  # as if the last pass had just ended
-    _judge(campaign, "q001", 2)
-    rows = snapshots.leaderboard_read(collection=campaign, k=10)
-    resting = snapshots.leaderboard_read(collection=campaign, k=10)
-    assert resting.computed_stamp == rows.computed_stamp
-    assert not resting.significance_current and resting.rows[0].letters  # the last letters
-    coordination.delete(rest_key)  # the rest is over
-    assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
-
-
 def _shown_stamp(client: Client, campaign: Collection) -> tuple[str, str]:
     """The stamp the leaderboard page's table carries (``data-stamp``), and the page."""
     html = client.get(f"/collections/{campaign.slug}/leaderboard/?k=10").content.decode()
@@ -155,62 +126,12 @@ def _shown_stamp(client: Client, campaign: Collection) -> tuple[str, str]:
     return found.group(1), html
 
 
-def test_inline_the_pass_waits_for_still_scores_and_the_open_page_is_told_when_due(
-    campaign: Collection, settings: Any
-) -> None:
-    client = _as("olga")
-    state_url = f"/collections/{campaign.slug}/leaderboard/state/?k=10"
-
-    def page_stamp() -> str:
-        return _shown_stamp(client, campaign)[0]
-
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
-    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 3600  # judgements keep coming
-    _judge(campaign, "q002", 1)
-    shown = page_stamp()  # the rows at the new stamp, their significance pending
-    state = client.get(state_url).json()
-    assert shown == f"{state['stamp']}+significance" == state["table"]  # nothing to reload
-    assert page_stamp() == shown  # a reload would not run the pass either
-
-    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0  # the scores are still now
-    assert client.get(state_url).json()["table"] == f"{state['stamp']}+significance-due"
-    assert page_stamp() == state["stamp"]  # the reload the page makes runs the pass
-    assert client.get(state_url).json()["table"] == state["stamp"]  # and then rests
-
-
-def test_inline_one_pass_runs_at_a_time_across_processes(
-    campaign: Collection, settings: Any
-) -> None:
-    import psycopg
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        pytest.skip("the lock across processes is PostgreSQL's advisory lock")
-    settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
-    _judge(campaign, "q002", 1)
-    snapshots.leaderboard_refresh(collection=campaign, k=10)  # the rows, pass pending
-    params = connection.get_connection_params()
-    other = psycopg.connect(
-        **{key: params[key] for key in ("host", "port", "user", "dbname") if key in params}
-    )
-    key = refresh_pacing.pass_lock_key(collection_id=campaign.id, k=10)
-    try:  # another process's pass holds the lock
-        assert other.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", key).fetchone()
-        board = snapshots.leaderboard_read(collection=campaign, k=10)
-        assert not board.significance_current  # served as is: the other pass brings it
-        other.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", key)
-        assert snapshots.leaderboard_read(collection=campaign, k=10).significance_current
-    finally:
-        other.close()
-
-
 def test_the_open_page_holding_a_stale_board_waits_for_its_recomputation(
     campaign: Collection, settings: Any
 ) -> None:
     client = _as("olga")
     state_url = f"/collections/{campaign.slug}/leaderboard/state/?k=10"
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    snapshots.leaderboard_complete(collection=campaign, k=10)
     settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 3_600_000  # judgements faster than that
     _judge(campaign, "q003", 3)
     shown, html = _shown_stamp(client, campaign)
@@ -250,7 +171,7 @@ def test_reports_are_one_text_from_the_page_the_api_and_the_command(campaign: Co
     assert api.content.decode() == text and out.getvalue() == text
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["rank", "run", "mean", "ci_low", "ci_high", "judged", "queries", "group"]
-    board = snapshots.leaderboard_read(collection=campaign, k=10)
+    board = snapshots.leaderboard_current(collection=campaign, k=10)
     for cells, row in zip(rows[1:], board.rows, strict=True):
         assert cells[1] == row.run.name and len(cells[1]) == 150
         assert float(cells[2]) == row.ndcg and cells[2] == repr(row.ndcg)  # shortest round trip
@@ -282,7 +203,7 @@ def test_a_report_of_an_unknown_kind_is_refused_with_a_clear_message(
 def test_the_significance_page_draws_the_matrix_one_pair_and_the_heat_map(
     campaign: Collection,
 ) -> None:
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    snapshots.leaderboard_complete(collection=campaign, k=10)
     client = _as("olga")
     html = client.get(
         f"/collections/{campaign.slug}/leaderboard/significance/?k=10"
@@ -294,7 +215,7 @@ def test_the_significance_page_draws_the_matrix_one_pair_and_the_heat_map(
     heat = html[html.index('id="query-heat-map"') :]
     heat = heat[: heat.index("</svg>")]
     rows = re.findall(r'<g class="heat-row"><title>(.*?)</title>(.*?)</g>', heat)
-    board = snapshots.leaderboard_read(collection=campaign, k=10)
+    board = snapshots.leaderboard_current(collection=campaign, k=10)
     assert [title for title, _ in rows] == [f"{row.rank}. {row.run.name}" for row in board.rows]
     for _, paths in rows:  # every row's bands cover its 50 queries once, 10 px a query
         bands = re.findall(r"M([\d.]+) [\d.]+h([\d.]+)v", paths)
@@ -332,7 +253,7 @@ def test_the_matrix_and_the_heat_map_draw_the_best_runs_up_to_their_caps(
 
     monkeypatch.setattr(page, "MATRIX_RUNS", 10)
     monkeypatch.setattr(page, "HEAT_RUNS", 12)
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    snapshots.leaderboard_complete(collection=campaign, k=10)
     html = _as("olga").get(f"/collections/{campaign.slug}/leaderboard/significance/?k=10")
     text = html.content.decode()
     matrix = text[text.index('id="pair-matrix"') : text.index("</svg>", text.index("pair-matrix"))]
@@ -342,7 +263,7 @@ def test_the_matrix_and_the_heat_map_draw_the_best_runs_up_to_their_caps(
     heat = text[text.index('id="query-heat-map"') :]
     assert heat[: heat.index("</svg>")].count('<g class="heat-row">') == 12
     assert f"the best 12 of {RUNS}" in text
-    board = snapshots.leaderboard_read(collection=campaign, k=10)
+    board = snapshots.leaderboard_current(collection=campaign, k=10)
     best = [row.run.name for row in board.rows]
     assert best[9] in matrix and best[10] not in matrix  # the best ten, in rank order
     start = text.index('id="pair-a"')
@@ -362,44 +283,7 @@ def _rows_ahead_of_their_letters(campaign: Collection, settings: Any) -> Client:
     """The rows stored after a judgement, their significance pass behind and due at once;
     an organiser's client."""
     settings.NDCG_SIGNIFICANCE_QUIET_SECONDS = 0.0
-    snapshots.leaderboard_read_complete(collection=campaign, k=10)
+    snapshots.leaderboard_complete(collection=campaign, k=10)
     _judge(campaign, "q002", 1)
     snapshots.leaderboard_refresh(collection=campaign, k=10)
     return _as("olga")
-
-
-def test_without_a_broker_the_pass_runs_on_the_web_process_thread_not_in_the_read(
-    campaign: Collection, settings: Any, significance_thread: None
-) -> None:
-    from annotations.scores.significance_thread import significance_passes_wait
-
-    client = _rows_ahead_of_their_letters(campaign, settings)
-    board = snapshots.leaderboard_read(collection=campaign, k=10)
-    assert not board.significance_current  # the read answered without computing it
-    assert significance_passes_wait(timeout=120)
-    board = snapshots.leaderboard_read(collection=campaign, k=10)
-    assert board.significance_current and board.rows[0].letters
-    assert (
-        "significance-pending"
-        not in client.get(f"/collections/{campaign.slug}/leaderboard/?k=10").content.decode()
-    )
-
-
-def test_with_the_thread_the_open_pages_poll_starts_the_pass_and_reads_stay_stored(
-    campaign: Collection, settings: Any, significance_thread: None
-) -> None:
-    from annotations.scores.significance_thread import significance_passes_wait
-
-    from annotations.scores import leaderboard_reads
-
-    client = _rows_ahead_of_their_letters(campaign, settings)
-    # the rows current, the letters behind: still served as stored, under its own name
-    before = leaderboard_reads.stored_read(collection=campaign, k=10)
-    assert before is not None
-    state = client.get(f"/collections/{campaign.slug}/leaderboard/state/?k=10").json()
-    assert state["table"] == f"{state['stamp']}+significance"  # not "-due": handed over
-    assert significance_passes_wait(timeout=120)
-    after = leaderboard_reads.stored_read(collection=campaign, k=10)
-    assert after is not None and after.key != before.key  # the letters moved the name
-    state = client.get(f"/collections/{campaign.slug}/leaderboard/state/?k=10").json()
-    assert state["table"] == state["stamp"]

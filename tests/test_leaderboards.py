@@ -58,7 +58,7 @@ def tiny(transactional_db: None, write_file: Callable[..., Path]) -> Collection:
 
 
 def test_leaderboard_orders_runs_and_reports_stored_means(tiny: Collection) -> None:
-    board = snapshots.leaderboard_read(collection=tiny, k=2)
+    board = snapshots.leaderboard_current(collection=tiny, k=2)
     assert [row.run.name for row in board.rows] == ["B", "A"]
     best, second = board.rows
     assert best.ndcg == pytest.approx((B_Q1 + B_Q2 + 0.0) / 3, abs=1e-15)
@@ -71,13 +71,13 @@ def test_leaderboard_orders_runs_and_reports_stored_means(tiny: Collection) -> N
 
 
 def test_confidence_interval_is_the_bootstrap_of_the_zero_filled_vector(tiny: Collection) -> None:
-    board = snapshots.leaderboard_read(collection=tiny, k=2)
+    board = snapshots.leaderboard_current(collection=tiny, k=2)
     run_a = next(row for row in board.rows if row.run.name == "A")
     expected = significance.bootstrap_ci([A_Q1, A_Q2, 0.0], resamples=10_000, seed=0)
     assert (run_a.ci_low, run_a.ci_high) == pytest.approx(expected, abs=1e-15)
     assert run_a.ci_low <= run_a.ndcg <= run_a.ci_high
     # fixed seed: the same data always gives the same interval
-    again = snapshots.leaderboard_read(collection=tiny, k=2)
+    again = snapshots.leaderboard_current(collection=tiny, k=2)
     assert again.rows[1].ci_low == run_a.ci_low
 
 
@@ -85,7 +85,7 @@ def test_skip_mode_averages_only_the_answered_queries(
     transactional_db: None, write_file: Callable[..., Path]
 ) -> None:
     collection = _tiny(write_file, missing="skip")
-    board = snapshots.leaderboard_read(collection=collection, k=2)
+    board = snapshots.leaderboard_current(collection=collection, k=2)
     run_a = next(row for row in board.rows if row.run.name == "A")
     assert run_a.queries == 2
     assert run_a.ndcg == pytest.approx((A_Q1 + A_Q2) / 2)
@@ -96,7 +96,7 @@ def test_skip_mode_averages_only_the_answered_queries(
 
 
 def test_bounds_promote_unjudged_top_k_documents_to_the_highest_grade(tiny: Collection) -> None:
-    board = snapshots.leaderboard_read(collection=tiny, k=2)
+    board = snapshots.leaderboard_current(collection=tiny, k=2)
     rows = {row.run.name: row for row in board.rows}
     # A, q2: d4 -> 3 at rank 1 makes the ranking ideal (3, 2); q1 has nothing unjudged; q3 is
     # unanswered and stays 0.
@@ -209,11 +209,11 @@ def test_state_stamp_moves_with_a_judgement_and_a_new_run_is_listed_unscored(
     )
     after = scores_state.scores_state(collection=tiny)
     assert after.stamp != before.stamp and not after.pending
-    board = snapshots.leaderboard_read(collection=tiny, k=2)
+    board = snapshots.leaderboard_current(collection=tiny, k=2)
     run_a = next(row for row in board.rows if row.run.name == "A")
     assert run_a.ndcg == pytest.approx((1.0 + 1.0 + 0.0) / 3)  # d4 now graded 3: q2 is ideal
     Run.objects.create(collection=tiny, name="fresh")
-    board = snapshots.leaderboard_read(collection=tiny, k=2)
+    board = snapshots.leaderboard_current(collection=tiny, k=2)
     assert [run.name for run in board.unscored] == ["fresh"]
     assert board.state.pending and board.state.pending_runs == 1
 

@@ -252,33 +252,3 @@ def test_a_computation_on_another_thread_leaves_the_held_matrix_to_the_request(
     held = score_matrix.score_matrix_held(collection, 5, _runs(collection, 5))
     assert not held.values.flags.writeable and not held.answered.flags.writeable
     assert _same(held, _whole(collection, 5))
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_process_serving_the_stored_board_reads_its_inputs_on_its_thread(
-    monkeypatch: pytest.MonkeyPatch, significance_thread: None
-) -> None:
-    """Inline, the web process that has only served a board as stored computes the next one
-    after a judgement: its thread reads the matrix first, so that computation patches it."""
-    from annotations.scores.significance_thread import significance_passes_wait
-
-    from annotations.scores import leaderboard_reads
-
-    collection = _campaign("zero")
-    snapshots.leaderboard_read_complete(collection=collection, k=5)
-    assert significance_passes_wait(timeout=60)
-    score_matrix.score_matrix_forget()  # a process that never computed this board
-    bounds_cache.bounds_forget()
-    assert leaderboard_reads.stored_read(collection=collection, k=5) is not None
-    assert significance_passes_wait(timeout=60)
-    assert score_matrix.score_matrix_is_held(collection_id=collection.id, k=5)
-    whole: list[int] = []
-    real_read = score_matrix.score_matrix_read
-    monkeypatch.setattr(
-        score_matrix, "score_matrix_read", lambda *a, **kw: whole.append(1) or real_read(*a, **kw)
-    )
-    grade_pair(collection, "q4", "d11", "amy", 3)
-    snapshots.leaderboard_refresh(collection=collection, k=5)
-    assert whole == []
-    held = score_matrix.score_matrix_held(collection, 5, _runs(collection, 5))
-    assert _same(held, _whole(collection, 5))

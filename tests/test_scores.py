@@ -315,7 +315,8 @@ def test_periodic_sweep_task_heals_pending_queries(
     from ndcg_platform.settings import CELERY_BEAT_SCHEDULE
 
     assert CELERY_BEAT_SCHEDULE["scores-sweep-stale"]["task"] == tasks.scores_sweep_stale.name
-    monkeypatch.setattr(scheduling, "_publish", lambda *args, **options: None)  # the recomputation is lost
+    # the recomputation is lost
+    monkeypatch.setattr(scheduling, "_publish", lambda *args, **options: None)
     judgement = Judgement.objects.get(query__qid="q1", document__docno="d2")
     services.judgement_record(
         query=judgement.query,

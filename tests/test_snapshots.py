@@ -2,13 +2,11 @@
 
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
-from django.utils import timezone
 
 from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, QueryBound
@@ -16,7 +14,6 @@ from annotations.scores import (
     bounds_cache,
     refresh_queue,
     refresh_work,
-    scores_sweep_stale,
     snapshots,
 )
 from annotations.selectors import leaderboards
@@ -76,7 +73,7 @@ def test_a_read_stores_the_snapshot_and_the_next_read_serves_it_without_computin
     django_assert_max_num_queries: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    first = snapshots.leaderboard_read(collection=collection, k=2)
+    first = snapshots.leaderboard_current(collection=collection, k=2)
     stored = LeaderboardSnapshot.objects.get(collection=collection, k=2)
     assert stored.stamp == first.state.stamp and not first.stale
 
@@ -87,7 +84,7 @@ def test_a_read_stores_the_snapshot_and_the_next_read_serves_it_without_computin
     # the stamp, the snapshot; its significance pass (the rows are still): the pass's lock
     # across processes, the matrix, its letters stored, the lock released, the snapshot again
     with django_assert_max_num_queries(7):
-        again = snapshots.leaderboard_read(collection=collection, k=2)
+        again = snapshots.leaderboard_current(collection=collection, k=2)
     assert _values(again) == _values(first)
     assert again.computed_at == stored.computed_at
 
@@ -117,7 +114,7 @@ def test_the_snapshot_equals_a_computation_from_scratch_after_every_change(
     for qid, docno, grade in [("q2", "d4", 3), ("q3", "d9", 1), ("q1", "d2", 0), ("q2", "d4", 0)]:
         _judge(collection, qid, docno, grade)
         for k in (2, 5):
-            board = snapshots.leaderboard_read(collection=collection, k=k)
+            board = snapshots.leaderboard_current(collection=collection, k=k)
             fresh = leaderboards.leaderboard_compute(collection=collection, k=k)
             assert _values(board) == _values(fresh)
             assert board.computed_stamp == board.state.stamp
@@ -126,7 +123,7 @@ def test_the_snapshot_equals_a_computation_from_scratch_after_every_change(
 def test_after_a_judgement_only_that_querys_bounds_are_recomputed(
     collection: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    snapshots.leaderboard_read(collection=collection, k=2)
+    snapshots.leaderboard_current(collection=collection, k=2)
     asked: list[set[int]] = []
     real = bounds_cache.top_grade_bounds_by_query
 
@@ -136,7 +133,7 @@ def test_after_a_judgement_only_that_querys_bounds_are_recomputed(
 
     monkeypatch.setattr(bounds_cache, "top_grade_bounds_by_query", spy)
     _judge(collection, "q2", "d4", 2)
-    board = snapshots.leaderboard_read(collection=collection, k=2)
+    board = snapshots.leaderboard_current(collection=collection, k=2)
     assert asked == [{collection.queries.get(qid="q2").id}]
     assert QueryBound.objects.filter(query__collection=collection, k=2).count() == 3
     assert not board.stale
@@ -145,7 +142,7 @@ def test_after_a_judgement_only_that_querys_bounds_are_recomputed(
 def test_a_changed_run_invalidates_every_cached_bound(
     collection: Collection, write_file: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    snapshots.leaderboard_read(collection=collection, k=2)
+    snapshots.leaderboard_current(collection=collection, k=2)
     services.run_import(
         collection=collection,
         source=write_file("b2.run", RUN_B.replace("d5 1 9", "d7 1 9")),
@@ -158,92 +155,9 @@ def test_a_changed_run_invalidates_every_cached_bound(
         "top_grade_bounds_by_query",
         lambda **kw: asked.append(set(kw["query_ids"])) or real(**kw),
     )
-    board = snapshots.leaderboard_read(collection=collection, k=2)
+    board = snapshots.leaderboard_current(collection=collection, k=2)
     assert asked and len(asked[0]) == 3
     assert _values(board) == _values(leaderboards.leaderboard_compute(collection=collection, k=2))
-
-
-def test_with_a_broker_a_young_stale_snapshot_is_served_and_a_refresh_queued(
-    collection: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    snapshots.leaderboard_read(collection=collection, k=2)
-    queued: list[int] = []
-    monkeypatch.setattr(
-        refresh_queue, "leaderboards_refresh_schedule", lambda *, collection_id: queued.append(1)
-    )
-    _judge(collection, "q2", "d4", 3)  # scored inline; the snapshot is now behind
-    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # reads now expect a worker
-    board = snapshots.leaderboard_read(collection=collection, k=2)
-    assert board.stale and queued == [1]
-    assert board.computed_stamp != board.state.stamp
-    # a snapshot older than NDCG_LEADERBOARD_STALE_SECONDS is recomputed by the read itself
-    LeaderboardSnapshot.objects.filter(collection=collection).update(
-        computed_at=timezone.now() - timedelta(seconds=refresh_queue.DEFAULT_STALE_SECONDS + 1)
-    )
-    board = snapshots.leaderboard_read(collection=collection, k=2)
-    assert not board.stale and queued == [1]
-
-
-def test_with_a_broker_a_snapshot_the_workers_have_in_hand_is_served_however_old(
-    collection: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """After a large import the scores take the workers minutes: a read meanwhile serves the
-    stored snapshot, marked stale, however old, instead of computing it in the request."""
-    from django.core.cache import caches
-
-    from annotations.scores import scheduling
-
-    snapshots.leaderboard_read(collection=collection, k=2)
-    queued: list[int] = []
-    monkeypatch.setattr(
-        refresh_queue, "leaderboards_refresh_schedule", lambda *, collection_id: queued.append(1)
-    )
-    computed: list[int] = []
-    real = snapshots.leaderboard_compute
-    monkeypatch.setattr(
-        snapshots, "leaderboard_compute", lambda **kw: computed.append(kw["k"]) or real(**kw)
-    )
-    monkeypatch.setattr(scheduling, "run_inline", lambda *_: None)  # the worker has not run
-    _judge(collection, "q2", "d4", 3)
-    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
-    settings.NDCG_COORDINATION_SHARED = True
-    old = timezone.now() - timedelta(seconds=refresh_queue.DEFAULT_STALE_SECONDS + 60)
-    LeaderboardSnapshot.objects.filter(collection=collection).update(computed_at=old)
-    board = snapshots.leaderboard_read(collection=collection, k=2)
-    assert board.stale and board.state.pending
-    assert computed == [] and queued == []  # the recomputation queues the refresh as it ends
-    # scores stored, their refresh queued: still served as stored
-    settings.CELERY_BROKER_URL = ""
-    scores_sweep_stale(collection=collection)
-    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
-    key = refresh_queue.refresh_key(collection.id)
-    caches["coordination"].set(key, 1)
-    board = snapshots.leaderboard_read(collection=collection, k=2)
-    assert board.stale and not board.state.pending and computed == []
-    # nothing in hand and older than NDCG_LEADERBOARD_STALE_SECONDS: a worker is down
-    caches["coordination"].delete(key)
-    board = snapshots.leaderboard_read(collection=collection, k=2)
-    assert not board.stale and computed == [2]
-
-
-def test_inline_a_snapshot_younger_than_the_interval_is_served_stale_not_computed(
-    collection: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    snapshots.leaderboard_read(collection=collection, k=2)
-    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 60_000
-    _judge(collection, "q2", "d4", 3)
-
-    def fail(**_: object) -> None:
-        raise AssertionError("computed within the interval")
-
-    monkeypatch.setattr(snapshots, "leaderboard_compute", fail)
-    board = snapshots.leaderboard_read(collection=collection, k=2)
-    assert board.stale and board.computed_stamp != board.state.stamp
-    monkeypatch.undo()
-    LeaderboardSnapshot.objects.filter(collection=collection).update(
-        computed_at=timezone.now() - timedelta(seconds=61)
-    )
-    assert not snapshots.leaderboard_read(collection=collection, k=2).stale
 
 
 def test_the_worker_refresh_computes_every_cutoff_behind_the_stamp(collection: Collection) -> None:
@@ -282,11 +196,11 @@ def test_a_refresh_that_cannot_be_published_is_not_an_error(
 def test_while_one_read_computes_a_snapshot_other_reads_serve_the_stored_one(
     collection: Collection,
 ) -> None:
-    snapshots.leaderboard_read(collection=collection, k=2)
+    snapshots.leaderboard_current(collection=collection, k=2)
     _judge(collection, "q2", "d4", 3)
     if connection.vendor != "postgresql":
         # SQLite has no row locks (SELECT ... FOR UPDATE is ignored): every read computes.
-        assert not snapshots.leaderboard_read(collection=collection, k=2).stale
+        assert not snapshots.leaderboard_current(collection=collection, k=2).stale
         return
     locked, release = threading.Event(), threading.Event()
 
@@ -301,12 +215,12 @@ def test_while_one_read_computes_a_snapshot_other_reads_serve_the_stored_one(
     other.start()
     try:
         assert locked.wait(timeout=30)
-        board = snapshots.leaderboard_read(collection=collection, k=2)
+        board = snapshots.leaderboard_current(collection=collection, k=2)
         assert board.stale  # served, not computed a second time
     finally:
         release.set()
         other.join()
-    assert not snapshots.leaderboard_read(collection=collection, k=2).stale
+    assert not snapshots.leaderboard_current(collection=collection, k=2).stale
 
 
 def test_warming_makes_the_draws_of_every_stored_leaderboards_query_count(
@@ -314,7 +228,7 @@ def test_warming_makes_the_draws_of_every_stored_leaderboards_query_count(
 ) -> None:
     from annotations.metrics import significance_arrays
 
-    snapshots.leaderboard_read(collection=collection, k=2)
+    snapshots.leaderboard_current(collection=collection, k=2)
     significance_arrays._cached_indices.cache_clear()
     significance_arrays._cached_signs.cache_clear()
     assert snapshots.statistics_warm() == 1  # three evaluated queries at k = 2
