@@ -27,8 +27,9 @@ Methods (also in benchmarks/README.md):
   call (one transaction, as a track's runs are imported), then each file in its own
   ``run_import`` call and transaction into a scratch collection, dropped afterwards
   (untimed), with ``ANALYZE`` emulated between files where autovacuum is off. Scoring is
-  deferred during all imports: the inline executor ``annotations.scores.scheduling.run_inline`` is
-  replaced by a recorder, so the import time
+  deferred during all imports: the after-commit publishing
+  ``annotations.scores.scheduling._dispatch``
+  is replaced by a recorder, so the import time
   excludes scoring and the affected runs/queries stay marked stale exactly as when a worker
   is down. The full-rescore step then computes everything. The floor is psycopg ``COPY`` of
   the same rows into bare tables without any index or constraint, one transaction per file;
@@ -209,33 +210,48 @@ def make_changes(directory: Path, count: int, seed: int) -> list[dict]:
 # --- steps (each in its own process) ------------------------------------------------------
 
 
+def tasks_in_process() -> None:
+    """Run the background tasks in this process as they are queued, through the same tasks
+    a worker runs (Celery's eager mode, as the tests do): the figures are the work's own,
+    without a broker's latency."""
+    from celery import current_app
+    from django.conf import settings
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.0  # an eager task asked for later is not run
+    current_app.conf.task_always_eager = True
+
+
 def django_setup(args: argparse.Namespace) -> None:
     os.environ["DATABASE_URL"] = args.database_url
     os.environ["DJANGO_SETTINGS_MODULE"] = "ndcg_platform.settings"
     os.environ["DJANGO_DEBUG"] = "false"  # no per-query logging in connection.queries
-    os.environ.pop("CELERY_BROKER_URL", None)  # inline scoring
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     import django
 
     django.setup()
+    tasks_in_process()
     from ndcg_platform.process_tuning import tune_long_lived_process
 
     tune_long_lived_process()  # as a gunicorn or Celery worker is tuned
 
 
 def defer_scoring() -> dict[str, set[int]]:
-    """Replace the inline executor by a recorder: scheduled work stays marked stale."""
+    """Replace the after-commit publishing by a recorder: scheduled work stays marked stale."""
     from annotations.scores import scheduling as scores
 
     deferred: dict[str, set[int]] = {"queries": set(), "runs": set(), "collections": set()}
 
-    def record(query_ids: set[int], run_ids: set[int], collection_ids: set[int]) -> None:
-        deferred["queries"] |= query_ids
-        deferred["runs"] |= run_ids
-        deferred["collections"] |= collection_ids
+    def record() -> None:
+        queries, runs, collections, owners = scores._pending_sets()
+        deferred["queries"] |= queries
+        deferred["runs"] |= runs
+        deferred["collections"] |= collections
+        for pending in (queries, runs, collections, owners):
+            pending.clear()
 
-    scores.run_inline = record
+    scores._dispatch = record  # type: ignore[assignment]
     return deferred
 
 
