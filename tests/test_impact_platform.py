@@ -22,6 +22,7 @@ from annotations.models import (
     Query,
     Run,
 )
+from annotations.scores import refresh_queue
 from annotations.scores.snapshots import leaderboard_read
 from annotations.selectors.impact import flip_state_stored, impact_inputs
 from annotations.selectors.scores_state import scores_state
@@ -226,8 +227,12 @@ def test_reprioritising_moves_only_items_not_yet_reached(wide: Collection) -> No
     assert sorted(positions) == list(range(1, count + 1))
 
 
-def test_a_refresh_after_judgements_reorders_the_unjudged_items_only(wide: Collection) -> None:
+def test_a_refresh_after_judgements_reorders_the_unjudged_items_only(
+    wide: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pool, _ = services.pool_build(collection=wide, name="hot", depth=3, order="impact", budget=50)
+    # the worker refreshes once, after both judgements
+    monkeypatch.setattr(refresh_queue, "_publish", lambda *args, **options: None)
     alice = MembershipFactory(collection=wide, user=UserFactory(username="alice")).user
     [(assignment, _count)] = services.assignment_create(pool=pool, assessors=[alice])
     before = _order(assignment.id)
@@ -304,10 +309,11 @@ def test_the_ranking_is_decided_once_no_neighbours_can_flip(flips: Collection) -
 def test_the_leaderboard_page_and_api_show_the_flip_marks(flips: Collection) -> None:
     client = Client()
     client.force_login(UserFactory._meta.model.objects.get(username="olga"))
+    services.pool_build(collection=flips, name="hot", depth=2, order="impact", budget=5)
     body = client.get("/api/v1/collections/flips/leaderboard/?k=2").json()
     assert body["adjacent"] == [
-        {"upper": "A", "lower": "B", "can_flip": False, "queued": 0},
-        {"upper": "B", "lower": "C", "can_flip": True, "queued": 0},
+        {"upper": "A", "lower": "B", "can_flip": False, "queued": 1},
+        {"upper": "B", "lower": "C", "can_flip": True, "queued": 2},
     ]
     assert body["ranking_decided"] is False and body["flips_stamp"] == body["statistics_stamp"]
     page = client.get("/collections/flips/leaderboard/?k=2").content.decode()
@@ -327,8 +333,9 @@ def test_the_pages_cached_flip_table_follows_the_stored_marks(flips: Collection)
     # (here a queued count alone, the board unchanged) shows on the next read.
     client = Client()
     client.force_login(UserFactory._meta.model.objects.get(username="olga"))
+    services.pool_build(collection=flips, name="hot", depth=2, order="impact", budget=5)
     page = client.get("/collections/flips/leaderboard/?k=2").content.decode()
-    assert '<td class="num queued">0</td>' in page
+    assert '<td class="num queued">2</td>' in page
     snapshot = ImpactSnapshot.objects.get(collection=flips, k=2)
     snapshot.adjacent = [dict(pair, queued=7) for pair in snapshot.adjacent]
     snapshot.save(update_fields=["adjacent"])

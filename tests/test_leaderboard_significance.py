@@ -18,8 +18,8 @@ from django.test import Client
 
 from annotations import services
 from annotations.models import Collection, LeaderboardSnapshot, Membership
+from annotations.scores import refresh_queue, refresh_work, snapshots
 from annotations.scores import significance as significance_pass
-from annotations.scores import snapshots
 from tests.campaigns import RUNS, run_name
 from tests.campaigns import campaign as build_campaign
 from tests.factories import UserFactory
@@ -78,11 +78,12 @@ def test_clearly_separated_runs_of_a_34_run_campaign_get_different_letters(
     assert [entry[1] for entry in document["runs"]] == letters
 
 
-def test_the_first_read_after_a_judgement_leaves_the_hsd_to_a_later_pass(
+def test_the_rows_refresh_leaves_the_hsd_to_a_pass_of_its_own(
     campaign: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = snapshots.leaderboard_complete(collection=campaign, k=10)
     assert before.significance_current
+    monkeypatch.setattr(refresh_queue, "_publish", lambda *a, **kw: None)  # no worker yet
     services.judgement_record(
         query=campaign.queries.get(qid="q000"),
         document=campaign.documents.get(docno="n0-0"),
@@ -98,14 +99,17 @@ def test_the_first_read_after_a_judgement_leaves_the_hsd_to_a_later_pass(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(significance_pass, "randomised_tukey_hsd", counting)
-    first = snapshots.leaderboard_current(collection=campaign, k=10)
-    assert first.computed_stamp != before.computed_stamp and not calls
+    assert refresh_work.leaderboards_refresh_task(collection_id=campaign.id) == 2
+    first = snapshots.leaderboard_read(collection=campaign, k=10)
+    assert first is not None and first.computed_stamp != before.computed_stamp and not calls
     assert not first.significance_current  # the letters of the previous scores, marked
     assert first.rows[0].letters  # still shown meanwhile
-    second = snapshots.leaderboard_current(collection=campaign, k=10)
-    assert calls == [1] and second.significance_current
-    third = snapshots.leaderboard_current(collection=campaign, k=10)
-    assert calls == [1] and third.significance_current  # stored: never per request
+    assert refresh_work.significance_task(collection_id=campaign.id) == 5
+    assert refresh_work.significance_task(collection_id=campaign.id) == 10
+    second = snapshots.leaderboard_read(collection=campaign, k=10)
+    assert calls == [1, 1] and second is not None and second.significance_current
+    third = snapshots.leaderboard_read(collection=campaign, k=10)
+    assert calls == [1, 1] and third is not None and third.significance_current
 
 
 def _judge(campaign: Collection, qid: str, grade: int) -> None:
@@ -127,18 +131,21 @@ def _shown_stamp(client: Client, campaign: Collection) -> tuple[str, str]:
 
 
 def test_the_open_page_holding_a_stale_board_waits_for_its_recomputation(
-    campaign: Collection, settings: Any
+    campaign: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = _as("olga")
     state_url = f"/collections/{campaign.slug}/leaderboard/state/?k=10"
     snapshots.leaderboard_complete(collection=campaign, k=10)
-    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 3_600_000  # judgements faster than that
+    monkeypatch.setattr(refresh_queue, "_publish", lambda *a, **kw: None)  # no worker yet
     _judge(campaign, "q003", 3)
     shown, html = _shown_stamp(client, campaign)
     assert 'id="leaderboard-stale"' in html  # the last board, marked refreshing
     state = client.get(state_url).json()
     assert state["table"] == shown != state["stamp"]  # a reload shows nothing new
-    settings.NDCG_LEADERBOARD_MIN_INTERVAL_MS = 0  # the interval is over: a read computes
+    refresh_work.leaderboards_refresh_task(collection_id=campaign.id)  # the worker's rows
+    assert client.get(state_url).json()["table"] == f"{state['stamp']}+significance"
+    while refresh_work.significance_task(collection_id=campaign.id):
+        pass
     assert client.get(state_url).json()["table"] == state["stamp"]
 
 

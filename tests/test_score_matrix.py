@@ -16,7 +16,7 @@ from annotations import services
 from annotations.metrics.ndcg import ordered_mean
 from annotations.metrics.ndcg_arrays import ordered_means
 from annotations.models import Collection
-from annotations.scores import bounds_cache, snapshots
+from annotations.scores import bounds_cache, refresh_queue, snapshots
 from annotations.selectors import leaderboards, score_matrix
 from annotations.selectors.score_matrix import score_matrix_held, score_matrix_read
 from tests.factories import CollectionFactory, DocumentFactory, QueryFactory, grade_pair
@@ -152,6 +152,7 @@ def test_the_held_matrix_equals_a_whole_read_after_every_kind_of_change(missing:
 @pytest.mark.django_db(transaction=True)
 def test_after_a_judgement_only_its_query_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
     collection = _campaign("zero")
+    monkeypatch.setattr(refresh_queue, "_publish", lambda *a, **kw: None)  # no worker yet
     score_matrix_held(collection, 5, _runs(collection, 5))
     whole: list[int] = []
     patched: list[list[int]] = []
@@ -208,6 +209,7 @@ def test_held_bounds_are_read_again_only_for_the_query_judged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     collection = _campaign("zero")
+    monkeypatch.setattr(refresh_queue, "_publish", lambda *a, **kw: None)  # no worker yet
     snapshots.leaderboard_refresh(collection=collection, k=5)
     asked: list[set[int]] = []
     real = bounds_cache.top_grade_bounds_by_query
@@ -228,8 +230,8 @@ def test_held_bounds_are_read_again_only_for_the_query_judged(
 def test_a_computation_on_another_thread_leaves_the_held_matrix_to_the_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The significance thread may compute while a request does: the matrix and the bounds
-    stay held for both (shared, read-only), so each still reads only what moved."""
+    """Two computations may run at once in one process (a worker's threads): the matrix and
+    the bounds stay held for both (shared, read-only), so each still reads only what moved."""
     collection = _campaign("zero")
     snapshots.leaderboard_refresh(collection=collection, k=5)
     whole: list[int] = []

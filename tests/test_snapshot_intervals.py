@@ -12,7 +12,7 @@ import pytest
 from annotations import services
 from annotations.metrics import significance_arrays
 from annotations.models import Collection, LeaderboardSnapshot
-from annotations.scores import snapshot_intervals, snapshots
+from annotations.scores import refresh_queue, snapshot_intervals, snapshots
 from annotations.selectors import leaderboards
 from tests.factories import CollectionFactory, UserFactory, grade_pair
 
@@ -177,8 +177,9 @@ def test_a_refresh_after_each_judgement_equals_a_computation_from_scratch(
 
 
 def test_a_snapshot_whose_matrix_does_not_fit_its_rows_offers_nothing(
-    transactional_db: None, write_file: Callable[..., Path]
+    transactional_db: None, write_file: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(refresh_queue, "_publish", lambda *a, **kw: None)  # no worker yet
     collection = _collection(write_file, "zero")
     snapshots.leaderboard_refresh(collection=collection, k=2)
     assert snapshot_intervals.known_intervals(collection=collection, k=3) is None

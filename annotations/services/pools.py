@@ -21,6 +21,7 @@ from annotations.models import (
     Query,
     Run,
 )
+from annotations.scores.refresh_queue import leaderboards_refresh_after_commit
 from annotations.selectors import query_rankings
 from annotations.selectors.judging import pool_candidates, user_is_organiser
 from annotations.services.assignment_plan import assignment_plan
@@ -133,6 +134,8 @@ def pool_build(
         pool.runs.set(chosen_runs)
         pool.queries.set(chosen_queries)
         added = pool_entries_add(pool, candidates, impacts)
+        if order == Pool.IMPACT:  # the worker keeps its impact and the flip marks from now
+            leaderboards_refresh_after_commit(collection_id=collection.id)
     return pool, added
 
 
