@@ -128,7 +128,7 @@ class JudgementListCreateApi(CollectionListApiView):
     @extend_schema(
         summary="Record the caller's judgement of (qid, docno): create or change it",
         description="Recorded with source=api and a history row; the query's scores are "
-        "recomputed after the write (inline mode: before this response returns). As the "
+        "recomputed by a worker after the write (`pending` until it has). As the "
         "import commands do, an organiser's judgement of a qid or docno the collection does "
         "not know yet creates the query or document (ids only), so a qrels file posted line "
         "by line gives the same IDCG as its import; assessors judge known pairs only.",
@@ -158,7 +158,7 @@ class JudgementListCreateApi(CollectionListApiView):
                 source="api",
             )
         # The answer from what was written, and the query's versions after the commit
-        # (`pending`: inline scoring has stored the scores by now).
+        # (`pending`: whether a worker has stored the scores yet; with eager tasks it has).
         judgement.query, judgement.document = query, document
         judgement.assessor = calling_user(request)
         versions = judgement_rows.query_versions(query.id)

@@ -212,14 +212,13 @@ def _with_significance(board: Leaderboard, significance: Any) -> Leaderboard:
 
 
 def leaderboards_refresh_rows(*, collection: Collection) -> int:
-    """Refresh every cutoff's rows whose stamp is behind; count the ones computed."""
+    """Refresh every cutoff's rows whose stamp is behind, or whose shape is not this code's
+    (reads serve neither as current); count the ones computed."""
     stamp = scores_state(collection=collection).stamp
-    current = dict(
-        LeaderboardSnapshot.objects.filter(collection=collection).values_list("k", "stamp")
-    )
     done = 0
     for k in collection.sorted_cutoffs:
-        if current.get(k) != stamp:
+        snapshot = _snapshot(collection, k)
+        if snapshot is None or snapshot.stamp != stamp or not _readable(snapshot):
             leaderboard_refresh(collection=collection, k=k)
             done += 1
     return done
