@@ -11,10 +11,18 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations.formats import ir_records
-from annotations.models import Collection
-from annotations.services.imports import documents_import, topics_import
+from annotations.models import Collection, ImportJob
+from annotations.services.imports import documents_import, import_told, topics_import
 from annotations.services.judgements import import_assessor, judgements_import
 from annotations.services.runs import run_import
+
+# Each part's kind in its `import.finished` event.
+PART_KINDS = {
+    "queries": ImportJob.TOPICS,
+    "docs": ImportJob.DOCUMENTS,
+    "qrels": ImportJob.QRELS,
+    "scoreddocs": ImportJob.RUN,
+}
 
 
 @dataclass
@@ -73,4 +81,10 @@ def ir_dataset_import(
             if progress is not None:
                 progress(counter)
             result.parts[part] = summary
+            import_told(
+                collection=collection,
+                kind=PART_KINDS[part],
+                file_name=f"{dataset_id} ({part})",
+                summary=summary,
+            )
     return result
