@@ -24,7 +24,8 @@ def _fields(url: str, **extra: object) -> dict[str, object]:
     return {
         "base_url": url, "model": "test-model", "api_key_env": "NDCG_JUDGE_KEY_TEST",
         "prompt_template": "", "temperature": 0, "max_tokens": 50, "concurrency": 1,
-        "requests_per_minute": 6000, "prompt_price": 2.5, "completion_price": 10, **extra,
+        "requests_per_minute": 6000, "timeout_seconds": 60, "attempts": 6, "prompt_price": 2.5,
+        "completion_price": 10, "currency": "EUR", **extra,
     }  # fmt: skip
 
 

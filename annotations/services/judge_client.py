@@ -128,14 +128,19 @@ def api_key(judge: MachineJudge) -> str:
 
 
 class Pace:
-    """At most `per_minute` requests a minute, across the threads of one run; `requests`
-    counts those sent."""
+    """At most `per_minute` requests a minute, across the threads of one run; `taken`
+    counts the requests sent since it was last called."""
 
     def __init__(self, per_minute: int) -> None:
         self._interval = 60.0 / max(1, per_minute)
         self._next = 0.0
         self._lock = threading.Lock()
         self.requests = 0
+
+    def taken(self) -> int:
+        with self._lock:
+            sent, self.requests = self.requests, 0
+        return sent
 
     def wait(self, sleep: Callable[[float], None] = time.sleep) -> None:
         with self._lock:

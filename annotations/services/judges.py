@@ -317,7 +317,7 @@ def judge_run_retry(*, run: JudgeRun, failed_only: bool, created_by: User | None
             )  # fmt: skip
         # A retry of failed pairs, retried whole, asks the same pairs again.
         same = run.scope == JudgeRun.FAILED_PAIRS and run.retry_of_id is not None
-        scope, retried = run.scope, (run.retry_of if same else run)
+        scope, retried = run.scope, (run.retry_of or run if same else run)
     return _queue(
         JudgeRun(
             judge=run.judge, pool=run.pool, scope=scope, retry_of=retried, created_by=created_by
@@ -400,7 +400,7 @@ def judge_run_execute(*, run_id: int) -> str:
     )
     mine = JudgeRun.objects.filter(id=run_id, state=JudgeRun.RUNNING, starts=run.starts)
     try:
-        state, error = _execute(run)
+        state, why = _execute(run)
     except Exception as error:  # never leave a run running: say what happened
         logger.exception("judge run %s failed", run_id)
         if isinstance(error, EndpointFailed):
@@ -412,7 +412,7 @@ def judge_run_execute(*, run_id: int) -> str:
         mine.update(state=JudgeRun.FAILED, error=message[:2000], finished=timezone.now())
         return JudgeRun.FAILED
     if state != SUPERSEDED:
-        mine.update(state=state, error=error[:2000], finished=timezone.now())
+        mine.update(state=state, error=why[:2000], finished=timezone.now())
     return state
 
 
@@ -461,12 +461,10 @@ def _execute(run: JudgeRun) -> tuple[str, str]:
         finally:
             connections.close_all()  # this thread's own
 
-    sent = 0
     with ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
         for batch in _batches(pairs, max(PROGRESS_EVERY, judge.concurrency)):
             list(pool.map(one, batch))
-            requests, sent = pace.requests - sent, pace.requests
-            if not mine.update(heartbeat=timezone.now(), requests=F("requests") + requests):
+            if not mine.update(heartbeat=timezone.now(), requests=F("requests") + pace.taken()):
                 stop.set()  # the sweep queued the run again and another start took it
                 return SUPERSEDED, ""
             if stop.is_set():
@@ -604,7 +602,8 @@ def _grade(
             defaults = _asked(judge, pair, levels, values, pace)
         except EndpointFailed as error:
             _failed(run, pair, error.kind, str(error))
-            mine.update(**counters, pairs_failed=F("pairs_failed") + 1, heartbeat=timezone.now())
+            counters["pairs_failed"] = F("pairs_failed") + 1
+            mine.update(**counters, heartbeat=timezone.now(), requests=F("requests") + pace.taken())
             return error
         answer_row, _ = JudgeAnswer.objects.get_or_create(
             judge=judge, cache_key=key, defaults=defaults
@@ -626,5 +625,5 @@ def _grade(
             query=pair.query, document=pair.document, assessor=judge.account,
             grade=answer_row.grade, note=note, source="machine",
         )  # fmt: skip
-    mine.update(**counters, heartbeat=timezone.now())
+    mine.update(**counters, heartbeat=timezone.now(), requests=F("requests") + pace.taken())
     return None
