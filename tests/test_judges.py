@@ -586,3 +586,11 @@ def test_a_run_whose_task_was_lost_is_queued_again_by_the_sweep(
         second = _finished(second)
     assert (second.state, second.starts) == ("done", 2)
     assert second.pairs_done == second.pairs_cached == second.pairs_total  # from the cache
+    # One asked to stop whose worker stopped too is cancelled, not queued again.
+    third = JudgeRun.objects.create(
+        judge=judge, pool=pool, scope="all", state="running", starts=1, cancel_requested=True,
+        started=past, heartbeat=timezone.now() - silent_limit(judge) - timedelta(seconds=1),
+    )  # fmt: skip
+    assert tasks.judge_runs_sweep() == 0
+    third.refresh_from_db()
+    assert third.state == "cancelled"

@@ -496,8 +496,9 @@ def judge_runs_sweep() -> int:
     """Queue again the runs whose task was lost: queued with no worker looking at them for
     NDCG_IMPORT_STALE_SECONDS (a broker that lost the message would leave them queued for
     ever; each queued again at most once per that time), and running with no heartbeat for
-    longer than their judge's `silent_limit` (the worker stopped): those go back to queued,
-    and their next start asks only what the cache does not hold. A second delivery of a run
+    longer than their judge's `silent_limit` (the worker stopped): those go back to queued
+    (cancelled, if that was asked), and their next start asks only what the cache does not
+    hold. A second delivery of a run
     already started does nothing. The count queued again."""
     now = timezone.now()
     stale = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
@@ -506,9 +507,13 @@ def judge_runs_sweep() -> int:
         silent = now - silent_limit(run.judge)
         if run.heartbeat is not None and run.heartbeat >= silent:
             continue
-        if JudgeRun.objects.filter(
+        silent_run = JudgeRun.objects.filter(
             id=run.id, state=JudgeRun.RUNNING, starts=run.starts, heartbeat=run.heartbeat
-        ).update(state=JudgeRun.QUEUED, heartbeat=now, cancel_requested=False):
+        )
+        if run.cancel_requested:  # it was to stop anyway
+            silent_run.update(state=JudgeRun.CANCELLED, finished=now)
+            continue
+        if silent_run.update(state=JudgeRun.QUEUED, heartbeat=now):
             logger.warning("judge run %s: its worker stopped; queued again", run.id)
             requeued.append(run.id)
     waiting = (
