@@ -532,6 +532,13 @@ SPECTACULAR_SETTINGS = {
     # ("/" as "~2F", see annotations/converters.py).
     # Operation ids and tags from the path after the version: `collections_runs_create`.
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    # Enums whose field name other choices share: named for what they hold.
+    "ENUM_NAME_OVERRIDES": {
+        "JudgeRunFailureKindEnum": "annotations.models.judges.JudgeRunFailure.KIND_CHOICES",
+        "KindEnum": ["topics", "documents", "qrels", "run"],  # an import job's
+        "ScopeEnum": "annotations.models.judges.JudgeRun.SCOPE_CHOICES",  # a run asked for
+        "JudgeRunScopeEnum": "annotations.models.judges.JudgeRun.SCOPES",  # a run's, retries too
+    },
     "PATH_CONVERTER_OVERRIDES": {
         "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
         "id": {
