@@ -245,6 +245,11 @@ urlpatterns = [
         name="judge-run-detail",
     ),
     path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/state/",
+        judges.judge_run_state,
+        name="judge-run-state",
+    ),
+    path(
         "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/retry/",
         judges.judge_run_again,
         name="judge-run-retry",

@@ -178,6 +178,11 @@ def test_an_active_run_shows_its_time_left_and_the_pace_that_holds_it(
     assert "limited by the judge's pace of 60 requests/min" in html
     detail = olga.get(reverse("judge-detail", args=["trial", "umbrela"])).content.decode()
     assert 'data-active="1"' in detail and "about 2 min left" in detail
+    own = olga.get(reverse("judge-run-state", args=["trial", "umbrela", run.id])).json()
+    assert own["active"] is True and "about 2 min left" in own["html"]
+    assert "Limited by the judge's pace of 60 requests/min." in own["html"]
+    page = olga.get(reverse("judge-run-detail", args=["trial", "umbrela", run.id])).content
+    assert b'id="judge-run-body" data-active="1"' in page
     # Sending well under the pace: the endpoint is the limit, nothing says the pace is.
     JudgeRun.objects.filter(id=run.id).update(requests=20)
     html = olga.get(reverse("judge-runs-state", args=["trial", "umbrela"])).json()["html"]

@@ -144,6 +144,22 @@ def judge_run_detail(request: HttpRequest, slug: str, name: str, run_id: int) ->
 
 
 @login_required
+@require_GET
+def judge_run_state(request: HttpRequest, slug: str, name: str, run_id: int) -> JsonResponse:
+    """The run page's progress and failed pairs, for its self-refresh while it is active."""
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    run = _run(judge, run_id)
+    item = run_progress(run)
+    context = {
+        "collection": collection, "judge": judge, "item": item,
+        "failures": run_failures(run)[:FAILURES_SHOWN], "failures_shown": FAILURES_SHOWN,
+    }  # fmt: skip
+    html = render_to_string("annotations/judges/_run_body.html", context, request=request)
+    return JsonResponse({"active": item.active, "html": html})
+
+
+@login_required
 @require_POST
 def judge_run_again(request: HttpRequest, slug: str, name: str, run_id: int) -> HttpResponse:
     """Retry a run: its failed pairs (`pairs=failed`) or the whole run."""
