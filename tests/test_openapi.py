@@ -331,6 +331,10 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(organiser, "get", f"{judges}j1/runs/", 200)
     call(organiser, "post", f"{judges}j1/runs/", 400, data={"pool": 1}, format="json")
     call(organiser, "post", f"{judges}j1/runs/1/cancel/", 404)
+    call(organiser, "get", f"{judges}j1/runs/1/", 404)
+    call(organiser, "get", f"{judges}j1/runs/1/failures/", 404)
+    call(organiser, "post", f"{judges}j1/runs/1/retry/", 400, data={"pairs": "x"}, format="json")
+    call(organiser, "post", f"{judges}j1/runs/1/retry/", 404, data={}, format="json")
     # The judge beside a person, first on a pair nobody adjudicated, then on one adjudicated:
     # the agreement's calibration matches the schema without and with adjudicated grades.
     machine = MachineJudge.objects.get(name="j1").account
