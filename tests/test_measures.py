@@ -29,7 +29,7 @@ from annotations.metrics.measures import (
     set_f,
     summary,
 )
-from annotations.metrics.ndcg import ordered_mean, order_ranking
+from annotations.metrics.ndcg import order_ranking, ordered_mean
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -110,7 +110,11 @@ def assert_equal_to_trec_eval(qrels: Qrels, run: Run, level: int) -> int:
     # but num_rel; pytrec_eval leaves it out. The reference gives that for an empty ranking.
     for qid in set(qrels) - set(expected):
         for name, measure in TREC_MEASURES.items():
-            want = float(sum(1 for g in qrels[qid].values() if g >= level)) if name == "num_rel" else 0.0
+            want = (
+                float(sum(1 for g in qrels[qid].values() if g >= level))
+                if name == "num_rel"
+                else 0.0
+            )
             assert ours[qid][at_level(measure, level)] == want, (qid, name)
     # The `all` line of trec_eval -c: pytrec_eval's per-query values in qid order.
     for name, measure in TREC_MEASURES.items():
@@ -273,7 +277,8 @@ def collections(draw: st.DrawFn) -> tuple[Qrels, Run]:
         if judged_ and max(judged_.values()) >= 0:
             qrels[qid] = judged_
         retrieved = draw(st.lists(st.sampled_from(sorted(documents)), unique=True))
-        if retrieved or draw(st.booleans()):  # else the run omits the query entirely
+        mention_when_empty = draw(st.booleans())  # else the run omits the query entirely
+        if retrieved or mention_when_empty:
             run[qid] = {docno: draw(TINY_SCORES) for docno in retrieved}
     if not qrels:
         qrels["q-only"] = {"x": 1}
@@ -299,8 +304,9 @@ def test_a_query_without_a_grade_from_zero_scores_zero() -> None:
 # --- ERR: gdeval itself, printing every digit ------------------------------------------------
 
 
-def gdeval_err(qrels: dict[int, dict[str, int]], run: dict[int, dict[str, float]], k: int,
-               folder: Path) -> dict[int, float]:
+def gdeval_err(
+    qrels: dict[int, dict[str, int]], run: dict[int, dict[str, float]], k: int, folder: Path
+) -> dict[int, float]:
     """ERR@k from gdeval.pl as ir_measures ships it, with its %.5f output widened to 17
     significant digits (the computation is untouched)."""
     script = pkgutil.get_data("ir_measures", "bin/gdeval.pl")
@@ -318,7 +324,9 @@ def gdeval_err(qrels: dict[int, dict[str, int]], run: dict[int, dict[str, float]
     )
     out = subprocess.run(
         ["perl", str(folder / "gdeval.pl"), str(folder / "qrels"), str(folder / "run"), str(k)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     values = {}
     for line in out.splitlines()[1:]:
@@ -343,7 +351,9 @@ def gdeval_err(qrels: dict[int, dict[str, int]], run: dict[int, dict[str, float]
     k=st.sampled_from([1, 3, 5, 20]),
 )
 def test_err_equals_gdeval(
-    data: dict[int, tuple[dict[str, int], dict[str, float]]], k: int, tmp_path_factory: pytest.TempPathFactory
+    data: dict[int, tuple[dict[str, int], dict[str, float]]],
+    k: int,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     qrels = {q: grades for q, (grades, _) in data.items() if grades}
     run = {q: scores for q, (_, scores) in data.items()}

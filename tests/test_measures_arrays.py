@@ -46,7 +46,9 @@ def assert_bit_identical(
     expected = np.array(
         [
             [
-                measure_value(measure, [grades.get(doc) for doc in rankings[run]], list(grades.values()))
+                measure_value(
+                    measure, [grades.get(doc) for doc in rankings[run]], list(grades.values())
+                )
                 for measure in measures
             ]
             for run in runs

@@ -1,4 +1,4 @@
-"""Measure names: ir_measures' syntax (``AP(rel=2)@100``) and trec_eval's (``map_cut.100``) to Measure."""
+"""Measure names, in ir_measures' syntax (``AP(rel=2)@100``) and trec_eval's (``map_cut.100``)."""
 
 import re
 from dataclasses import dataclass
@@ -186,6 +186,7 @@ def parse_trec_eval(text: str, level: int = 1) -> list[Measure]:
         return [build(text, name, None, beta, level)]
     family = FAMILIES[name]
     cutting = family.cutoff == "required" or base in {"map_cut", "ndcg_cut"}
+    cutoffs: list[int | None]
     if raw is None:
         cutoffs = _TREC_DEFAULT_CUTOFFS.get(base, [None]) if cutting else [None]
     elif cutting:

@@ -1,4 +1,4 @@
-"""Pure reference of every measure beside nDCG, as trec_eval 10 (or gdeval, ir_measures) computes it."""
+"""Pure reference of the measures beside nDCG, as trec_eval 10, gdeval or ir_measures give them."""
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -376,9 +376,7 @@ def query_values(
     the query's qrels (docno -> grade)."""
     ranking_grades = [grades.get(docno) for docno in ranking]
     qrels = list(grades.values())
-    return {
-        measure: measure_value(measure, ranking_grades, qrels, scheme) for measure in measures
-    }
+    return {measure: measure_value(measure, ranking_grades, qrels, scheme) for measure in measures}
 
 
 # --- the `all` line -----------------------------------------------------------------------

@@ -84,9 +84,7 @@ def measure_matrix(
                 by_level[level] = relevant_at, np.cumsum(relevant_at, axis=1, dtype=np.int64)
             relevant_at, found = by_level[level]
             relevant = num_rel(qrels, level)
-            values[:, index] = _fast_column(
-                measure, relevant_at, found, ranks, lengths, relevant
-            )
+            values[:, index] = _fast_column(measure, relevant_at, found, ranks, lengths, relevant)
 
     for index in slow:
         measure = measures[index]
