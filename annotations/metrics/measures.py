@@ -411,3 +411,44 @@ def summary(
             total += values.get(query, 0.0)
         return total
     return ordered_mean(values.get(query, 0.0) for query in queries)
+
+
+# --- a whole run ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunValues:
+    """A run's values as trec_eval ``-q`` prints them: per evaluated query (qids in
+    trec_eval's order), then the ``all`` value of each measure."""
+
+    per_query: dict[str, dict[Measure, float]]
+    means: dict[Measure, float]
+
+
+def run_values(
+    measures: Sequence[Measure],
+    qrels: Mapping[str, Mapping[str, int]],
+    rankings: Mapping[str, Sequence[str]],
+    *,
+    complete: bool = True,
+    scheme: str = "linear",
+) -> RunValues:
+    """Every measure of one run, per query and in the mean, as trec_eval 10 computes them.
+
+    ``qrels`` maps each judged query to its grades, ``rankings`` each answered query to its
+    docnos in effective order. A query is evaluated when it is judged; one the run did not
+    answer counts with an empty ranking when ``complete`` (trec_eval ``-c``) and is left
+    out otherwise. Queries answered but not judged are ignored. No evaluated query:
+    ValueError (trec_eval: "No queries with both results and relevance info")."""
+    evaluated = [qid for qid in trec_order(qrels) if complete or qid in rankings]
+    per_query = {
+        qid: query_values(measures, rankings.get(qid, ()), qrels[qid], scheme) for qid in evaluated
+    }
+    grades = {qid: list(qrels[qid].values()) for qid in evaluated} if complete else None
+    means = {
+        measure: summary(
+            measure, {qid: per_query[qid][measure] for qid in evaluated}, evaluated, grades
+        )
+        for measure in measures
+    }
+    return RunValues(per_query, means)
