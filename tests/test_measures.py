@@ -13,6 +13,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from annotations.formats.trec.evaluation import trec_eval_lines
 from annotations.metrics.measures import (
     Measure,
     average_precision,
@@ -26,6 +27,7 @@ from annotations.metrics.measures import (
     rbp,
     rbp_residual,
     reciprocal_rank,
+    run_values,
     set_f,
     summary,
 )
@@ -388,3 +390,48 @@ def test_judged_equals_ir_measures(grades: dict[str, int], retrieved: list[str],
     assert measure_value(Measure("Judged", k), ranking_grades, list(grades.values())) == judged(
         ranking_grades, k
     )
+
+
+# --- a whole run ------------------------------------------------------------------------------
+
+
+def test_run_values_with_and_without_missing_queries() -> None:
+    qrels = {"q2": {"a": 1, "b": 0}, "q10": {"c": 2}, "q1": {"d": 1, "e": 1}}
+    rankings = {"q2": ["b", "a"], "q1": ["d"], "unjudged": ["a"]}
+    measures = [Measure("AP"), Measure("NumRel"), Measure("NumRet")]
+    complete = run_values(measures, qrels, rankings)
+    assert list(complete.per_query) == ["q1", "q10", "q2"]  # bytewise, unjudged left out
+    assert complete.per_query["q10"] == dict(zip(measures, [0.0, 1.0, 0.0], strict=True))
+    assert complete.means[Measure("AP")] == (0.5 + 0.0 + 0.5) / 3
+    assert complete.means[Measure("NumRel")] == 4.0 and complete.means[Measure("NumRet")] == 3.0
+    skipped = run_values(measures, qrels, rankings, complete=False)
+    assert list(skipped.per_query) == ["q1", "q2"]
+    assert skipped.means[Measure("AP")] == 0.5
+    assert skipped.means[Measure("NumRel")] == 3.0  # without -c: the sum of the values
+    with pytest.raises(ValueError):
+        run_values(measures, qrels, {}, complete=False)
+
+
+def test_trec_eval_lines_order_and_format() -> None:
+    values = run_values(
+        [Measure("P", 5), Measure("NumRel"), Measure("AP"), Measure("P", 1)],
+        {"q": {"a": 1}},
+        {"q": ["a"]},
+    )
+    lines = list(
+        trec_eval_lines(
+            [Measure("P", 5), Measure("NumRel"), Measure("AP"), Measure("P", 1), Measure("AP")],
+            values,
+            per_query=True,
+        )
+    )
+    assert lines == [
+        f"{'num_rel':<22}\tq\t1\n",
+        f"{'map':<22}\tq\t1.0000\n",
+        f"{'P_1':<22}\tq\t1.0000\n",
+        f"{'P_5':<22}\tq\t0.2000\n",
+        f"{'num_rel':<22}\tall\t1\n",
+        f"{'map':<22}\tall\t1.0000\n",
+        f"{'P_1':<22}\tall\t1.0000\n",
+        f"{'P_5':<22}\tall\t0.2000\n",
+    ]
