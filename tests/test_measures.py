@@ -32,6 +32,7 @@ from annotations.metrics.measures import (
     summary,
 )
 from annotations.metrics.ndcg import order_ranking, ordered_mean
+from tests.conftest import require_component
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -338,7 +339,6 @@ def gdeval_err(
     return values
 
 
-@pytest.mark.skipif(shutil.which("perl") is None, reason="gdeval is a Perl script")
 @settings(max_examples=30, deadline=None)
 @given(
     data=st.dictionaries(
@@ -357,6 +357,8 @@ def test_err_equals_gdeval(
     k: int,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    if shutil.which("perl") is None:
+        require_component("perl is not installed (gdeval is a Perl script)")
     qrels = {q: grades for q, (grades, _) in data.items() if grades}
     run = {q: scores for q, (_, scores) in data.items()}
     if not qrels:
