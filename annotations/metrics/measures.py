@@ -319,8 +319,9 @@ def measure_value(
     measure: Measure, ranking_grades: Grades, qrels: Sequence[int], scheme: str = "linear"
 ) -> float:
     """The value of one measure for one query's ranking (grades in effective order, see the
-    module's note) and the query's qrels grades. An empty ranking is trec_eval ``-c``'s
-    value for a query the run did not answer (0, except NumRel)."""
+    module's note) and the query's qrels grades. An empty ranking gives trec_eval ``-c``'s
+    values for a query the run did not answer: 0, except NumRel (and RBP's residual, 1:
+    nothing of the ranking is known)."""
     name, level, k = measure.name, measure.rel, measure.cutoff
     relevant = num_rel(qrels, level)
     if name == "AP":
