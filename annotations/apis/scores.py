@@ -94,6 +94,7 @@ def leaderboard_body(
             "cutoffs": collection.sorted_cutoffs,
             "gain": collection.gain,
             "missing_queries": collection.missing_queries,
+            "machine_grades": collection.machine_grades,
             **_state(board.state),
             "bootstrap": {
                 "resamples": board.resamples,
@@ -283,6 +284,7 @@ class RunScoresApi(CollectionApiView):
             "run": run.name,
             "k": k,
             "pending": scores.pending,
+            "machine_grades": self.collection.machine_grades,
             "ndcg": scores.ndcg,
             "judged": scores.judged,
             "ndcg_condensed": scores.ndcg_condensed,
