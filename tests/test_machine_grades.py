@@ -32,8 +32,8 @@ from annotations.selectors import disagreements as disputes
 from annotations.selectors.stored_scores import evaluated_queries
 from annotations.selectors.versions import Mark, qrels_text_as_of
 from annotations.services.versions import qrels_version_tag
-from tests.factories import machine_judge, record_grades
 from tests.conftest import TRIAL_RUNS
+from tests.factories import machine_judge, record_grades
 from tests.test_collection_settings import _post
 from tests.test_scores import oracle, stored_ndcg
 
@@ -248,8 +248,7 @@ def _judged_by_hand(rule: str, k: int) -> dict[str, float]:
     queries = sorted({qid for qid, _ in counted})
     return {
         run: sum(
-            sum((qid, docno) in counted for docno in ranked.get(qid, [])[:k]) / k
-            for qid in queries
+            sum((qid, docno) in counted for docno in ranked.get(qid, [])[:k]) / k for qid in queries
         )
         / len(queries)
         for run, ranked in TRIAL_RUNS.items()
