@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from typing import Any
 
@@ -320,11 +321,20 @@ def test_the_leaderboard_its_api_reports_and_versions_state_the_rule(
     assert board["machine_grades"] == rule
     run = api.get("/api/v1/collections/trial/runs/bm25/scores/?k=5").json()
     assert run["machine_grades"] == rule
+    pair = api.get("/api/v1/collections/trial/compare/?a=bm25&b=dense&k=5").json()
+    assert pair["machine_grades"] == rule
     report = "/api/v1/collections/trial/leaderboard/report/?k=5&as="
     table = list(csv.DictReader(io.StringIO(api.get(report + "csv").content.decode())))
     assert [row["run"] for row in table] == [row["name"] for row in board["runs"]]
     assert {row["machine_grades"] for row in table} == {rule}
     assert [float(row["mean"]) for row in table] == [row["ndcg"] for row in board["runs"]]
+    scores = "/api/v1/collections/trial/scores/export/"
+    lines = b"".join(api.get(scores + "csv/").streaming_content).decode()
+    assert {row["machine_grades"] for row in csv.DictReader(io.StringIO(lines))} == {rule}
+    document = json.loads(b"".join(api.get(scores + "json/").streaming_content))
+    assert document["machine_grades"] == rule
+    exports = _client("olga").get("/collections/trial/exports/").content.decode()
+    assert f'id="export-grades-scored" data-machine-grades="{rule}"' in exports
     latex = api.get(report + "latex").content.decode()
     caption = latex[latex.index(r"\caption{") : latex.index(r"\label{")]
     assert f"Grades scored, judged@5 included: {latex_escape(RULE_STATEMENTS[rule])}." in caption
@@ -333,6 +343,10 @@ def test_the_leaderboard_its_api_reports_and_versions_state_the_rule(
     assert stated.startswith(f'id="grades-scored" data-machine-grades="{rule}"')
     assert escape(RULE_STATEMENTS[rule]).capitalize() in stated[: stated.index("</p>")]
     assert f"judged, counting {escape(JUDGED_COUNTS[rule])}" in page
+    run_page = _client("olga").get("/collections/trial/runs/bm25/?k=5").content.decode()
+    assert f'id="run-grades-scored" data-machine-grades="{rule}"' in run_page
+    compare = _client("olga").get("/collections/trial/compare/?a=bm25&b=dense&k=5")
+    assert f"Grades scored: {escape(RULE_STATEMENTS[rule])}." in compare.content.decode()
     qrels_version_tag(collection=collection, name="tagged")
     _rule(collection, "people" if rule != "people" else "fill")  # the version keeps its own
     version = api.get("/api/v1/collections/trial/versions/tagged/leaderboard/?k=5").json()

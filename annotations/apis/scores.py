@@ -340,6 +340,7 @@ class CompareApi(CollectionApiView):
             "a": comparison.a.name,
             "b": comparison.b.name,
             "pending": comparison.pending,
+            "machine_grades": self.collection.machine_grades,
             "queries": len(comparison.rows),
             "mean_a": comparison.mean_a,
             "mean_b": comparison.mean_b,

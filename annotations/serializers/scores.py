@@ -166,6 +166,9 @@ class ComparisonSerializer(serializers.Serializer):
     a = serializers.CharField()
     b = serializers.CharField()
     pending = serializers.BooleanField()
+    machine_grades = serializers.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES, help_text=MACHINE_GRADES_HELP
+    )
     queries = serializers.IntegerField()
     mean_a = serializers.FloatField(allow_null=True)
     mean_b = serializers.FloatField(allow_null=True)
