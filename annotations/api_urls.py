@@ -147,6 +147,21 @@ urlpatterns = [
         name="judge-runs",
     ),
     path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/",
+        apis.JudgeRunDetailApi.as_view(),
+        name="judge-run",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/failures/",
+        apis.JudgeRunFailureListApi.as_view(),
+        name="judge-run-failures",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/retry/",
+        apis.JudgeRunRetryApi.as_view(),
+        name="judge-run-retry",
+    ),
+    path(
         "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/cancel/",
         apis.JudgeRunCancelApi.as_view(),
         name="judge-run-cancel",

@@ -116,3 +116,10 @@ def judge_run_execute(self: Task, run_id: int) -> str:
     if state == judges.WAITING:
         raise self.retry(countdown=judges.WAIT_SECONDS)
     return state
+
+
+@shared_task(name="annotations.tasks.judge_runs_sweep")
+def judge_runs_sweep() -> int:
+    """Periodic (celery beat): queue again the judge runs whose task was lost or whose
+    worker stopped."""
+    return judges.judge_runs_sweep()

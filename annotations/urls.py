@@ -235,6 +235,26 @@ urlpatterns = [
     path("collections/<slug:slug>/judges/<slug:name>/", judges.judge_detail, name="judge-detail"),
     path("collections/<slug:slug>/judges/<slug:name>/run/", judges.judge_run, name="judge-run"),
     path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/state/",
+        judges.judge_runs_state,
+        name="judge-runs-state",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/",
+        judges.judge_run_detail,
+        name="judge-run-detail",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/state/",
+        judges.judge_run_state,
+        name="judge-run-state",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/retry/",
+        judges.judge_run_again,
+        name="judge-run-retry",
+    ),
+    path(
         "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/cancel/",
         judges.judge_run_stop,
         name="judge-run-cancel",

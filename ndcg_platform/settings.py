@@ -305,9 +305,10 @@ STORAGES = {
 # Import jobs. A running job writes a heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
 # (with its progress, twice a second while that moves); one whose heartbeat is older than
 # NDCG_IMPORT_DEAD_SECONDS is failed by the sweep (its worker stopped) and offered again with
-# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost) is queued again;
-# that limit also stands for running jobs where other processes cannot see the heartbeat
-# (SQLite without a shared coordination cache).
+# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost) is queued again,
+# and so is a judge run no worker looked at for as long; that limit also stands for running
+# jobs where other processes cannot see the heartbeat (SQLite without a shared coordination
+# cache).
 NDCG_IMPORT_HEARTBEAT_SECONDS = env_int("NDCG_IMPORT_HEARTBEAT_SECONDS", 10, minimum=1)
 NDCG_IMPORT_DEAD_SECONDS = env_int("NDCG_IMPORT_DEAD_SECONDS", 45, minimum=2)
 NDCG_IMPORT_STALE_SECONDS = env_int("NDCG_IMPORT_STALE_SECONDS", 300, minimum=1)
@@ -471,6 +472,9 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotations.tasks.import_jobs_sweep",
         "schedule": max(1.0, NDCG_IMPORT_DEAD_SECONDS / 3),
     },
+    # Judge runs whose task was lost (queued for NDCG_IMPORT_STALE_SECONDS) or whose worker
+    # stopped (silent longer than their judge's longest pair): queued again.
+    "judge-runs-sweep": {"task": "annotations.tasks.judge_runs_sweep", "schedule": 60.0},
     "idempotency-purge": {"task": "annotations.tasks.idempotency_purge", "schedule": 3600.0},
     # Deliveries whose wake was lost (broker down), retries due, the log's old rows.
     "webhooks-sweep": {"task": "annotations.tasks.webhooks_sweep", "schedule": 30.0},
@@ -528,6 +532,13 @@ SPECTACULAR_SETTINGS = {
     # ("/" as "~2F", see annotations/converters.py).
     # Operation ids and tags from the path after the version: `collections_runs_create`.
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    # Enums whose field name other choices share: named for what they hold.
+    "ENUM_NAME_OVERRIDES": {
+        "JudgeRunFailureKindEnum": "annotations.models.judges.JudgeRunFailure.KIND_CHOICES",
+        "KindEnum": ["topics", "documents", "qrels", "run"],  # an import job's
+        "ScopeEnum": "annotations.models.judges.JudgeRun.SCOPE_CHOICES",  # a run asked for
+        "JudgeRunScopeEnum": "annotations.models.judges.JudgeRun.SCOPES",  # a run's, retries too
+    },
     "PATH_CONVERTER_OVERRIDES": {
         "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
         "id": {

@@ -204,9 +204,9 @@ def test_assessors_see_their_own_assignments_and_judge_them_others_are_hidden(
     pool = _pool(campaign, queries=["q1"])
     org.post(f"{DEMO}/pools/{pool['id']}/assign/", {"assessors": ["ann", "bob"]}, format="json")
     ann, bob = campaign.client("ann"), campaign.client("bob")
-    mine = _ok(ann.get(f"{DEMO}/assignments/"))
+    mine = _ok(ann.get(f"{DEMO}/assignments/"))["results"]
     assert [a["assessor"] for a in mine] == ["ann"]
-    items = _ok(ann.get(f"{DEMO}/assignments/{mine[0]['id']}/items/"))
+    items = _ok(ann.get(f"{DEMO}/assignments/{mine[0]['id']}/items/"))["results"]
     assert items and not any(item["judged"] for item in items)
     first = items[0]
     ann.post(
@@ -214,10 +214,10 @@ def test_assessors_see_their_own_assignments_and_judge_them_others_are_hidden(
         {"qid": first["qid"], "docno": first["docno"], "grade": 1},
         format="json",
     )
-    items = _ok(ann.get(f"{DEMO}/assignments/{mine[0]['id']}/items/"))
+    items = _ok(ann.get(f"{DEMO}/assignments/{mine[0]['id']}/items/"))["results"]
     assert (items[0]["judged"], items[0]["grade"]) == (True, 1)
     assert _error(bob.get(f"{DEMO}/assignments/{mine[0]['id']}/items/"), 404)
-    assert len(_ok(org.get(f"{DEMO}/assignments/"))) == 2
+    assert _ok(org.get(f"{DEMO}/assignments/"))["count"] == 2
     assert _error(campaign.client("owner").get(f"{DEMO}/assignments/"), 403)
     assert _error(ann.get(f"{DEMO}/pools/{pool['id']}/"), 403)
 
@@ -330,7 +330,7 @@ def test_disagreements_are_adjudicated_and_agreement_reported(campaign: Campaign
             query=q1, document=d1, assessor=campaign.users[name], grade=grade, source="api"
         )
     org = campaign.client("organiser")
-    rows = _ok(org.get(f"{DEMO}/disagreements/"))
+    rows = _ok(org.get(f"{DEMO}/disagreements/"))["results"]
     assert [(r["qid"], r["docno"], r["spread"], r["adjudicated"]) for r in rows] == [
         ("q1", "d1", 2, None)
     ]
@@ -340,7 +340,7 @@ def test_disagreements_are_adjudicated_and_agreement_reported(campaign: Campaign
     )
     assert (body["grade"], body["organiser"]) == (1, "organiser")
     assert Adjudication.objects.get(query=q1, document=d1).grade == 1
-    assert _ok(org.get(f"{DEMO}/disagreements/"))[0]["adjudicated"] == 1
+    assert _ok(org.get(f"{DEMO}/disagreements/"))["results"][0]["adjudicated"] == 1
     error = _error(
         org.post(f"{DEMO}/adjudications/", {"qid": "q2", "docno": "d1", "grade": 1}, format="json"),
         400,

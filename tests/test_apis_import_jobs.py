@@ -4,6 +4,7 @@ table (organisers; system owners their runs and their own jobs; assessors never)
 files sent to the synchronous import endpoints become jobs too. And all runs as one zip."""
 
 import io
+import json
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,6 +64,12 @@ def _run(tag: str) -> bytes:
 
 
 def test_an_upload_becomes_a_job_answered_202_with_its_url(users: dict[str, Any]) -> None:
+    from annotations.models import Collection
+    from annotations.services.webhooks import subscription_create
+
+    subscription = subscription_create(
+        collection=Collection.objects.get(), url="http://93.184.216.34/hook", created_by=None
+    )
     response = _job(users["org"], "topics", b"q1\tone\nq2\ttwo\n", "t.tsv")
     assert response.status_code == 202, response.content
     job = ImportJob.objects.get()
@@ -79,6 +86,12 @@ def test_an_upload_becomes_a_job_answered_202_with_its_url(users: dict[str, Any]
     assert (status["lines_done"], status["lines_total"], status["progress"]) == (2, 2, "done")
     assert (status["value"], status["max"]) == (1, 1)
     assert set(Query.objects.values_list("qid", flat=True)) == {"q1", "q2"}
+    [told] = [json.loads(body) for body in subscription.deliveries.values_list("body", flat=True)]
+    assert told["type"] == "import.finished"
+    assert told["data"] == {
+        "collection": job.collection.slug, "job": job.id, "kind": "topics", "file": "t.tsv",
+        "summary": "queries: 2 created, 0 updated, 0 unchanged",
+    }  # fmt: skip
 
 
 def test_qrels_and_runs_jobs_take_the_options_of_their_kind(users: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotations import services
-from annotations.models import AssignmentItem, Collection, Membership
+from annotations.models import AssignmentItem, Collection, Document, Membership
 from annotations.services import versions
 
 pytestmark = pytest.mark.browser
@@ -42,6 +42,8 @@ def campaign(trial: Collection) -> Collection:
         item = AssignmentItem.objects.filter(assignment__assessor=assessor).order_by("position")[0]
         services.assignment_item_grade(item=item, assessor=assessor, grade=grade, note="a note")
     versions.qrels_version_tag(collection=trial, name="v1", note="first", created_by=olga)
+    # Documents longer than a screen: the grading page's text scrolls in its own region.
+    Document.objects.filter(collection=trial).update(text="A long line of the document.\n" * 400)
     return trial
 
 
@@ -81,6 +83,8 @@ def test_every_page_passes_axe_and_fits_a_phone(  # type: ignore[no-untyped-def]
         f"{c}/members/{membership.id}/remove/",
         f"{c}/settings/",
         f"{c}/exports/",
+        f"{c}/judges/",
+        f"{c}/webhooks/",
         "/accounts/password/",
         "/judging/",
         f"{c}/no-such-page/",

@@ -121,24 +121,25 @@ def test_a_failed_save_is_shown_retried_and_lands_on_its_own_pair(
     watch(page)
     login("alice")
     page.goto(f"/judging/assignments/{assignment.id}/continue/")
-    failures = {"left": 2}
+    server = {"down": True}  # refuses every save until the test brings it back
 
     def server_down(route) -> None:  # type: ignore[no-untyped-def]
-        if route.request.method == "POST" and failures["left"] > 0:
-            failures["left"] -= 1
+        if route.request.method == "POST" and server["down"]:
             route.fulfill(status=503, body="Service Unavailable")
         else:
             route.continue_()
 
     page.route("**/pairs/*/", server_down)
-    page.keyboard.press("3")  # pair 1: refused twice by the "stopped" server
-    page.wait_for_selector("#save-error:not([hidden])")
+    page.keyboard.press("3")  # pair 1: refused by the "stopped" server, and retried
+    page.wait_for_selector("#save-error:not([hidden])", timeout=30_000)
     assert "Not saved yet: grade 3 for q1 / d1" in page.inner_text("#save-error")
     assert "503" in page.inner_text("#save-error")
     assert not Judgement.objects.exists()  # shown as not saved, and it is not
     page.wait_for_function("() => window.__shown >= 1")  # the next pair may still be loading
     assert _shown_docno(page) == _docno_at(assignment, 2)  # grading goes on meanwhile
     page.keyboard.press("1")  # pair 2, queued behind pair 1
+    assert page.is_visible("#save-error")  # still not saved while the server is down
+    server["down"] = False
     page.click("#save-retry")
     page.wait_for_function("() => window.__saved >= 2")
     assert page.locator("#save-error").is_hidden()

@@ -117,6 +117,8 @@ def test_with_a_worker_the_job_list_follows_the_jobs_by_itself(  # type: ignore[
         expect(row.locator(".job-state")).to_have_text("done", timeout=60_000)
         expect(row.locator(".job-result")).to_have_text(f"run: {tag}, 2 results")
     expect(page.locator(".messages")).to_have_text(summary)
+    # The group they were listed under says what they are now.
+    expect(page.locator("#jobs-waiting-heading")).to_have_text("Finished just now")
     assert Run.objects.filter(name__in=["gamma", "delta"]).count() == 2
 
 

@@ -2,6 +2,7 @@
 names: the CI plot, the pairwise matrix and the per-query heat map render, pass axe and fit
 a 390 px phone (they scroll inside their own focusable regions)."""
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,16 @@ def test_plot_matrix_and_heat_map_render_pass_axe_and_fit_a_phone(  # type: igno
         box = plot.bounding_box()
         assert box is not None and box["width"] > 300 and box["height"] > RUNS * 15
         region = page.locator("#forest-section .scroll.chart")
+        # Taller than its box: the axis's labels are read above the rows, before any scroll.
+        assert page.evaluate(
+            "(e => e.scrollHeight > e.clientHeight)"
+            "(document.querySelector('#forest-section .scroll.chart'))"
+        )
+        region_box, label = region.bounding_box(), plot.locator("text.axis-top").first
+        label_box = label.bounding_box()
+        assert region_box is not None and label_box is not None
+        assert region_box["y"] <= label_box["y"] < region_box["y"] + 40
+        assert plot.locator("text.axis-top").count() >= 2
         region.focus()
         assert page.evaluate("document.activeElement.getAttribute('role')") == "region"
         assert page.evaluate(
@@ -79,7 +90,20 @@ def test_plot_matrix_and_heat_map_render_pass_axe_and_fit_a_phone(  # type: igno
         page.wait_for_url(lambda url: "/leaderboard/significance/" in url)
         matrix = page.locator("#pair-matrix")
         expect(matrix).to_be_visible()
-        expect(matrix.locator("rect")).to_have_count(RUNS * RUNS)
+        expect(matrix.locator("g.heat-row")).to_have_count(RUNS)
+        cells = json.loads(page.inner_text("#matrix-cells"))
+        size = cells["size"]  # row 2, column 1: the second run against the best
+        second = {"x": cells["left"] + size / 2, "y": cells["top"] + size * 1.5}
+        matrix.hover(position=second)
+        difference = cells["means"][1] - cells["means"][0]
+        expect(page.locator("#matrix-cell")).to_contain_text(
+            f"2 vs 1: difference {difference:+.4f}, adjusted p {cells['p'][1][0]:.4f}"
+        )
+        matrix.click(position=second)
+        page.wait_for_url(lambda url: "a=" in url and "b=" in url)
+        expect(page.locator("#pair-a")).to_have_value(cells["names"][1])
+        expect(page.locator("#pair-b")).to_have_value(cells["names"][0])
+        matrix = page.locator("#pair-matrix")
         heat = page.locator("#query-heat-map")
         expect(heat.locator("g.heat-row")).to_have_count(RUNS)
         assert page.evaluate(  # the bands of every row cover its 50 queries' cells, 10 x 12 px

@@ -188,6 +188,42 @@ def test_a_dataset_part_it_lacks_or_an_unknown_id_changes_nothing(
     assert Collection.objects.filter(slug="refused").exists()
 
 
+def test_a_dataset_not_on_disk_and_out_of_reach_names_its_files_and_imports_nothing(
+    transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a network (every download through a proxy that refuses), the message names the
+    dataset, the files missing under IR_DATASETS_HOME with their addresses, and what to do."""
+    from annotations.formats import ir_records
+
+    home = tmp_path / "irds"
+    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # nothing listens: refused at once
+    monkeypatch.setattr(ir_records._ir_datasets().util, "home_path", lambda: home)
+    CollectionFactory(slug="offline", cutoffs=[2])
+    with pytest.raises(CommandError) as raised:
+        call_command("import_ir_datasets", "offline", "vaswani", "-q", stdout=StringIO())
+    message = str(raised.value)
+    assert message.startswith("dataset: vaswani (queries): ir_datasets could not read")
+    assert f"Missing: {home / 'vaswani' / 'npl.tar.gz'} (from http://" in message
+    assert f"under IR_DATASETS_HOME ({home})" in message and "nothing was changed" in message
+    assert not Query.objects.filter(collection__slug="offline").exists()
+
+
+def test_without_ir_datasets_installed_the_command_says_how_to_add_it(
+    transactional_db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ir_datasets", None)  # an import of it fails
+    CollectionFactory(slug="bare", cutoffs=[2])
+    with pytest.raises(
+        CommandError,
+        match=r"ir_datasets is not installed: pip install 'ndcg-platform\[ir-datasets\]'",
+    ):
+        call_command("import_ir_datasets", "bare", "vaswani", stdout=StringIO())
+
+
 # --- progress ----------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ import pytest
 import pytrec_eval
 from django.conf import settings
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from annotations.models import Collection
 from tests.factories import CollectionFactory
@@ -77,6 +78,155 @@ def test_with_missing_queries_skipped_no_0_line_is_printed(
     load(CollectionFactory(slug="demo", cutoffs=list(KS), missing_queries="skip"), write_file)
     out = evaluate("demo", "--run", "sys", "-q").splitlines()
     assert [line.split("\t")[1] for line in out] == ["q1", "q1", "q2", "q2", "all", "all"]
+
+
+# --- -m: other measures, computed from the current qrels ---------------------------------
+
+# trec_eval -c -q -m ... prints its measures in its own table's order, whatever -m's order.
+TREC_ORDER = [
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "P_1",
+    "P_5",
+    "recall_5",
+    "infAP",
+    "ndcg",
+    "ndcg_cut_2",
+    "map_cut_5",
+    "success_1",
+    "set_P",
+    "set_recall",
+    "set_F",
+]
+COUNTS = {"num_ret", "num_rel", "num_rel_ret"}
+
+
+def trec_eval_m_lines(level: int) -> list[str]:
+    """trec_eval -c -q -l LEVEL -m <TREC_ORDER> from pytrec_eval's values: every judged
+    query (0, or its num_rel, when unanswered), then the `all` lines, counts summed and
+    num_rel counted over the qrels' grades > 0 (m_num_rel.c with -c)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for line in QRELS.splitlines():
+        qid, _, docno, grade = line.split()
+        qrels.setdefault(qid, {})[docno] = int(grade)
+    ranking: dict[str, dict[str, float]] = {}
+    for line in RUN.splitlines():
+        qid, _, docno, _, score, _ = line.split()
+        ranking.setdefault(qid, {})[docno] = float(score)
+    request = {
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "P.1,5",
+        "recall.5",
+        "infAP",
+        "ndcg",
+        "ndcg_cut.2",
+        "map_cut.5",
+        "success.1",
+        "set_P",
+        "set_recall",
+        "set_F",
+    }
+    result = pytrec_eval.RelevanceEvaluator(qrels, request, relevance_level=level).evaluate(ranking)
+    for qid in qrels:
+        if qid not in result:
+            result[qid] = {name: 0.0 for name in TREC_ORDER}
+            result[qid]["num_rel"] = float(sum(g >= level for g in qrels[qid].values()))
+
+    def line(name: str, qid: str, value: float) -> str:
+        shown = str(int(value)) if name in COUNTS else f"{value:6.4f}"
+        return f"{name:<22}\t{qid}\t{shown}"
+
+    lines = [line(name, qid, result[qid][name]) for qid in sorted(qrels) for name in TREC_ORDER]
+    for name in TREC_ORDER:
+        total = 0.0
+        for qid in sorted(qrels):
+            total += result[qid][name]
+        if name == "num_rel":
+            total = sum(g > 0 for grades in qrels.values() for g in grades.values())
+        lines.append(line(name, "all", total if name in COUNTS else total / len(qrels)))
+    return lines
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_m_prints_trec_eval_c_q_for_every_measure(
+    transactional_db: None, write_file: WriteFile, level: int
+) -> None:
+    load(CollectionFactory(slug="demo", cutoffs=list(KS)), write_file)
+    # Both syntaxes, in any order, repeated names once.
+    names = [
+        "set_F",
+        "success.1",
+        "map_cut.5",
+        "ndcg_cut.2",
+        "nDCG",
+        "infAP",
+        "R@5",
+        "P.1,5",
+        "recip_rank",
+        "Bpref",
+        "Rprec",
+        "map",
+        "num_rel_ret",
+        "NumRel",
+        "num_ret",
+        "P@5",
+        "SetP",
+        "set_recall",
+    ]
+    args = [part for name in names for part in ("-m", name)]
+    out = evaluate("demo", "--run", "sys", "-q", "-l", str(level), *args).splitlines()
+    assert out == trec_eval_m_lines(level)
+
+
+def test_m_with_measures_outside_trec_eval_and_several_runs(
+    transactional_db: None, write_file: WriteFile
+) -> None:
+    collection = CollectionFactory(slug="demo", cutoffs=list(KS), missing_queries="skip")
+    load(collection, write_file)
+    call_command(
+        "import_run",
+        "demo",
+        write_file("u.run", "q2 Q0 d5 1 2.0 other\nq2 Q0 d4 2 1.0 other\n"),
+        stdout=StringIO(),
+    )
+    out = evaluate("demo", "-m", "ERR@2", "-m", "Judged@2", "-m", "RR", "-q").splitlines()
+    # ERR@2 on q2 for "other": d5 (0) then d4 (2): r = 3/16 at rank 2.
+    assert out[:4] == [
+        f"{'recip_rank':<22}\tq2\t0.5000",
+        f"{'ERR@2':<22}\tq2\t{3 / 16 / 2:6.4f}",
+        f"{'Judged@2':<22}\tq2\t1.0000",
+        f"{'runid':<22}\tall\tother",
+    ]
+    assert out[7].split("\t")[:2] == [f"{'recip_rank':<22}", "q1"]  # then "sys": q1, q2
+    assert out[-4] == f"{'runid':<22}\tall\tsys"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-m", "Foo@3"], "unknown measure 'Foo'"),
+        (["-m", "nDCG(rel=2)@5"], "known measures"),
+        (["-m", "map", "--format", "json"], "leave --format and --k out"),
+        (["-m", "map", "-l", "0"], "the relevance level is >= 1"),
+    ],
+)
+def test_m_refuses_what_it_cannot_read(
+    transactional_db: None, write_file: WriteFile, args: list[str], message: str
+) -> None:
+    load(CollectionFactory(slug="demo", cutoffs=list(KS)), write_file)
+    with pytest.raises(CommandError, match=message):
+        evaluate("demo", *args)
 
 
 # --- closed pipes, with real processes ----------------------------------------------------

@@ -111,7 +111,7 @@ def test_a_whole_campaign_with_the_generated_client(
         assert made.member.role == models.RoleEnum.ASSESSOR and made.link.url.startswith("http")
         _set_password(made.link.url, f"{name}-password-9")
         tokens[name] = login(name, f"{name}-password-9")
-    members = _ok(_op("collections_members_list").sync_detailed("camp", client=org))
+    members = _ok(_op("collections_members_list").sync_detailed("camp", client=org)).results
     assert sorted(m.username for m in members) == ["ann", "bob", "chief"]
 
     # A pool of every run's top 2 for q1..q4, each pair to both assessors.
@@ -130,13 +130,13 @@ def test_a_whole_campaign_with_the_generated_client(
     # Each assessor judges their own pairs with their own token: ann generous, bob strict.
     for name, grade in (("ann", 2), ("bob", 0)):
         client = tokens[name]
-        mine = _ok(_op("collections_assignments_list").sync_detailed("camp", client=client))
+        mine = _ok(_op("collections_assignments_list").sync_detailed("camp", client=client)).results
         assert [a.assessor for a in mine] == [name]
         items = _ok(
             _op("collections_assignments_items_list").sync_detailed(
                 "camp", mine[0].id, client=client
             )
-        )
+        ).results
         for item in items:
             judgement = models.JudgementInput(qid=item.qid, docno=item.docno, grade=grade)
             _ok(
@@ -154,10 +154,10 @@ def test_a_whole_campaign_with_the_generated_client(
     assert [a.progress.percent for a in status.assignments] == [100, 100]
 
     # Disagreements, adjudicated; agreement; the history.
-    disputes = _ok(_op("collections_disagreements_list").sync_detailed("camp", client=org))
+    disputes = _ok(_op("collections_disagreements_list").sync_detailed("camp", client=org)).results
     assert disputes and all(d.spread == 2 for d in disputes)
     spread_one = _op("collections_disagreements_list").sync_detailed("camp", client=org, min_=1)
-    assert len(_ok(spread_one)) >= len(disputes)  # a number, not an enum member
+    assert _ok(spread_one).count >= len(disputes)  # a number, not an enum member
     for dispute in disputes:
         verdict = models.AdjudicationInput(qid=dispute.qid, docno=dispute.docno, grade=1)
         _ok(_op("collections_adjudications_create").sync_detailed("camp", client=org, body=verdict))

@@ -1,18 +1,24 @@
 """Machine judges: prompts and the strict reading of answers, a judge run over a pool through
-a real OpenAI-compatible HTTP server (retries, failures, cache, scope, cancel), and trying a
-judge on a few pairs without storing anything."""
+a real OpenAI-compatible HTTP server (retries, failures, cache, scope, cancel), each failed
+pair recorded while the run goes on, timeouts and attempts per judge, retries of runs and of
+their failed pairs, runs whose task was lost queued again, and trying a judge on a few pairs
+without storing anything."""
 
 from __future__ import annotations
 
 import math
 import re
+import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import caches
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
-from annotations import services
+from annotations import publishing, services, tasks
 from annotations.formats import judge_prompts
 from annotations.formats.judge_prompts import Level, read_answer
 from annotations.models import (
@@ -25,12 +31,16 @@ from annotations.models import (
     MachineJudge,
     Pool,
 )
+from annotations.services import judges as judges_service
+from annotations.services.judge_client import UNAVAILABLE, EndpointFailed, ask
 from annotations.services.judges import (
     judge_create,
     judge_run_cancel,
+    judge_run_retry,
     judge_run_start,
     judge_try,
     judge_update,
+    silent_limit,
 )
 from tests.factories import machine_judge
 from tests.fake_llm import FakeLlm, fake_llm, says
@@ -384,3 +394,203 @@ def test_trying_a_judge_with_a_variant_shows_both_answers(
     assert {(item.grade, item.variant_grade) for item in tried} == {(2, 0)}
     assert all(item.variant_answer == "##final score: 0" for item in tried)
     assert len(llm.prompts) == 2 * len(tried) and not JudgeAnswer.objects.exists()
+
+
+# --- a pair that keeps failing, timeouts and attempts per judge, retry, lost runs -----------
+
+
+def test_a_pair_slower_than_the_judges_timeout_fails_alone_and_the_run_goes_on(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        if "Floods of the Rhine" in prompt:
+            time.sleep(2.5)  # longer than the judge's 1 s, every time
+        return says("##final score: 2")
+
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = machine_judge(
+            trial, base_url=llm.url, timeout_seconds=1, attempts=2, requests_per_minute=6000
+        )
+        run = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        slow = pool.entries.filter(document__docno="d3").count()
+        assert slow >= 1 and pool.entries.count() > slow
+        # The slow pair is that pair's failure; every other pair was asked and graded.
+        assert (run.state, run.pairs_done, run.pairs_failed) == ("done", run.pairs_total, slow)
+        failures = list(run.failures.select_related("document"))
+        assert {(f.document.docno, f.kind) for f in failures} == {("d3", "timeout")}
+        assert {f.message for f in failures} == {
+            "the endpoint kept failing (no answer within 1 s) after 2 attempts"
+        }
+        graded = Judgement.objects.filter(assessor=judge.account)
+        assert graded.count() == pool.entries.count() - slow
+        assert len(llm.prompts) == run.requests == pool.entries.count() + slow  # 2 each
+        assert not JudgeAnswer.objects.filter(document__docno="d3").exists()  # not cached
+
+
+def test_refused_and_gradeless_pairs_are_recorded_with_their_kind_never_the_answer(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    secret = "internal-detail-7f3a"
+
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        if "Floods of the Rhine" in prompt:
+            return 400, f"bad request {secret}", {}
+        if "Storing solar power" in prompt:
+            return says(f"I cannot tell {secret}")
+        return says("##final score: 1")
+
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = machine_judge(trial, base_url=llm.url, requests_per_minute=6000)
+        run = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        kinds = {
+            (f.document.docno, f.kind, f.message) for f in run.failures.select_related("document")
+        }
+        assert kinds == {
+            ("d3", "refused", "the endpoint refused the request: HTTP 400"),
+            ("d1", "no_grade", "the answer names no '##final score: N'"),
+        }
+        assert run.state == "done" and run.pairs_failed == run.failures.count()
+        refused = pool.entries.filter(document__docno="d3").count()
+        assert len(llm.prompts) == pool.entries.count()  # a refusal is not asked again
+        assert refused >= 1
+
+
+def test_a_run_whose_endpoint_fails_every_pair_stops_after_a_few_in_a_row(
+    transactional_db: None,
+    trial: Collection,
+    pool: Pool,
+    key: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(judges_service, "FAILURES_IN_A_ROW", 2)
+    with fake_llm(FakeLlm(lambda prompt, number: (401, "no key", {}))) as llm:
+        judge = machine_judge(trial, base_url=llm.url, concurrency=1)
+        run = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+    assert pool.entries.count() > 2
+    assert run.state == "failed" and "no answer for 2 pairs in a row" in run.error
+    assert "HTTP 401" in run.error and "no key" not in run.error
+    assert run.pairs_done == run.pairs_failed == run.failures.count() == len(llm.prompts) == 2
+
+
+def test_timeout_attempts_and_currency_are_the_judges_own_within_bounds(
+    trial: Collection, key: None
+) -> None:
+    for field, value in [
+        ("timeout_seconds", 0), ("timeout_seconds", 601), ("attempts", 0), ("attempts", 11),
+        ("currency", "usd"), ("currency", "EURO"),
+    ]:  # fmt: skip
+        with pytest.raises(ValidationError) as refused:
+            machine_judge(trial, f"bad-{field}-{value}".replace("_", "-"), **{field: value})
+        assert field in refused.value.message_dict
+    with fake_llm(FakeLlm(lambda prompt, number: (503, "busy", {}))) as llm:
+        judge = machine_judge(trial, base_url=llm.url, attempts=3, timeout_seconds=5)
+        assert (judge.currency, MachineJudge().timeout_seconds, MachineJudge().attempts) == (
+            "USD", 60, 6
+        )  # fmt: skip
+        with pytest.raises(EndpointFailed) as failed:
+            ask(judge, "prompt", sleep=lambda seconds: None)
+    assert len(llm.prompts) == 3 and failed.value.kind == UNAVAILABLE
+    assert str(failed.value) == "the endpoint kept failing (HTTP 503) after 3 attempts"
+
+
+def test_retrying_a_runs_failed_pairs_asks_only_those_again(
+    transactional_db: None, trial: Collection, pool: Pool, key: None
+) -> None:
+    broken = {"on": True}
+
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        if broken["on"] and "Floods of the Rhine" in prompt:
+            return 400, "no", {}
+        if broken["on"] and "Storing solar power" in prompt:
+            return says("It might be relevant.")  # cached, and asked again on a retry
+        return says("##final score: 2")
+
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = machine_judge(trial, base_url=llm.url, requests_per_minute=6000)
+        first = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        failed = first.failures.count()
+        assert failed == first.pairs_failed >= 2
+        with pytest.raises(ValidationError, match="failed or cancelled"):
+            judge_run_retry(run=first, failed_only=False, created_by=None)
+        broken["on"] = False
+        asked = len(llm.prompts)
+        retry = _finished(judge_run_retry(run=first, failed_only=True, created_by=None))
+        assert (retry.scope, retry.retry_of_id, retry.state) == ("failed", first.id, "done")
+        assert retry.pairs_total == retry.pairs_done == failed and retry.pairs_failed == 0
+        assert len(llm.prompts) - asked == failed  # the failed pairs, and only those
+        assert Judgement.objects.filter(assessor=judge.account).count() == pool.entries.count()
+        with pytest.raises(ValidationError, match="No pair of this run failed"):
+            judge_run_retry(run=retry, failed_only=True, created_by=None)
+
+
+def test_a_failed_run_is_retried_whole_and_its_answers_come_from_the_cache(
+    transactional_db: None,
+    trial: Collection,
+    pool: Pool,
+    key: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from annotations.services import judges as judges_service
+
+    monkeypatch.setattr(judges_service, "FAILURES_IN_A_ROW", 2)
+    down = {"from": 3}
+
+    def respond(prompt: str, number: int) -> tuple[int, str, dict[str, str]]:
+        return (503, "down", {}) if number >= down["from"] else says("##final score: 1")
+
+    with fake_llm(FakeLlm(respond)) as llm:
+        judge = machine_judge(trial, base_url=llm.url, concurrency=1, attempts=1)
+        first = _finished(judge_run_start(judge=judge, pool=pool, scope="all", created_by=None))
+        assert first.state == "failed" and first.pairs_done == 4 < first.pairs_total
+        down["from"] = 10**6
+        again = _finished(judge_run_retry(run=first, failed_only=False, created_by=None))
+    assert (again.state, again.scope, again.retry_of_id) == ("done", "all", first.id)
+    assert again.pairs_done == again.pairs_total == pool.entries.count()
+    assert again.pairs_cached == 2 and again.pairs_failed == 0
+
+
+def test_a_run_whose_task_was_lost_is_queued_again_by_the_sweep(
+    transactional_db: None,
+    trial: Collection,
+    pool: Pool,
+    key: None,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    caches["coordination"].clear()
+    with fake_llm() as llm:
+        judge = machine_judge(trial, base_url=llm.url, requests_per_minute=6000)
+        # The broker loses the message: the run stays queued, no worker ever sees it.
+        with monkeypatch.context() as lost:
+            lost.setattr(publishing.JUDGE_RUN, "apply_async", lambda *a, **k: None)
+            run = judge_run_start(judge=judge, pool=pool, scope="all", created_by=None)
+        assert tasks.judge_runs_sweep() == 0  # queued only just now: not lost yet
+        run.refresh_from_db()
+        assert (run.state, run.pairs_done) == ("queued", 0)
+        past = timezone.now() - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS + 1)
+        JudgeRun.objects.filter(id=run.id).update(created=past)
+        assert tasks.judge_runs_sweep() == 1
+        run = _finished(run)
+        assert (run.state, run.pairs_done) == ("done", run.pairs_total)
+        assert run.pairs_total == pool.entries.count() == len(llm.prompts)
+
+        # A worker that stopped mid-run: silent longer than the judge's longest pair.
+        second = JudgeRun.objects.create(
+            judge=judge, pool=pool, scope="all", state="running", starts=1,
+            pairs_total=pool.entries.count(), pairs_done=1, started=past, heartbeat=past,
+        )  # fmt: skip
+        assert tasks.judge_runs_sweep() == 0  # silent, but not for that long
+        gone = timezone.now() - silent_limit(judge) - timedelta(seconds=1)
+        JudgeRun.objects.filter(id=second.id).update(heartbeat=gone)
+        assert tasks.judge_runs_sweep() == 1
+        second = _finished(second)
+    assert (second.state, second.starts) == ("done", 2)
+    assert second.pairs_done == second.pairs_cached == second.pairs_total  # from the cache
+    # One asked to stop whose worker stopped too is cancelled, not queued again.
+    third = JudgeRun.objects.create(
+        judge=judge, pool=pool, scope="all", state="running", starts=1, cancel_requested=True,
+        started=past, heartbeat=timezone.now() - silent_limit(judge) - timedelta(seconds=1),
+    )  # fmt: skip
+    assert tasks.judge_runs_sweep() == 0
+    third.refresh_from_db()
+    assert third.state == "cancelled"

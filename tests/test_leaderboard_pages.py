@@ -75,7 +75,7 @@ def _forest_rows(html: str) -> list[str]:
 def _axis(html: str) -> tuple[list[str], str]:
     plot = html.split('id="forest-plot"')[1].split("</svg>")[0]
     ticks = re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="middle"', plot)
-    best = re.search(r'<line x1="([\d.]+)" x2="[\d.]+" y1="4" y2="[\d.]+" stroke="#0b4a82"', plot)
+    best = re.search(r'<line x1="([\d.]+)" x2="[\d.]+" y1="20" y2="[\d.]+" stroke="#0b4a82"', plot)
     assert best is not None
     return ticks, best.group(1)
 

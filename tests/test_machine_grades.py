@@ -278,8 +278,8 @@ def test_migrating_keeps_an_existing_collections_rule(transactional_db: None) ->
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    before = [("annotations", "0029_judge_keys_set_aside")]
-    after = [("annotations", "0030_machine_grades_people_default")]
+    before = [("annotations", "0030_judge_runs_dependable")]
+    after = [("annotations", "0031_machine_grades_people_default")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old = executor.loader.project_state(before).apps.get_model("annotations", "Collection")

@@ -114,15 +114,27 @@ def test_roles_change_and_the_last_organiser_stays(trial: Collection) -> None:
     response = as_user("olga").post(f"{PAGE}{olga.id}/role/", {"role": "assessor"}, follow=True)
     assert "last organiser stays an organiser" in response.content.decode()
     assert _membership("olga", "organiser")
+    confirm = as_user("olga").get(f"{PAGE}{olga.id}/remove/").content.decode()
+    assert "last organiser and cannot be removed" in confirm  # no button the rule refuses
+    assert 'type="submit" class="danger"' not in confirm
     removal = as_user("olga").post(f"{PAGE}{olga.id}/remove/", follow=True)
     assert "last organiser cannot be removed" in removal.content.decode()
     assert _membership("olga", "organiser")
 
 
 def test_removing_a_member_confirms_first(trial: Collection) -> None:
+    from annotations import services
+
     bob = _membership("bob", "assessor")
+    pool, _ = services.pool_build(collection=trial, name="main", depth=2)
+    [(assignment, _)] = services.assignment_create(pool=pool, assessors=[bob.user])
+    first = assignment.items.order_by("position").first()
+    assert first is not None
+    services.assignment_item_grade(item=first, assessor=bob.user, grade=1)
+    left = assignment.items.count() - 1
     confirm = as_user("olga").get(f"{PAGE}{bob.id}/remove/").content.decode()
     assert "Remove bob as assessor?" in confirm and "judgements, assignments" in confirm
+    assert f"{left} pairs assigned to bob are not graded yet" in confirm
     assert Membership.objects.filter(id=bob.id).exists()
     as_user("olga").post(f"{PAGE}{bob.id}/remove/")
     assert not Membership.objects.filter(id=bob.id).exists()

@@ -67,6 +67,34 @@ def test_schema_is_valid_openapi_3(client: Any, db: None) -> None:
     assert client.get("/api/docs/").status_code == 200
 
 
+def test_every_list_is_answered_in_pages_of_one_shape(client: Any, db: None) -> None:
+    """A generated client needs no special case: every GET whose answer is a list answers
+    `count`, `next`, `previous` and `results`, with `limit` and `offset`."""
+    schema = client.get("/api/schema/?format=json").json()
+    components = schema["components"]["schemas"]
+    plain, paged = [], []
+    for path, item in schema["paths"].items():
+        operation = item.get("get")
+        if operation is None:
+            continue
+        body = operation["responses"].get("200", {}).get("content", {}).get("application/json")
+        if body is None:
+            continue
+        found = body["schema"]
+        if "$ref" in found:
+            found = components[found["$ref"].rsplit("/", 1)[1]]
+        if found.get("type") == "array":
+            plain.append(path)
+        elif set(found.get("properties", {})) == {"count", "next", "previous", "results"}:
+            names = {parameter["name"] for parameter in operation.get("parameters", [])}
+            assert {"limit", "offset"} <= names, path
+            paged.append(path)
+    assert plain == []
+    assert len(paged) >= 18  # the lists that were plain arrays among them
+    for name in ("assignments", "disagreements", "adjudications", "members", "pools", "versions"):
+        assert any(path.endswith(f"/{name}/") for path in paged), name
+
+
 def test_every_response_of_a_scripted_session_matches_the_schema(
     client: Any,
     db: None,
@@ -259,7 +287,7 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         organiser, "post", f"{DEMO}/pools/{built['id']}/assign/", 400, data=too_many,
         format="json",
     )  # fmt: skip
-    mine = call(assessor, "get", f"{DEMO}/assignments/", 200).json()
+    mine = call(assessor, "get", f"{DEMO}/assignments/", 200).json()["results"]
     call(assessor, "get", f"{DEMO}/assignments/{mine[0]['id']}/items/", 200)
     call(owner, "get", f"{DEMO}/assignments/", 403)
     release = f"{DEMO}/assignments/{mine[0]['id']}/release/"
@@ -331,6 +359,10 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(organiser, "get", f"{judges}j1/runs/", 200)
     call(organiser, "post", f"{judges}j1/runs/", 400, data={"pool": 1}, format="json")
     call(organiser, "post", f"{judges}j1/runs/1/cancel/", 404)
+    call(organiser, "get", f"{judges}j1/runs/1/", 404)
+    call(organiser, "get", f"{judges}j1/runs/1/failures/", 404)
+    call(organiser, "post", f"{judges}j1/runs/1/retry/", 400, data={"pairs": "x"}, format="json")
+    call(organiser, "post", f"{judges}j1/runs/1/retry/", 404, data={}, format="json")
     # The judge beside a person, first on a pair nobody adjudicated, then on one adjudicated:
     # the agreement's calibration matches the schema without and with adjudicated grades.
     machine = MachineJudge.objects.get(name="j1").account

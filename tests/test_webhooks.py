@@ -367,3 +367,78 @@ def test_the_page_shows_each_webhook_s_latest_deliveries_in_two_queries(
     logs = [[delivery.event_type for delivery in item.log] for item in shown]
     assert [len(log) for log in logs] == [5, 12, 12]
     assert logs[2] == [f"e{i}" for i in range(24, 12, -1)]  # the newest first
+
+
+# --- every write path sends its event ---------------------------------------------------------
+
+
+def test_every_import_path_and_adjudications_send_their_events(
+    trial: Collection,
+    api_users: dict[str, APIClient],
+    write_file,
+    django_capture_on_commit_callbacks,
+) -> None:  # type: ignore[no-untyped-def]
+    """Imports in the request, by command and as a standard collection part send
+    `import.finished` (job null) as jobs do; an adjudication sends `judgement.changed`. A
+    subscriber mirroring the judgements hears of every change."""
+    from io import StringIO
+
+    from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.core.management import call_command
+
+    subscription = subscription_create(collection=trial, url=PUBLIC, created_by=None)
+    olga = api_users["olga"]
+    with django_capture_on_commit_callbacks():
+        answer = olga.post(
+            "/api/v1/collections/trial/imports/qrels/",
+            {"file": SimpleUploadedFile("round2.qrels", b"q1 0 d3 2\nq2 0 d4 1\n")},
+            format="multipart",
+        )
+        assert answer.status_code == 200, answer.content
+        qrels = write_file("cmd.qrels", "q1 0 d2 1\n")
+        call_command("import_qrels", "trial", str(qrels), "-q", stdout=StringIO())
+        run = write_file("fresh.run", "q1 Q0 d1 1 2.0 fresh\nq2 Q0 d4 1 1.0 fresh\n")
+        call_command("import_run", "trial", str(run), "-q", stdout=StringIO())
+        answer = olga.post(
+            "/api/v1/collections/trial/runs/",
+            {"file": SimpleUploadedFile("api.run", b"q1 Q0 d2 1 2.0 api\n")},
+            format="multipart",
+        )
+        assert answer.status_code == 201, answer.content
+        services.adjudication_record(
+            query=Query.objects.get(collection=trial, qid="q1"),
+            document=Document.objects.get(collection=trial, docno="d3"),
+            organiser=User.objects.get(username="olga"),
+            grade=0,
+        )
+    finished = [b["data"] for b in _bodies(subscription) if b["type"] == "import.finished"]
+    assert [(d["kind"], d["file"], d["job"]) for d in finished] == [
+        ("qrels", "round2.qrels", None),
+        ("qrels", str(qrels), None),
+        ("run", str(run), None),
+        ("run", "api.run", None),
+    ]
+    assert "2 created" in finished[0]["summary"] and "fresh" in finished[2]["summary"]
+    [adjudicated] = [
+        b["data"] for b in _bodies(subscription) if b["data"].get("source") == "adjudication"
+    ]
+    assert adjudicated == {
+        "collection": "trial", "qid": "q1", "docno": "d3", "assessor": "olga",
+        "old_grade": 2, "grade": 0, "source": "adjudication",
+    }  # fmt: skip
+
+
+def test_a_refused_import_sends_no_event(
+    trial: Collection, api_users: dict[str, APIClient]
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    subscription = subscription_create(collection=trial, url=PUBLIC, created_by=None)
+    answer = api_users["olga"].post(
+        "/api/v1/collections/trial/imports/qrels/",
+        {"file": SimpleUploadedFile("bad.qrels", b"q1 0 d3 2\nq1 0 d4 nine\n")},
+        format="multipart",
+    )
+    assert answer.status_code == 400
+    assert not subscription.deliveries.exists()

@@ -8,7 +8,10 @@ from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsI
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
 from annotations.apis.judges import (
     JudgeRunCancelApi,
+    JudgeRunDetailApi,
+    JudgeRunFailureListApi,
     JudgeRunListApi,
+    JudgeRunRetryApi,
     MachineJudgeDetailApi,
     MachineJudgeListApi,
     MachineJudgeTryApi,
@@ -48,7 +51,10 @@ __all__ = [
     "ImportJobDetailApi",
     "ImportJobListCreateApi",
     "JudgeRunCancelApi",
+    "JudgeRunDetailApi",
+    "JudgeRunFailureListApi",
     "JudgeRunListApi",
+    "JudgeRunRetryApi",
     "JudgementDetailApi",
     "JudgementListCreateApi",
     "LeaderboardApi",

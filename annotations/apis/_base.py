@@ -4,6 +4,7 @@ error schemas."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, cast
 
 import django_filters
@@ -21,6 +22,7 @@ from rest_framework.exceptions import MethodNotAllowed, ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from annotations import idempotency, selectors
@@ -28,6 +30,7 @@ from annotations.access import Access
 from annotations.api_errors import RequestTargetTooLong, UploadTooLarge
 from annotations.metadata import query_parameters
 from annotations.models import Collection, IdempotentResponse
+from annotations.pagination import BoundedLimitOffsetPagination
 from annotations.permissions import (
     ASSESSOR,
     ORGANISER,
@@ -219,6 +222,27 @@ class CollectionListApiView(GenericAPIView, CollectionApiView):  # type: ignore[
         page = self.paginate_queryset(self.filter_queryset(queryset))
         serializer = self.get_serializer(page, many=True)
         return self.get_paginated_response(serializer.data)
+
+
+class PagedList:
+    """A GET list answered in pages like every list of the API (`count`, `next`,
+    `previous`, `results`; `?limit=&offset=`), and so described in the schema."""
+
+    pagination_class = BoundedLimitOffsetPagination
+
+    def pages(
+        self,
+        request: Request,
+        items: Any,
+        body: Callable[[Any], Any],
+        serializer: type[Serializer[Any]],
+    ) -> Response:
+        """One page of `items` (a queryset or a list), each made into its answer by `body`
+        only once it is on the page."""
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(items, request, view=cast(APIView, self))
+        data = serializer([body(item) for item in page or []], many=True).data
+        return paginator.get_paginated_response(data)
 
 
 def created(data: Any, request: Request, route: str, **kwargs: Any) -> Response:

@@ -3,13 +3,15 @@ of one in judging order (what the assessor grades, through judgements/)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotations.apis._base import TEAM_ROLES, CollectionApiView, documented_errors
+from annotations.apis._base import TEAM_ROLES, CollectionApiView, PagedList, documented_errors
 from annotations.apis.pools import assignment_body
 from annotations.models import Assignment
 from annotations.permissions import ORGANISER
@@ -30,17 +32,16 @@ class _Assignments(CollectionApiView):
         return assignments.order_by("pool__name", "assessor__username")
 
 
-class AssignmentListApi(_Assignments):
+class AssignmentListApi(PagedList, _Assignments):
     @extend_schema(
         summary="Assignments with progress: every one for organisers, the caller's own else",
         responses={200: AssignmentSerializer(many=True), **documented_errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
-        bodies = [assignment_body(assignment) for assignment in self.visible()]
-        return Response(AssignmentSerializer(bodies, many=True).data)
+        return self.pages(request, self.visible(), assignment_body, AssignmentSerializer)
 
 
-class AssignmentItemsApi(_Assignments):
+class AssignmentItemsApi(PagedList, _Assignments):
     @extend_schema(
         summary="An assignment's pairs in judging order, with the assessor's grades",
         description="Grade a pair with POST judgements/ (the assessor's own judgement); "
@@ -51,16 +52,17 @@ class AssignmentItemsApi(_Assignments):
         assignment = self.visible().filter(id=assignment_id).first()
         if assignment is None:
             raise NotFound("No such assignment.")
-        items = [
-            {
-                "position": item.position,
-                "qid": item.entry.query.qid,
-                "docno": item.entry.document.docno,
-                "judged": item.judged,  # type: ignore[attr-defined]  # annotated
-                "grade": item.grade,  # type: ignore[attr-defined]  # annotated
-                "skipped": item.skipped,
-                "note": item.note,
-            }
-            for item in judging.items_annotated(assignment=assignment)
-        ]
-        return Response(AssignmentItemSerializer(items, many=True).data)
+        items = judging.items_annotated(assignment=assignment)
+        return self.pages(request, items, _item_body, AssignmentItemSerializer)
+
+
+def _item_body(item: Any) -> dict[str, Any]:
+    return {
+        "position": item.position,
+        "qid": item.entry.query.qid,
+        "docno": item.entry.document.docno,
+        "judged": item.judged,  # annotated
+        "grade": item.grade,  # annotated
+        "skipped": item.skipped,
+        "note": item.note,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import django_filters
 from django.db.models import QuerySet
@@ -16,6 +17,7 @@ from annotations.apis._base import (
     STAFF_ROLES,
     CollectionApiView,
     CollectionListApiView,
+    PagedList,
     StrictFilterSet,
     calling_user,
     documented_errors,
@@ -74,7 +76,7 @@ class AgreementApi(CollectionApiView):
         return Response(AgreementSerializer(body).data)
 
 
-class DisagreementsApi(CollectionApiView):
+class DisagreementsApi(PagedList, CollectionApiView):
     roles = {"GET": STAFF_ROLES}
 
     @extend_schema(
@@ -87,22 +89,22 @@ class DisagreementsApi(CollectionApiView):
         if raw not in {"1", "2"}:
             raise ValidationError({"min": ["Give 1 or 2."]})
         rows = disputes.disagreements(collection=self.collection, min_difference=int(raw))
-        body = [
-            {
-                "qid": row.qid,
-                "docno": row.docno,
-                "grades": [{"assessor": a, "grade": g} for a, g in row.grades],
-                "spread": row.spread,
-                "effective": row.effective,
-                "adjudicated": row.adjudicated,
-                "notes": [{"assessor": a, "note": n} for a, n in row.notes],
-            }
-            for row in rows
-        ]
-        return Response(DisagreementSerializer(body, many=True).data)
+        return self.pages(request, rows, _disagreement, DisagreementSerializer)
 
 
-class AdjudicationListCreateApi(CollectionApiView):
+def _disagreement(row: Any) -> dict[str, Any]:
+    return {
+        "qid": row.qid,
+        "docno": row.docno,
+        "grades": [{"assessor": a, "grade": g} for a, g in row.grades],
+        "spread": row.spread,
+        "effective": row.effective,
+        "adjudicated": row.adjudicated,
+        "notes": [{"assessor": a, "note": n} for a, n in row.notes],
+    }
+
+
+class AdjudicationListCreateApi(PagedList, CollectionApiView):
     roles = {"GET": STAFF_ROLES, "POST": STAFF_ROLES}
 
     @extend_schema(
@@ -115,7 +117,7 @@ class AdjudicationListCreateApi(CollectionApiView):
             .select_related("query", "document", "organiser")
             .order_by("query__qid", "document__docno")
         )
-        return Response(AdjudicationSerializer(map(_adjudication, rows), many=True).data)
+        return self.pages(request, rows, _adjudication, AdjudicationSerializer)
 
     @extend_schema(
         summary="Adjudicate a judged pair: the organiser's grade overrides the assessors'",

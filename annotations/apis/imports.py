@@ -59,9 +59,12 @@ class FileImportApi(CollectionApiView):
         if runs_in_a_job(upload):
             options = self.job_options(form.validated_data)
             return job_start(request, self.collection, self.kind, upload, **options)
-        summary = self.import_file(
-            cast(BinaryIO, upload), upload.name or "upload", form.validated_data
-        )
+        name = upload.name or "upload"
+        with transaction.atomic():
+            summary = self.import_file(cast(BinaryIO, upload), name, form.validated_data)
+            services.import_told(
+                collection=self.collection, kind=self.kind, file_name=name, summary=summary
+            )
         return Response(ImportSummarySerializer(summary).data)
 
 

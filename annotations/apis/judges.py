@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
@@ -17,9 +18,12 @@ from annotations.apis._base import (
     documented_errors,
     is_schema_view,
 )
-from annotations.models import JudgeRun, MachineJudge, Pool
+from annotations.models import JudgeRun, JudgeRunFailure, MachineJudge, Pool
+from annotations.selectors.judge_runs import run_failures
 from annotations.serializers.judges import (
     JudgeRunCreateSerializer,
+    JudgeRunFailureSerializer,
+    JudgeRunRetrySerializer,
     JudgeRunSerializer,
     MachineJudgeSerializer,
     MachineJudgeUpdateSerializer,
@@ -29,6 +33,7 @@ from annotations.serializers.judges import (
 from annotations.services.judges import (
     judge_create,
     judge_run_cancel,
+    judge_run_retry,
     judge_run_start,
     judge_try,
     judge_update,
@@ -43,6 +48,25 @@ class _JudgeApiView(CollectionApiView):
         if found is None:
             raise NotFound("No such machine judge.")
         return found
+
+    def run(self, name: str, run_id: int) -> JudgeRun:
+        found = (
+            JudgeRun.objects.filter(judge=self.judge(name), id=run_id)
+            .select_related("judge")
+            .first()
+        )
+        if found is None:
+            raise NotFound("No such run.")
+        return found
+
+
+def _accepted(run: JudgeRun, request: Request, slug: str, name: str) -> Response:
+    """202 with the queued run, and where to follow it."""
+    response = Response(JudgeRunSerializer(run).data, status=202)
+    response["Location"] = request.build_absolute_uri(
+        reverse("api:judge-run", kwargs={"slug": slug, "name": name, "run_id": run.id})
+    )
+    return response
 
 
 class MachineJudgeListApi(CollectionListApiView, _JudgeApiView):
@@ -152,7 +176,53 @@ class JudgeRunListApi(CollectionListApiView, _JudgeApiView):
             scope=given.validated_data["scope"],
             created_by=calling_user(request),
         )
-        return Response(JudgeRunSerializer(run).data, status=202)
+        return _accepted(run, request, slug, name)
+
+
+class JudgeRunDetailApi(_JudgeApiView):
+    @extend_schema(
+        summary="One run of the judge: state, progress, time left, pace, tokens, cost",
+        responses={200: JudgeRunSerializer, **documented_errors(401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, name: str, run_id: int) -> Response:
+        return Response(JudgeRunSerializer(self.run(name, run_id)).data)
+
+
+class JudgeRunFailureListApi(CollectionListApiView, _JudgeApiView):
+    serializer_class = JudgeRunFailureSerializer
+
+    def get_queryset(self) -> QuerySet[JudgeRunFailure]:
+        if is_schema_view(self):
+            return JudgeRunFailure.objects.none()
+        return run_failures(self.run(self.kwargs["name"], self.kwargs["run_id"]))
+
+    @extend_schema(
+        summary="The pairs of a run that got no grade, with the kind of failure",
+        responses={
+            200: JudgeRunFailureSerializer(many=True),
+            **documented_errors(400, 401, 403, 404),
+        },
+    )
+    def get(self, request: Request, slug: str, name: str, run_id: int) -> Response:
+        return self.list_response(self.get_queryset())
+
+
+class JudgeRunRetryApi(_JudgeApiView):
+    @extend_schema(
+        summary="Retry a run in a new one: its failed pairs, or the whole run when it failed "
+        "or was cancelled (202 with the new run)",
+        request=JudgeRunRetrySerializer,
+        responses={202: JudgeRunSerializer, **documented_errors(400, 401, 403, 404, 415)},
+    )
+    def post(self, request: Request, slug: str, name: str, run_id: int) -> Response:
+        given = JudgeRunRetrySerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        run = judge_run_retry(
+            run=self.run(name, run_id),
+            failed_only=given.validated_data["pairs"] == "failed",
+            created_by=calling_user(request),
+        )
+        return _accepted(run, request, slug, name)
 
 
 class JudgeRunCancelApi(_JudgeApiView):

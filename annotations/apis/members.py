@@ -21,6 +21,7 @@ from annotations import services
 from annotations.apis._base import (
     STAFF_ROLES,
     CollectionApiView,
+    PagedList,
     calling_user,
     created,
     documented_errors,
@@ -68,7 +69,7 @@ class MembersApiView(CollectionApiView):
         )
 
 
-class MemberListCreateApi(MembersApiView):
+class MemberListCreateApi(PagedList, MembersApiView):
     roles = {"GET": STAFF_ROLES, "POST": STAFF_ROLES}
 
     @extend_schema(
@@ -82,7 +83,7 @@ class MemberListCreateApi(MembersApiView):
             .select_related("user")
             .order_by("user__username", "role")
         )
-        return Response(MemberSerializer([_member(m, linkable) for m in rows], many=True).data)
+        return self.pages(request, rows, lambda m: _member(m, linkable), MemberSerializer)
 
     @extend_schema(
         summary="Give an existing account a role (a second role is a second row)",

@@ -15,6 +15,7 @@ from annotations import services
 from annotations.apis._base import (
     STAFF_ROLES,
     CollectionApiView,
+    PagedList,
     calling_user,
     created,
     documented_errors,
@@ -101,7 +102,7 @@ class PoolApiView(CollectionApiView):
         return get_object_or_404(Pool, id=pool_id, collection=self.collection)
 
 
-class PoolListCreateApi(CollectionApiView):
+class PoolListCreateApi(PagedList, CollectionApiView):
     roles = {"GET": STAFF_ROLES, "POST": STAFF_ROLES}
 
     @extend_schema(
@@ -110,7 +111,7 @@ class PoolListCreateApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str) -> Response:
         pools = judging.pools_of(collection=self.collection)
-        return Response(PoolSerializer([_pool_body(pool) for pool in pools], many=True).data)
+        return self.pages(request, pools, _pool_body, PoolSerializer)
 
     @extend_schema(
         summary="Build a pool: every run's top `depth`, or by impact within a budget",

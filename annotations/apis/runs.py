@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO, cast
 
 import django_filters
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
@@ -32,7 +33,7 @@ from annotations.apis._base import (
 )
 from annotations.apis.import_jobs import ACCEPTED, LARGE_AS_JOB, LOCATION, job_start, runs_in_a_job
 from annotations.formats.trec import TrecFormatError
-from annotations.models import ImportJob, Run
+from annotations.models import Collection, ImportJob, Run
 from annotations.parsers import SafeJSONParser
 from annotations.permissions import (
     ANY_ROLE,
@@ -74,6 +75,15 @@ def _written(imported: list[services.RunImported]) -> dict[str, object]:
             }
         )
     return {**items[0], "runs": items}
+
+
+def _told(collection: Collection, file_name: str, imported: list[services.RunImported]) -> None:
+    services.import_told(
+        collection=collection,
+        kind=ImportJob.RUN,
+        file_name=file_name,
+        summary="; ".join(str(item) for item in imported),
+    )
 
 
 class RunWriting(CollectionApiView):
@@ -121,17 +131,20 @@ class RunWriting(CollectionApiView):
         if split_tags and run_name is not None:
             raise ValidationError({"split_tags": [_PUT_NAMES_ONE]})
         try:
-            return services.run_files_import(
-                collection=self.collection,
-                sources=[cast(BinaryIO, upload)],
-                names=[upload.name],
-                run_name=run_name or form.get("name"),
-                split_tags=split_tags,
-                owner=calling_user(request),
-                description=form["description"],
-                replace=replace,
-                may_replace=self.may_change,
-            )
+            with transaction.atomic():
+                imported = services.run_files_import(
+                    collection=self.collection,
+                    sources=[cast(BinaryIO, upload)],
+                    names=[upload.name],
+                    run_name=run_name or form.get("name"),
+                    split_tags=split_tags,
+                    owner=calling_user(request),
+                    description=form["description"],
+                    replace=replace,
+                    may_replace=self.may_change,
+                )
+                _told(self.collection, upload.name or "upload", imported)
+                return imported
         except TrecFormatError:
             raise
         except ValueError as error:  # a ranking the scorer cannot order
@@ -141,18 +154,21 @@ class RunWriting(CollectionApiView):
         form = RunJsonSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            run, count = services.run_store(
-                collection=self.collection,
-                run_name=run_name,
-                results=form.grouped(),
-                owner=calling_user(request),
-                description=form.validated_data["description"],
-                replace=True,
-                may_replace=self.may_change,
-            )
+            with transaction.atomic():
+                run, count = services.run_store(
+                    collection=self.collection,
+                    run_name=run_name,
+                    results=form.grouped(),
+                    owner=calling_user(request),
+                    description=form.validated_data["description"],
+                    replace=True,
+                    may_replace=self.may_change,
+                )
+                imported = [services.RunImported(run, count, "results")]
+                _told(self.collection, "results", imported)
         except ValueError as error:  # a ranking the scorer cannot order
             raise ValidationError({"results": [str(error)]}) from None
-        return [services.RunImported(run, count, "results")]
+        return imported
 
 
 class RunListCreateApi(GenericAPIView, RunWriting):  # type: ignore[type-arg]

@@ -20,6 +20,7 @@ from annotations.apis._base import (
     K_PARAMETER,
     STAFF_ROLES,
     CollectionApiView,
+    PagedList,
     calling_user,
     created,
     cutoff_of,
@@ -126,7 +127,7 @@ QRELS_TEXT = {
 }
 
 
-class QrelsVersionListApi(CollectionApiView):
+class QrelsVersionListApi(PagedList, CollectionApiView):
     roles = {"GET": STAFF_ROLES, "POST": STAFF_ROLES}
 
     @extend_schema(
@@ -137,7 +138,7 @@ class QrelsVersionListApi(CollectionApiView):
         versions = QrelsVersion.objects.filter(collection=self.collection).select_related(
             "created_by"
         )
-        return Response(QrelsVersionSerializer(versions, many=True).data)
+        return self.pages(request, versions, lambda version: version, QrelsVersionSerializer)
 
     @extend_schema(
         summary="Tag the qrels as they stand now (cheap: a mark in the history)",

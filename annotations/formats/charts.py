@@ -123,6 +123,7 @@ class ForestPlot:
     height: int
     left: int  # where the axis starts (labels to its left)
     right: int  # where it ends (letters to its right)
+    top: int  # where the rows start (the axis's labels repeated above them)
     axis_y: float
     items: list[ForestItem]
     ticks: list[Tick]
@@ -163,7 +164,7 @@ def forest_plot(
     def x_of(value: float) -> float:
         return round(left + (value - low) / (high - low) * (right - left), 2)
 
-    top = 8
+    top = 24  # room for the axis's labels above the rows: a long plot scrolls in its box
     items = [
         ForestItem(
             row=row,
@@ -189,6 +190,7 @@ def forest_plot(
         height=int(axis_y + 34),
         left=left,
         right=right,
+        top=top,
         axis_y=axis_y,
         items=items,
         ticks=ticks,

@@ -15,23 +15,74 @@ import io
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import ir_datasets
-
 PARTS = ("queries", "docs", "qrels", "scoreddocs")
+INSTALL = "pip install 'ndcg-platform[ir-datasets]' (make install includes it)"
 
 
 class UnknownDataset(ValueError):
     """No dataset of that id in ir_datasets' registry."""
 
 
+class DatasetUnavailable(Exception):
+    """ir_datasets is not installed, or a dataset's files are neither on disk nor reachable."""
+
+
+def _ir_datasets() -> Any:
+    """ir_datasets, an optional extra: loaded only when a standard collection is imported."""
+    try:
+        import ir_datasets
+    except ImportError:
+        raise DatasetUnavailable(f"ir_datasets is not installed: {INSTALL}") from None
+    return ir_datasets
+
+
 def dataset_load(dataset_id: str) -> Any:
     """The registered dataset (nothing is downloaded until a part is read)."""
     try:
-        return ir_datasets.load(dataset_id)
+        return _ir_datasets().load(dataset_id)
     except KeyError:
         raise UnknownDataset(f"{dataset_id!r} is not a dataset ir_datasets knows") from None
+
+
+def missing_files(dataset_id: str) -> list[tuple[Path, str]]:
+    """The files ir_datasets would download for `dataset_id` that are not under
+    IR_DATASETS_HOME yet, each with the address it comes from (from ir_datasets' own list of
+    downloads: a dataset's files and those its family shares)."""
+    irds = _ir_datasets()
+    listed = Path(irds.__file__).parent / "etc" / "downloads.json"
+    try:
+        downloads = json.loads(listed.read_text())
+    except (OSError, ValueError):
+        return []
+    family, _, rest = dataset_id.partition("/")
+    home = Path(irds.util.home_path()) / family
+    wanted = [
+        (home / entry["cache_path"], str(entry.get("url", "")))
+        for key, entry in downloads.get(family, {}).items()
+        if isinstance(entry, dict)
+        and "cache_path" in entry
+        and ("/" not in key or f"{rest}/".startswith(key.rsplit("/", 1)[0] + "/"))
+    ]
+    return [(path, url) for path, url in wanted if not path.exists()]
+
+
+def unavailable(dataset_id: str, part: str, error: BaseException) -> DatasetUnavailable:
+    """What to tell when a part's files could not be read or downloaded: the dataset, the
+    files missing and how to place a local copy."""
+    missing = missing_files(dataset_id)
+    home = _ir_datasets().util.home_path()
+    files = "; ".join(f"{path} (from {url})" for path, url in missing[:6])
+    more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+    cause = error.args[0] if error.args and isinstance(error.args[0], str) else type(error).__name__
+    return DatasetUnavailable(
+        f"{dataset_id} ({part}): ir_datasets could not read or download its files ({cause}). "
+        + (f"Missing: {files}{more}. " if missing else "")
+        + f"Place a copy of them under IR_DATASETS_HOME ({home}), or set IR_DATASETS_HOME to a "
+        "folder that holds them, and run the import again"
+    )
 
 
 def dataset_parts(dataset: Any) -> list[str]:
@@ -145,8 +196,15 @@ def part_stream(
         "docs": lambda: document_lines(dataset.docs_iter()),
         "qrels": lambda: qrels_lines(dataset.qrels_iter()),
         "scoreddocs": lambda: run_lines(dataset.scoreddocs_iter(), tag),
-    }[part]()
-    return io.BufferedReader(LineStream(lines, f"{dataset_id}/{part}", progress))
+    }[part]
+
+    def read() -> Iterator[bytes]:
+        try:
+            yield from lines()
+        except (OSError, RuntimeError) as error:  # a download that failed, a file missing
+            raise unavailable(dataset_id, part, error) from None
+
+    return io.BufferedReader(LineStream(read(), f"{dataset_id}/{part}", progress))
 
 
 def part_count(dataset: Any, part: str) -> int | None:

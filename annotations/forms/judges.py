@@ -13,8 +13,8 @@ class MachineJudgeForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = [
             "name", "base_url", "model", "api_key_env", "prompt_template", "variant_template",
             "temperature",
-            "max_tokens", "concurrency", "requests_per_minute", "prompt_price",
-            "completion_price", "logprobs",
+            "max_tokens", "concurrency", "requests_per_minute", "timeout_seconds", "attempts",
+            "prompt_price", "completion_price", "currency", "logprobs",
         ]  # fmt: skip
         widgets = {
             "prompt_template": forms.Textarea(attrs={"rows": 14}),

@@ -52,6 +52,7 @@ class _GradeTable:
         keys = np.fromiter(grades.keys(), dtype=np.int64, count=count)
         values = np.fromiter(grades.values(), dtype=np.int64, count=count)
         distinct, inverse = np.unique(np.append(values, _UNGRADED), return_inverse=True)
+        self.grades = distinct  # the grade of each code, _UNGRADED's included
         self.gains = np.array([gain_of(int(grade)) for grade in distinct], dtype=np.float64)
         self.gaining = self.gains > 0.0
         self.judged = distinct >= 0

@@ -26,7 +26,7 @@ from annotations.models.judgements import (
     JudgementHistory,
     QrelsVersion,
 )
-from annotations.models.judges import JudgeAnswer, JudgeRun, MachineJudge
+from annotations.models.judges import JudgeAnswer, JudgeRun, JudgeRunFailure, MachineJudge
 from annotations.models.pools import (
     Assignment,
     AssignmentItem,
@@ -72,6 +72,7 @@ __all__ = [
     "ImportJob",
     "JudgeAnswer",
     "JudgeRun",
+    "JudgeRunFailure",
     "Judgement",
     "JudgementHistory",
     "LeaderboardSnapshot",

@@ -18,6 +18,11 @@ KEY_NAME = RegexValidator(
 )
 
 
+MAX_TIMEOUT_SECONDS = 600
+MAX_ATTEMPTS = 10
+CURRENCY = RegexValidator(r"^[A-Z]{3}$", "Give an ISO 4217 code of three capitals, e.g. USD.")
+
+
 class MachineJudge(models.Model):
     """A model that grades (query, document) pairs of a collection as an assessor does.
 
@@ -73,11 +78,30 @@ class MachineJudge(models.Model):
     requests_per_minute = models.PositiveIntegerField(
         default=60, validators=[MinValueValidator(1), MaxValueValidator(100_000)]
     )
+    timeout_seconds = models.PositiveIntegerField(
+        default=60,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TIMEOUT_SECONDS)],
+        help_text="How long one request may wait for the endpoint (each connect, read and "
+        f"write; a whole answer at most twice that), 1 to {MAX_TIMEOUT_SECONDS} s",
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=6,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_ATTEMPTS)],
+        help_text="How many times a pair is asked when the endpoint times out, is busy (429, "
+        f"5xx) or drops the connection, 1 to {MAX_ATTEMPTS}; a pair still without an answer "
+        "is recorded as failed and the run goes on",
+    )
     prompt_price = models.FloatField(
         default=0.0, validators=[MinValueValidator(0.0)], help_text="Per million prompt tokens"
     )
     completion_price = models.FloatField(
         default=0.0, validators=[MinValueValidator(0.0)], help_text="Per million answer tokens"
+    )
+    currency = models.CharField(
+        max_length=3,
+        default="USD",
+        validators=[CURRENCY],
+        help_text="The prices' currency, an ISO 4217 code (USD, EUR, ...)",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -87,7 +111,16 @@ class MachineJudge(models.Model):
     class Meta:
         ordering = ["collection_id", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["collection", "name"], name="machine_judge_unique")
+            models.UniqueConstraint(fields=["collection", "name"], name="machine_judge_unique"),
+            models.CheckConstraint(
+                condition=models.Q(timeout_seconds__gte=1)
+                & models.Q(timeout_seconds__lte=MAX_TIMEOUT_SECONDS),
+                name="machine_judge_timeout_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(attempts__gte=1) & models.Q(attempts__lte=MAX_ATTEMPTS),
+                name="machine_judge_attempts_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -95,22 +128,33 @@ class MachineJudge(models.Model):
 
 
 class JudgeRun(models.Model):
-    """One pass of a judge over a pool: all its pairs, or those no person has judged."""
+    """One pass of a judge over a pool: all its pairs, those no person has judged, or (a
+    retry) the pairs that failed in the run it retries."""
 
-    ALL, UNJUDGED = "all", "unjudged"
+    ALL, UNJUDGED, FAILED_PAIRS = "all", "unjudged", "failed"
     SCOPE_CHOICES = [(ALL, "every pair of the pool"), (UNJUDGED, "pairs no person has judged")]
+    SCOPES = [*SCOPE_CHOICES, (FAILED_PAIRS, "the pairs that failed in the run retried")]
     QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
     STATE_CHOICES = [(state, state) for state in (QUEUED, RUNNING, DONE, FAILED, CANCELLED)]
     ACTIVE = (QUEUED, RUNNING)
 
     judge = models.ForeignKey(MachineJudge, on_delete=models.CASCADE, related_name="runs")
     pool = models.ForeignKey("annotations.Pool", on_delete=models.CASCADE, related_name="+")
-    scope = models.CharField(max_length=10, choices=SCOPE_CHOICES, default=UNJUDGED)
+    scope = models.CharField(max_length=10, choices=SCOPES, default=UNJUDGED)
+    retry_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries"
+    )
     state = models.CharField(max_length=10, choices=STATE_CHOICES, default=QUEUED)
     pairs_total = models.PositiveIntegerField(default=0)
     pairs_done = models.PositiveIntegerField(default=0, help_text="Graded, from cache or asked")
     pairs_cached = models.PositiveIntegerField(default=0)
-    pairs_failed = models.PositiveIntegerField(default=0, help_text="No grade on the scale")
+    pairs_failed = models.PositiveIntegerField(
+        default=0, help_text="No grade: no answer in the judge's attempts, or none on the scale"
+    )
+    requests = models.PositiveIntegerField(default=0, help_text="Sent, attempts included")
+    starts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times a worker started it (more than one: queued again by the sweep)"
+    )
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
@@ -131,11 +175,46 @@ class JudgeRun(models.Model):
 
     @property
     def cost(self) -> float:
+        """In the judge's `currency`."""
         judge = self.judge
         return (
             self.prompt_tokens * judge.prompt_price
             + self.completion_tokens * judge.completion_price
         ) / 1_000_000
+
+
+class JudgeRunFailure(models.Model):
+    """A pair of a run that got no grade: what kind of failure and a message naming status
+    codes and error classes (never what the endpoint sent)."""
+
+    TIMEOUT, UNAVAILABLE, REFUSED, MALFORMED, NO_GRADE = (
+        "timeout", "unavailable", "refused", "malformed", "no_grade",
+    )  # fmt: skip
+    KIND_CHOICES = [
+        (TIMEOUT, "no answer in time"),
+        (UNAVAILABLE, "endpoint busy or unreachable"),
+        (REFUSED, "request refused"),
+        (MALFORMED, "not a chat completion"),
+        (NO_GRADE, "no grade on the scale"),
+    ]
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="failures")
+    query = models.ForeignKey("annotations.Query", on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey("annotations.Document", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=12, choices=KIND_CHOICES)
+    message = models.CharField(max_length=500)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "query", "document"], name="judge_run_failure_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.query_id}/{self.document_id} {self.kind}"
 
 
 class JudgeAnswer(models.Model):

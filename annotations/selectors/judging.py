@@ -104,6 +104,17 @@ def assignment_progress(*, assignment: Assignment) -> Progress:
     return Progress(judged=counts["judged"], skipped=counts["skipped"], total=counts["total"])
 
 
+def unjudged_assigned(*, user: Any, collection: Collection) -> int:
+    """The pairs assigned to `user` in the collection's pools that they have not graded."""
+    return (
+        AssignmentItem.objects.filter(
+            assignment__assessor=user, assignment__pool__collection=collection
+        )
+        .exclude(_judged_by_assessor())
+        .count()
+    )
+
+
 def assignments_of(*, user: Any) -> list[tuple[Assignment, Progress]]:
     """The user's own assignments with their progress, newest pool first within a collection."""
     assignments = (

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
+from annotations import events
 from annotations.metrics.machine_grades import assessed_pair_grade
 from annotations.models import Adjudication, Document, Judgement, JudgementHistory, Query
+from annotations.models.webhooks import JUDGEMENT_CHANGED
 from annotations.selectors.grades import machine_accounts
 from annotations.selectors.judging import user_is_organiser
 from annotations.services.judgements import grade_check
@@ -83,6 +85,7 @@ def adjudication_record(
 
 
 def _history(adjudication: Adjudication, old: int | None) -> None:
+    """The history row and the webhook event of an adjudication (in its transaction)."""
     JudgementHistory.objects.create(
         query_id=adjudication.query_id,
         document_id=adjudication.document_id,
@@ -95,3 +98,17 @@ def _history(adjudication: Adjudication, old: int | None) -> None:
     )
     if old != adjudication.grade:
         queries_mark_stale([adjudication.query_id])
+    query, document = adjudication.query, adjudication.document
+    events.emit(
+        collection_id=query.collection_id,
+        event_type=JUDGEMENT_CHANGED,
+        data=lambda: {
+            "collection": query.collection.slug,
+            "qid": query.qid,
+            "docno": document.docno,
+            "assessor": adjudication.organiser.username,
+            "old_grade": old,
+            "grade": adjudication.grade,
+            "source": "adjudication",
+        },
+    )

@@ -13,7 +13,7 @@ import numpy.typing as npt
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotations import selectors
+from annotations import events, selectors
 from annotations.formats import trec
 from annotations.ids import LOOKUP_CHUNK, ids_ensure, ids_ensure_column
 from annotations.models import (
@@ -21,6 +21,7 @@ from annotations.models import (
     Document,
     Query,
 )
+from annotations.models.webhooks import IMPORT_FINISHED
 from annotations.services.marks import judgements_mark_stale
 
 if TYPE_CHECKING:
@@ -262,3 +263,27 @@ def documents_store(
             c, u, n = documents_upsert(collection, records[start : start + LOOKUP_CHUNK])
             created, updated, unchanged = created + c, updated + u, unchanged + n
     return ImportSummary(created, updated, unchanged)
+
+
+def import_told(
+    *,
+    collection: Collection,
+    kind: str,
+    file_name: str,
+    summary: object,
+    job_id: int | None = None,
+) -> None:
+    """The `import.finished` event of an import from any path (a job, a request, a command,
+    a standard collection), written in the import's own transaction; `job` is null outside
+    a job."""
+    events.emit(
+        collection_id=collection.id,
+        event_type=IMPORT_FINISHED,
+        data=lambda: {
+            "collection": collection.slug,
+            "job": job_id,
+            "kind": kind,
+            "file": file_name,
+            "summary": str(summary),
+        },
+    )

@@ -20,8 +20,8 @@ from annotations import events
 from annotations.access import ORGANISER, OWNER, roles_of
 from annotations.formats.trec import TrecFormatError
 from annotations.models import Collection, ImportJob
-from annotations.models.webhooks import IMPORT_FAILED, IMPORT_FINISHED
-from annotations.services.imports import documents_import, topics_import
+from annotations.models.webhooks import IMPORT_FAILED
+from annotations.services.imports import documents_import, import_told, topics_import
 from annotations.services.job_progress import (
     CountingReader,
     JobProgress,
@@ -231,7 +231,13 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
             )
             if not marked:
                 raise _Abandoned
-            _tell(job, IMPORT_FINISHED, summary=summary)  # its scores are queued at commit
+            import_told(  # its scores are queued at commit
+                collection=job.collection,
+                kind=job.kind,
+                file_name=job.file_name,
+                summary=summary,
+                job_id=job.id,
+            )
             path = job.upload_path
             transaction.on_commit(lambda: upload_delete(path))
     except _Abandoned:

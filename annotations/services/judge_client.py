@@ -27,9 +27,6 @@ from annotations.services.outbound import (
     outbound_refusal,
 )
 
-ATTEMPTS = 6
-TIMEOUT_SECONDS = 60.0  # each connect, read and write
-CALL_SECONDS = 2 * TIMEOUT_SECONDS  # one whole call, however slowly its answer trickles
 MAX_WAIT_SECONDS = 120.0
 # A chat completion's grade and reasoning fit many times over; with log-probabilities each
 # token carries its alternatives (some 400 bytes as the API writes them), and a judge may ask
@@ -53,8 +50,32 @@ class Answer:
 TOP_LOGPROBS = 5  # alternatives per token: enough for a 0-3 or 0-4 scale's grades
 
 
+# Why a pair got no answer (`EndpointFailed.kind`, a failed pair's kind).
+TIMEOUT, UNAVAILABLE, REFUSED, MALFORMED = "timeout", "unavailable", "refused", "malformed"
+
+
 class EndpointFailed(Exception):
-    """The endpoint refused the request or kept failing: a message for the run's error."""
+    """The endpoint refused the request or kept failing: a message for the run's error, and
+    its kind (TIMEOUT: every attempt ran out of time; UNAVAILABLE: 429, 5xx or a dropped
+    connection every time; REFUSED: another status, or an address or answer the platform
+    does not take; MALFORMED: an answer that is not a chat completion)."""
+
+    def __init__(self, message: str, kind: str = REFUSED) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def call_seconds(judge: MachineJudge) -> float:
+    """One whole call, however slowly its answer trickles: twice the judge's timeout (which
+    bounds each connect, read and write)."""
+    return 2.0 * judge.timeout_seconds
+
+
+def pair_seconds(judge: MachineJudge) -> float:
+    """The longest one pair can take: every attempt of every prompt to its end, each wait
+    between them at its longest."""
+    prompts = 2 if judge.variant_template else 1
+    return prompts * judge.attempts * (call_seconds(judge) + MAX_WAIT_SECONDS)
 
 
 def _rule() -> Rule:
@@ -107,18 +128,26 @@ def api_key(judge: MachineJudge) -> str:
 
 
 class Pace:
-    """At most `per_minute` requests a minute, across the threads of one run."""
+    """At most `per_minute` requests a minute, across the threads of one run; `taken`
+    counts the requests sent since it was last called."""
 
     def __init__(self, per_minute: int) -> None:
         self._interval = 60.0 / max(1, per_minute)
         self._next = 0.0
         self._lock = threading.Lock()
+        self.requests = 0
+
+    def taken(self) -> int:
+        with self._lock:
+            sent, self.requests = self.requests, 0
+        return sent
 
     def wait(self, sleep: Callable[[float], None] = time.sleep) -> None:
         with self._lock:
             now = time.monotonic()
             slot = max(now, self._next)
             self._next = slot + self._interval
+            self.requests += 1
         if slot > now:
             sleep(slot - now)
 
@@ -160,7 +189,7 @@ def _answer(completion: object, *, logprobs: bool, seconds: float) -> Answer:
     # The client hands back whatever parsed: a str for a body that is not JSON, a
     # ChatCompletion with any fields missing or of any type for JSON of another shape.
     if not isinstance(completion, ChatCompletion):
-        raise EndpointFailed(NOT_A_COMPLETION)
+        raise EndpointFailed(NOT_A_COMPLETION, MALFORMED)
     try:
         choices = completion.choices
         text = (choices[0].message.content or "") if choices else ""
@@ -173,9 +202,9 @@ def _answer(completion: object, *, logprobs: bool, seconds: float) -> Answer:
             tokens=_tokens(completion) if logprobs else (),
         )
     except (AttributeError, TypeError, ValueError, LookupError):
-        raise EndpointFailed(NOT_A_COMPLETION) from None
+        raise EndpointFailed(NOT_A_COMPLETION, MALFORMED) from None
     if not isinstance(answer.text, str):
-        raise EndpointFailed(NOT_A_COMPLETION)
+        raise EndpointFailed(NOT_A_COMPLETION, MALFORMED)
     return answer
 
 
@@ -185,22 +214,25 @@ def ask(
     *,
     pace: Pace | None = None,
     sleep: Callable[[float], None] = time.sleep,
-    attempts: int = ATTEMPTS,
-    seconds: float = CALL_SECONDS,
+    attempts: int | None = None,
+    seconds: float | None = None,
 ) -> Answer:
     """The endpoint's answer to one prompt; EndpointFailed when it refuses the request (a
     status other than 2xx, 429 and 5xx), gives an answer that is not a chat completion, is
-    not an address the platform calls, or still fails after `attempts` tries of at most
-    `seconds` each. Its messages name status codes and error classes, never what the
-    endpoint sent."""
+    not an address the platform calls, or still fails after `attempts` tries (the judge's
+    own by default) of at most `seconds` each (the judge's `call_seconds`, never more).
+    Its messages name status codes and error classes, never what the endpoint sent."""
     limit = LOGPROBS_ANSWER_BYTES if judge.logprobs else ANSWER_BYTES
-    seconds = min(seconds, CALL_SECONDS)
+    whole = call_seconds(judge)
+    seconds = whole if seconds is None else min(seconds, whole)
     with outbound_client(_rule(), answer_bytes=limit, seconds=seconds) as http:
         client = openai.OpenAI(
             base_url=judge.base_url, api_key=api_key(judge), max_retries=0,
-            timeout=min(TIMEOUT_SECONDS, seconds), http_client=http,
+            timeout=min(float(judge.timeout_seconds), seconds), http_client=http,
         )  # fmt: skip
-        return _asked(client, judge, prompt, pace=pace, sleep=sleep, attempts=attempts)
+        return _asked(
+            client, judge, prompt, pace=pace, sleep=sleep, attempts=attempts or judge.attempts
+        )
 
 
 def _asked(
@@ -212,7 +244,7 @@ def _asked(
     sleep: Callable[[float], None],
     attempts: int,
 ) -> Answer:
-    last = ""
+    last, kind = "", UNAVAILABLE
     for attempt in range(attempts):
         if pace is not None:
             pace.wait(sleep)
@@ -230,7 +262,9 @@ def _asked(
         except OutboundRefused as refusal:
             raise EndpointFailed(f"the endpoint is not called: {refusal}") from None
         except AnswerRefused as refusal:
-            raise EndpointFailed(f"the endpoint's answer is not read: {refusal}") from None
+            raise EndpointFailed(
+                f"the endpoint's answer is not read: {refusal}", MALFORMED
+            ) from None
         except openai.APIStatusError as error:
             code = error.status_code
             if 300 <= code < 400:
@@ -239,16 +273,18 @@ def _asked(
                 ) from None
             if code != 429 and code < 500:
                 raise EndpointFailed(f"the endpoint refused the request: HTTP {code}") from None
-            last = f"HTTP {code}"
+            last, kind = f"HTTP {code}", UNAVAILABLE
             wait = _retry_after(error)
-        except (openai.APITimeoutError, openai.APIConnectionError) as error:
-            last = type(error).__name__
+        except openai.APITimeoutError:
+            last, kind = f"no answer within {judge.timeout_seconds} s", TIMEOUT
+        except openai.APIConnectionError as error:
+            last, kind = type(error).__name__, UNAVAILABLE
         except (openai.APIResponseValidationError, ValueError):
             # JSON announced and not given (the client's own parse error)
-            raise EndpointFailed(NOT_A_COMPLETION) from None
+            raise EndpointFailed(NOT_A_COMPLETION, MALFORMED) from None
         else:
             return _answer(completion, logprobs=judge.logprobs, seconds=time.monotonic() - started)
         if attempt + 1 < attempts:
             backoff = min(MAX_WAIT_SECONDS, 2.0**attempt) * (0.5 + random.random() / 2)
             sleep(max(wait or 0.0, backoff))
-    raise EndpointFailed(f"the endpoint kept failing ({last}) after {attempts} attempts")
+    raise EndpointFailed(f"the endpoint kept failing ({last}) after {attempts} attempts", kind)

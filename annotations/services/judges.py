@@ -4,8 +4,12 @@ A run grades its pool's pairs (all, or those no person judged) in the background
 is asked once per (model, prompt version, query, document content), the answer kept with
 its grade, excerpt and tokens, and a grade on the scale recorded as the judge's judgement
 (source `machine`, in the history like any assessor's). An answer that names no grade on
-the scale is a failure of that pair, never a grade. A run can be cancelled; starting the
-judge again resumes: what was asked already comes from its answers at no cost.
+the scale is a failure of that pair, never a grade; so is a pair the endpoint gave no
+answer for in the judge's attempts (timeouts, refusals, answers that are not completions):
+each is recorded with its kind (`JudgeRunFailure`) and the run goes on to the next pair.
+A run can be cancelled; starting the judge again resumes: what was asked already comes from
+its answers at no cost. A failed or cancelled run can be retried whole, and any run's failed
+pairs alone; the periodic sweep queues again a run whose task was lost.
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ from datetime import timedelta
 from itertools import islice
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import caches
 from django.core.exceptions import ValidationError
 from django.db import connections, transaction
 from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations import publishing
@@ -35,6 +42,7 @@ from annotations.models import (
     JudgeAnswer,
     Judgement,
     JudgeRun,
+    JudgeRunFailure,
     MachineJudge,
     Pool,
     PoolEntry,
@@ -46,6 +54,7 @@ from annotations.services.judge_client import (
     api_key,
     ask,
     endpoint_refusal,
+    pair_seconds,
 )
 from annotations.services.judgements import judgement_record
 from annotations.services.members import system_account
@@ -251,6 +260,24 @@ def _pairs(pool: Pool, scope: str, *, limit: int | None = None, texts: bool = Tr
     return list(islice(pairs, limit))
 
 
+def _failed_pairs(run_id: int | None, *, texts: bool = True) -> list[Pair]:
+    """The pairs that failed in a run, in asking order."""
+    failures = (
+        JudgeRunFailure.objects.filter(run_id=run_id)
+        .select_related("query", "document")
+        .order_by("query__qid", "document__docno")
+    )
+    if not texts:
+        failures = failures.defer("document__text")
+    return [Pair(failure.query, failure.document) for failure in failures]
+
+
+def _run_pairs(run: JudgeRun, *, texts: bool = True) -> list[Pair]:
+    if run.scope == JudgeRun.FAILED_PAIRS:
+        return _failed_pairs(run.retry_of_id, texts=texts)
+    return _pairs(run.pool, run.scope, texts=texts)
+
+
 def judge_run_start(
     *, judge: MachineJudge, pool: Pool, scope: str, created_by: User | None
 ) -> JudgeRun:
@@ -259,15 +286,43 @@ def judge_run_start(
         raise ValidationError({"pool": "The pool belongs to another collection."})
     if scope not in dict(JudgeRun.SCOPE_CHOICES):
         raise ValidationError({"scope": f"Give one of {[s for s, _ in JudgeRun.SCOPE_CHOICES]}."})
-    api_key(judge)
-    if JudgeRun.objects.filter(judge=judge, state__in=JudgeRun.ACTIVE).exists():
+    return _queue(JudgeRun(judge=judge, pool=pool, scope=scope, created_by=created_by))
+
+
+def _queue(run: JudgeRun) -> JudgeRun:
+    api_key(run.judge)
+    if JudgeRun.objects.filter(judge=run.judge, state__in=JudgeRun.ACTIVE).exists():
         raise ValidationError({"pool": "The judge is already running; cancel that run first."})
-    run = JudgeRun.objects.create(
-        judge=judge, pool=pool, scope=scope, created_by=created_by,
-        pairs_total=len(_pairs(pool, scope, texts=False)),
-    )  # fmt: skip
+    run.pairs_total = len(_run_pairs(run, texts=False))
+    run.save()
     transaction.on_commit(lambda: _schedule(run.id))
     return run
+
+
+def judge_run_retry(*, run: JudgeRun, failed_only: bool, created_by: User | None) -> JudgeRun:
+    """Queue a new run that asks again: the pairs that failed in `run` (`failed_only`), or
+    the whole run, when it failed or was cancelled (its answers so far come from the cache).
+    Either way an answer that named no grade is asked again, not taken from the cache."""
+    if run.state in JudgeRun.ACTIVE:
+        raise ValidationError({"run": "The run is still going: wait for it, or cancel it."})
+    if failed_only:
+        if not run.failures.exists():
+            raise ValidationError({"run": "No pair of this run failed: nothing to retry."})
+        scope, retried = JudgeRun.FAILED_PAIRS, run
+    else:
+        if run.state not in (JudgeRun.FAILED, JudgeRun.CANCELLED):
+            raise ValidationError(
+                {"run": "Only a failed or cancelled run is retried whole; retry its failed "
+                 "pairs, or start a new run."}
+            )  # fmt: skip
+        # A retry of failed pairs, retried whole, asks the same pairs again.
+        same = run.scope == JudgeRun.FAILED_PAIRS and run.retry_of_id is not None
+        scope, retried = run.scope, (run.retry_of or run if same else run)
+    return _queue(
+        JudgeRun(
+            judge=run.judge, pool=run.pool, scope=scope, retry_of=retried, created_by=created_by
+        )
+    )
 
 
 def judge_run_cancel(*, run: JudgeRun) -> None:
@@ -294,11 +349,20 @@ RUNS_PER_COLLECTION = 2
 RUN_SILENT = timedelta(minutes=30)
 WAITING = "waiting"
 WAIT_SECONDS = 30.0
+SUPERSEDED = "superseded"
+# After this many pairs in a row got no answer from the endpoint the run stops, failed: the
+# endpoint is down or refuses every request, and asking the rest would only spend attempts.
+# A few slow or refused pairs among answered ones never stop a run.
+FAILURES_IN_A_ROW = 10
+# Beyond the longest a pair can take (`judge_client.pair_seconds`), how long a running run
+# may be silent before the sweep counts its worker as stopped.
+SILENT_MARGIN = timedelta(minutes=5)
 
 
 def _start(run_id: int) -> str | None:
     """Mark the queued run running if its collection has a place free: None when it
-    started, else why not (WAITING, or "not queued")."""
+    started, else why not (WAITING, or "not queued"). A start begins the pass afresh: its
+    counts and failures are those of this pass (what an earlier one asked is cached)."""
     now = timezone.now()
     with transaction.atomic():
         queued = JudgeRun.objects.filter(id=run_id, state=JudgeRun.QUEUED)
@@ -313,9 +377,15 @@ def _start(run_id: int) -> str | None:
             heartbeat__gte=now - RUN_SILENT,
         ).count()
         if running >= RUNS_PER_COLLECTION:
+            queued.update(heartbeat=now)  # its task is alive, only waiting: not lost
             return WAITING
-        if not queued.update(state=JudgeRun.RUNNING, started=now, heartbeat=now):
+        started = queued.update(
+            state=JudgeRun.RUNNING, started=now, heartbeat=now, starts=F("starts") + 1,
+            pairs_done=0, pairs_cached=0, pairs_failed=0, requests=0, error="",
+        )  # fmt: skip
+        if not started:
             return "not queued"
+        JudgeRunFailure.objects.filter(run_id=run_id).delete()
     return None
 
 
@@ -328,50 +398,137 @@ def judge_run_execute(*, run_id: int) -> str:
     run = JudgeRun.objects.select_related("judge__collection", "judge__account", "pool").get(
         id=run_id
     )
+    mine = JudgeRun.objects.filter(id=run_id, state=JudgeRun.RUNNING, starts=run.starts)
     try:
-        state = _execute(run)
+        state, why = _execute(run)
     except Exception as error:  # never leave a run running: say what happened
         logger.exception("judge run %s failed", run_id)
-        message = str(error) if isinstance(error, EndpointFailed) else f"{type(error).__name__}"
-        JudgeRun.objects.filter(id=run_id).update(
-            state=JudgeRun.FAILED, error=message[:2000], finished=timezone.now()
-        )
+        if isinstance(error, EndpointFailed):
+            message = str(error)
+        elif isinstance(error, ValidationError):
+            message = " ".join(error.messages)
+        else:
+            message = type(error).__name__
+        mine.update(state=JudgeRun.FAILED, error=message[:2000], finished=timezone.now())
         return JudgeRun.FAILED
-    JudgeRun.objects.filter(id=run_id).update(state=state, finished=timezone.now())
+    if state != SUPERSEDED:
+        mine.update(state=state, error=why[:2000], finished=timezone.now())
     return state
 
 
-def _execute(run: JudgeRun) -> str:
+class _Streak:
+    """Pairs in a row without an answer from the endpoint, across a run's threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+        self.last = ""
+
+    def failed(self, message: str) -> int:
+        with self._lock:
+            self.count += 1
+            self.last = message
+            return self.count
+
+    def answered(self) -> None:
+        with self._lock:
+            self.count = 0
+
+
+def _execute(run: JudgeRun) -> tuple[str, str]:
+    """The run's end state and, when it stopped early, why."""
     judge = run.judge
+    api_key(judge)
     levels = levels_of(judge.collection)
     values = [level.value for level in levels]
-    pairs = _pairs(run.pool, run.scope)
+    pairs = _run_pairs(run)
+    mine = JudgeRun.objects.filter(id=run.id, state=JudgeRun.RUNNING, starts=run.starts)
+    mine.update(pairs_total=len(pairs))
     pace = Pace(judge.requests_per_minute)
     stop = threading.Event()
+    streak = _Streak()
+    fresh = run.retry_of_id is not None
 
     def one(pair: Pair) -> None:
         if stop.is_set():
             return
         try:
-            _grade(run, judge, pair, levels, values, pace)
+            failure = _grade(run, judge, pair, levels, values, pace, fresh=fresh)
+            if failure is None:
+                streak.answered()
+            elif streak.failed(str(failure)) >= FAILURES_IN_A_ROW:
+                stop.set()
         finally:
             connections.close_all()  # this thread's own
 
-    done = 0
     with ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
         for batch in _batches(pairs, max(PROGRESS_EVERY, judge.concurrency)):
             list(pool.map(one, batch))
-            done += len(batch)
-            JudgeRun.objects.filter(id=run.id).update(heartbeat=timezone.now())
+            if not mine.update(heartbeat=timezone.now(), requests=F("requests") + pace.taken()):
+                stop.set()  # the sweep queued the run again and another start took it
+                return SUPERSEDED, ""
+            if stop.is_set():
+                return JudgeRun.FAILED, (
+                    f"The endpoint gave no answer for {FAILURES_IN_A_ROW} pairs in a row "
+                    f"(the last: {streak.last}); the pairs after them were not asked. "
+                    "Retry the run once the endpoint answers again."
+                )
             if JudgeRun.objects.filter(id=run.id, cancel_requested=True).exists():
                 stop.set()
-                return JudgeRun.CANCELLED
-    return JudgeRun.DONE
+                return JudgeRun.CANCELLED, ""
+    return JudgeRun.DONE, ""
 
 
 def _batches(pairs: list[Pair], size: int) -> Iterable[list[Pair]]:
     for start in range(0, len(pairs), size):
         yield pairs[start : start + size]
+
+
+def silent_limit(judge: MachineJudge) -> timedelta:
+    """How long a running run of the judge may go without a heartbeat before the sweep
+    counts its worker as stopped: the longest one pair can take, waits for the pace
+    included, and a margin."""
+    paced = judge.attempts * judge.concurrency * 60.0 / max(1, judge.requests_per_minute)
+    return timedelta(seconds=pair_seconds(judge) + paced) + SILENT_MARGIN
+
+
+def judge_runs_sweep() -> int:
+    """Queue again the runs whose task was lost: queued with no worker looking at them for
+    NDCG_IMPORT_STALE_SECONDS (a broker that lost the message would leave them queued for
+    ever; each queued again at most once per that time), and running with no heartbeat for
+    longer than their judge's `silent_limit` (the worker stopped): those go back to queued
+    (cancelled, if that was asked), and their next start asks only what the cache does not
+    hold. A second delivery of a run
+    already started does nothing. The count queued again."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
+    requeued: list[int] = []
+    for run in JudgeRun.objects.filter(state=JudgeRun.RUNNING).select_related("judge"):
+        silent = now - silent_limit(run.judge)
+        if run.heartbeat is not None and run.heartbeat >= silent:
+            continue
+        silent_run = JudgeRun.objects.filter(
+            id=run.id, state=JudgeRun.RUNNING, starts=run.starts, heartbeat=run.heartbeat
+        )
+        if run.cancel_requested:  # it was to stop anyway
+            silent_run.update(state=JudgeRun.CANCELLED, finished=now)
+            continue
+        if silent_run.update(state=JudgeRun.QUEUED, heartbeat=now):
+            logger.warning("judge run %s: its worker stopped; queued again", run.id)
+            requeued.append(run.id)
+    waiting = (
+        JudgeRun.objects.alias(since=Coalesce("heartbeat", "created"))
+        .filter(state=JudgeRun.QUEUED, since__lt=stale)
+        .values_list("id", flat=True)
+    )
+    timeout = settings.NDCG_IMPORT_STALE_SECONDS
+    for run_id in list(waiting):
+        if caches["coordination"].add(f"judge-run-republished:{run_id}", 1, timeout=timeout):
+            logger.warning("judge run %s still queued: queued again", run_id)
+            requeued.append(run_id)
+    for run_id in requeued:
+        _schedule(run_id)
+    return len(requeued)
 
 
 def _probabilities(
@@ -415,6 +572,13 @@ def _asked(
     }  # fmt: skip
 
 
+def _failed(run: JudgeRun, pair: Pair, kind: str, message: str) -> None:
+    JudgeRunFailure.objects.update_or_create(
+        run_id=run.id, query=pair.query, document=pair.document,
+        defaults={"kind": kind, "message": message[:500]},
+    )  # fmt: skip
+
+
 def _grade(
     run: JudgeRun,
     judge: MachineJudge,
@@ -422,15 +586,30 @@ def _grade(
     levels: list[judge_prompts.Level],
     values: list[int],
     pace: Pace,
-) -> None:
+    *,
+    fresh: bool = False,
+) -> EndpointFailed | None:
+    """Grade one pair (from the cache, or asked; with `fresh` a cached answer that named no
+    grade is asked again); a pair without a grade is recorded as the run's failure. Why the
+    endpoint gave no answer, or None when it answered."""
     key = _key(judge, pair)
     cached = JudgeAnswer.objects.filter(judge=judge, cache_key=key).first()
+    if cached is not None and fresh and cached.grade is None:
+        cached.delete()
+        cached = None
     counters: dict[str, object] = {"pairs_done": F("pairs_done") + 1}
+    mine = JudgeRun.objects.filter(id=run.id, starts=run.starts)
     if cached is not None:
         answer_row = cached
         counters["pairs_cached"] = F("pairs_cached") + 1
     else:
-        defaults = _asked(judge, pair, levels, values, pace)
+        try:
+            defaults = _asked(judge, pair, levels, values, pace)
+        except EndpointFailed as error:
+            _failed(run, pair, error.kind, str(error))
+            counters["pairs_failed"] = F("pairs_failed") + 1
+            mine.update(**counters, heartbeat=timezone.now(), requests=F("requests") + pace.taken())
+            return error
         answer_row, _ = JudgeAnswer.objects.get_or_create(
             judge=judge, cache_key=key, defaults=defaults
         )
@@ -438,6 +617,7 @@ def _grade(
         counters["completion_tokens"] = F("completion_tokens") + defaults["completion_tokens"]
     if answer_row.grade is None:
         counters["pairs_failed"] = F("pairs_failed") + 1
+        _failed(run, pair, JudgeRunFailure.NO_GRADE, answer_row.failure or "no grade")
     else:
         pair.query.collection = judge.collection
         note = judge_prompts.provenance(
@@ -450,4 +630,5 @@ def _grade(
             query=pair.query, document=pair.document, assessor=judge.account,
             grade=answer_row.grade, note=note, source="machine",
         )  # fmt: skip
-    JudgeRun.objects.filter(id=run.id).update(**counters)
+    mine.update(**counters, heartbeat=timezone.now(), requests=F("requests") + pace.taken())
+    return None

@@ -11,10 +11,18 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations.formats import ir_records
-from annotations.models import Collection
-from annotations.services.imports import documents_import, topics_import
+from annotations.models import Collection, ImportJob
+from annotations.services.imports import documents_import, import_told, topics_import
 from annotations.services.judgements import import_assessor, judgements_import
 from annotations.services.runs import run_import
+
+# Each part's kind in its `import.finished` event.
+PART_KINDS = {
+    "queries": ImportJob.TOPICS,
+    "docs": ImportJob.DOCUMENTS,
+    "qrels": ImportJob.QRELS,
+    "scoreddocs": ImportJob.RUN,
+}
 
 
 @dataclass
@@ -43,7 +51,7 @@ def ir_dataset_import(
     (default: the dataset id). `progress` hears each part's records as they are read."""
     try:
         dataset = ir_records.dataset_load(dataset_id)
-    except ir_records.UnknownDataset as error:
+    except (ir_records.UnknownDataset, ir_records.DatasetUnavailable) as error:
         raise ValidationError({"dataset": str(error)}) from None
     offered = ir_records.dataset_parts(dataset)
     wanted = list(parts) if parts else offered
@@ -54,23 +62,36 @@ def ir_dataset_import(
         )
     result = StandardImport(dataset_id)
     tag = run_name or dataset_id
-    with transaction.atomic():
-        for part in [part for part in ir_records.PARTS if part in wanted]:
-            counter = ir_records.Progress(part, ir_records.part_count(dataset, part), 0, progress)
-            stream = ir_records.part_stream(dataset, dataset_id, part, tag=tag, progress=counter)
-            if part == "queries":
-                summary = str(topics_import(collection=collection, source=stream))
-            elif part == "docs":
-                summary = str(documents_import(collection=collection, source=stream))
-            elif part == "qrels":
-                owner = assessor or import_assessor()
-                summary = str(
-                    judgements_import(collection=collection, source=stream, assessor=owner)
+    try:
+        with transaction.atomic():
+            for part in [part for part in ir_records.PARTS if part in wanted]:
+                counter = ir_records.Progress(
+                    part, ir_records.part_count(dataset, part), 0, progress
                 )
-            else:
-                run, results = run_import(collection=collection, source=stream, run_name=tag)
-                summary = f"run {run.name!r}, {results} results"
-            if progress is not None:
-                progress(counter)
-            result.parts[part] = summary
+                stream = ir_records.part_stream(
+                    dataset, dataset_id, part, tag=tag, progress=counter
+                )
+                if part == "queries":
+                    summary = str(topics_import(collection=collection, source=stream))
+                elif part == "docs":
+                    summary = str(documents_import(collection=collection, source=stream))
+                elif part == "qrels":
+                    owner = assessor or import_assessor()
+                    summary = str(
+                        judgements_import(collection=collection, source=stream, assessor=owner)
+                    )
+                else:
+                    run, results = run_import(collection=collection, source=stream, run_name=tag)
+                    summary = f"run {run.name!r}, {results} results"
+                if progress is not None:
+                    progress(counter)
+                result.parts[part] = summary
+                import_told(
+                    collection=collection,
+                    kind=PART_KINDS[part],
+                    file_name=f"{dataset_id} ({part})",
+                    summary=summary,
+                )
+    except ir_records.DatasetUnavailable as error:  # nothing was imported
+        raise ValidationError({"dataset": str(error)}) from None
     return result

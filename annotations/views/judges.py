@@ -6,17 +6,25 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_POST
 
 from annotations.forms.judges import JudgeRunForm, MachineJudgeForm
 from annotations.models import Collection, JudgeRun, MachineJudge
 from annotations.selectors import cutoff_from
+from annotations.selectors.judge_runs import (
+    FAILURES_SHOWN,
+    judge_runs_read,
+    run_failures,
+    run_progress,
+)
 from annotations.selectors.machine_rankings import machine_rules_comparison
 from annotations.services.judges import (
     judge_create,
     judge_run_cancel,
+    judge_run_retry,
     judge_run_start,
     judge_try,
     judge_update,
@@ -88,12 +96,85 @@ def judge_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         else:
             messages.success(request, f"Saved the judge {judge.name}.")
             return redirect("judge-detail", slug=collection.slug, name=judge.name)
-    runs = JudgeRun.objects.filter(judge=judge).select_related("pool")[:50]
+    runs = judge_runs_read(judge)
     context = {
         "collection": collection, "judge": judge, "form": form, "run_form": run_form,
-        "runs": runs, "tried": tried,
+        "runs": runs, "active": any(item.active for item in runs), "tried": tried,
     }  # fmt: skip
     return render(request, "annotations/judges/detail.html", context)
+
+
+@login_required
+@require_GET
+def judge_runs_state(request: HttpRequest, slug: str, name: str) -> JsonResponse:
+    """The runs table as the judge page shows it, for the page's self-refresh while a run
+    is queued or running."""
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    runs = judge_runs_read(judge)
+    context = {"collection": collection, "judge": judge, "runs": runs}
+    return JsonResponse(
+        {
+            "active": any(item.active for item in runs),
+            "html": render_to_string("annotations/judges/_runs.html", context, request=request),
+        }
+    )
+
+
+def _run(judge: MachineJudge, run_id: int) -> JudgeRun:
+    run = JudgeRun.objects.filter(judge=judge, id=run_id).select_related("pool", "judge").first()
+    if run is None:
+        raise Http404("No such run")
+    return run
+
+
+@login_required
+@require_GET
+def judge_run_detail(request: HttpRequest, slug: str, name: str, run_id: int) -> HttpResponse:
+    """One run: its progress and the pairs that failed, with Retry."""
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    run = _run(judge, run_id)
+    failures = run_failures(run)
+    context = {
+        "collection": collection, "judge": judge, "item": run_progress(run),
+        "failures": failures[:FAILURES_SHOWN], "failures_shown": FAILURES_SHOWN,
+    }  # fmt: skip
+    return render(request, "annotations/judges/run.html", context)
+
+
+@login_required
+@require_GET
+def judge_run_state(request: HttpRequest, slug: str, name: str, run_id: int) -> JsonResponse:
+    """The run page's progress and failed pairs, for its self-refresh while it is active."""
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    run = _run(judge, run_id)
+    item = run_progress(run)
+    context = {
+        "collection": collection, "judge": judge, "item": item,
+        "failures": run_failures(run)[:FAILURES_SHOWN], "failures_shown": FAILURES_SHOWN,
+    }  # fmt: skip
+    html = render_to_string("annotations/judges/_run_body.html", context, request=request)
+    return JsonResponse({"active": item.active, "html": html})
+
+
+@login_required
+@require_POST
+def judge_run_again(request: HttpRequest, slug: str, name: str, run_id: int) -> HttpResponse:
+    """Retry a run: its failed pairs (`pairs=failed`) or the whole run."""
+    collection = organised_collection(request, slug)
+    judge = _judge(collection, name)
+    run = _run(judge, run_id)
+    failed_only = request.POST.get("pairs") == "failed"
+    try:
+        again = judge_run_retry(run=run, failed_only=failed_only, created_by=acting_user(request))
+    except ValidationError as error:
+        messages.error(request, " ".join(m for ms in error.message_dict.values() for m in ms))
+        return redirect("judge-run-detail", slug=collection.slug, name=judge.name, run_id=run.id)
+    what = f"its {again.pairs_total} failed pairs" if failed_only else "the whole run"
+    messages.success(request, f"Run {again.id} retries run {run.id}: {what}.")
+    return redirect("judge-detail", slug=collection.slug, name=judge.name)
 
 
 @login_required

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from annotations import services
 from annotations.forms.members import AccountCreateForm, MemberAddForm, RoleForm
 from annotations.models import Collection, Membership
+from annotations.selectors.judging import unjudged_assigned
 from annotations.views._collection import collection_for
 from annotations.views._forms import refusal_to_form
 
@@ -143,7 +144,16 @@ def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
                 f"{membership.user.get_username()} is no longer {membership.get_role_display()}.",
             )
         return redirect("collection-members", slug=slug)
-    context = {"collection": membership.collection, "membership": membership}
+    collection = membership.collection
+    context = {
+        "collection": collection,
+        "membership": membership,
+        "last_organiser": membership.role == Membership.ORGANISER
+        and not Membership.objects.filter(collection=collection, role=Membership.ORGANISER)
+        .exclude(id=membership.id)
+        .exists(),
+        "unjudged": unjudged_assigned(user=membership.user, collection=collection),
+    }
     return render(request, "annotations/members/remove.html", context)
 
 

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
@@ -16,7 +17,7 @@ from annotations import services
 from annotations.access import Access
 from annotations.formats.trec import TrecFormatError
 from annotations.forms.runs import RunDescriptionForm, RunReplaceForm
-from annotations.models import Collection, Run
+from annotations.models import Collection, ImportJob, Run
 from annotations.selectors import exports
 from annotations.selectors.run_lists import runs_listed
 from annotations.views._collection import collection_for
@@ -87,15 +88,22 @@ def run_replace(request: HttpRequest, slug: str, name: str) -> HttpResponse:
             form.add_error("file", f"The file exceeds {limit} MB (nothing was imported).")
         else:
             try:
-                _, count = services.run_import(
-                    collection=collection,
-                    source=cast(BinaryIO, upload),
-                    name=upload.name,
-                    run_name=run.name,
-                    description=run.description,
-                    replace=True,
-                    may_replace=access.may_change_run,
-                )
+                with transaction.atomic():
+                    _, count = services.run_import(
+                        collection=collection,
+                        source=cast(BinaryIO, upload),
+                        name=upload.name,
+                        run_name=run.name,
+                        description=run.description,
+                        replace=True,
+                        may_replace=access.may_change_run,
+                    )
+                    services.import_told(
+                        collection=collection,
+                        kind=ImportJob.RUN,
+                        file_name=upload.name or "upload",
+                        summary=f"run {run.name}: {count} results",
+                    )
             except TrecFormatError as error:
                 form.add_error("file", f"{error} (nothing was imported)")
             except ValidationError as error:

@@ -59,32 +59,30 @@ def _matrix(detail: SignificanceDetail) -> dict[str, Any] | None:
     means = [detail.means.get(run_id, 0.0) for run_id in ids]
     fill = [[charts.p_colour(float(p[i, j]), alpha) if i != j else "#ffffff" for j in range(count)]
             for i in range(count)]  # fmt: skip
-    # Cells are titled by rank number (the rows name the runs): short tooltips, a page that
-    # stays small at 60 runs with 150-character names.
-    titles = [
-        [
-            f"{i + 1} vs {j + 1}: difference {means[i] - means[j]:+.4f}, adjusted p "
-            f"{float(p[i, j]):.4f}, {'significant' if p[i, j] < alpha else 'not significant'}"
-            if i != j
-            else f"{i + 1}. {names[i]}"
-            for j in range(count)
-        ]
-        for i in range(count)
-    ]
     size = max(8.0, min(18.0, 720.0 / max(count, 1)))
-    labels = [f"{position + 1}" for position in range(count)]
+    # Rows of bands, titled by their run: a few kB however many runs. A cell's own pair (its
+    # difference and adjusted p) is read by pointing at it, from the numbers below.
     plot = charts.heat_map(
         row_labels=[f"{position + 1}. {name}" for position, name in enumerate(names)],
-        column_labels=labels,
+        column_labels=[f"{position + 1}" for position in range(count)],
         fill=fill,
-        titles=titles,
         cell_width=size,
         cell_height=size,
         top=40,
     )
+    cells = {
+        "left": plot.left,
+        "top": plot.top,
+        "size": size,
+        "alpha": alpha,
+        "names": names,
+        "means": [round(mean, 4) for mean in means],
+        "p": [[round(float(p[i, j]), 4) for j in range(count)] for i in range(count)],
+    }
     significant = int(np.count_nonzero(np.triu(p < alpha, 1)))
     return {
         "plot": plot,
+        "cells": cells,
         "runs": count,
         "all_runs": len(detail.pair_ids),
         "pairs": count * (count - 1) // 2,

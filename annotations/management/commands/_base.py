@@ -11,7 +11,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 
 from annotations.formats.trec import TrecFormatError
 from annotations.management.commands._progress import (
@@ -21,7 +21,7 @@ from annotations.management.commands._progress import (
     wants_progress,
 )
 from annotations.models import Collection
-from annotations.services.imports import Source
+from annotations.services.imports import Source, import_told
 
 T = TypeVar("T")
 
@@ -123,6 +123,7 @@ class FileImportCommand(CollectionCommand):
     """`SLUG FILE` commands that hand the file to one import service and print its summary."""
 
     label = "rows"
+    kind = ""  # the import's kind in its `import.finished` event
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)
@@ -141,5 +142,13 @@ class FileImportCommand(CollectionCommand):
             progress_bars(wants_progress(options)) as bars,
             counted(file_source(options["file"]), bars, f"{self.label}: lines read") as source,
         ):
-            summary = run_reporting_errors(lambda: self.import_file(collection, source))
+            summary = run_reporting_errors(lambda: self._import_told(collection, source, options))
         self.stdout.write(f"{self.label}: {summary}")
+
+    def _import_told(self, collection: Collection, source: Source, options: Any) -> Any:
+        with transaction.atomic():
+            summary = self.import_file(collection, source)
+            import_told(
+                collection=collection, kind=self.kind, file_name=options["file"], summary=summary
+            )
+        return summary

@@ -6,8 +6,11 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from annotations import selectors
+from annotations.formats.trec.evaluation import trec_eval_lines
 from annotations.management.commands._base import PrintingCommand, collection_get
-from annotations.models import Run
+from annotations.metrics.measure_names import MeasureNameError, parse_measures
+from annotations.metrics.measures import Measure, run_values
+from annotations.models import Collection, Run
 from annotations.scores.reports import leaderboard_report
 from annotations.selectors import evaluation, exports
 
@@ -20,7 +23,9 @@ class Command(PrintingCommand):
         "Print stored nDCG@k scores (never recomputed). trec: trec_eval's layout, one block "
         "per run (-q adds per-query lines); json: full precision for every run, query and k; csv; "
         "leaderboard-csv, leaderboard-latex: the leaderboard at --k (default 10 or the middle "
-        "cutoff) with CIs, judged@k and significance letters, as the page's downloads."
+        "cutoff) with CIs, judged@k and significance letters, as the page's downloads. "
+        "-m MEASURE (repeatable) computes other measures from the current qrels instead, in "
+        "trec_eval's layout."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -37,6 +42,27 @@ class Command(PrintingCommand):
             "leaderboard-csv or leaderboard-latex: the leaderboard report at --k",
         )
 
+        parser.add_argument(
+            "-m",
+            dest="measures",
+            action="append",
+            default=None,
+            metavar="MEASURE",
+            help="a measure to compute (repeatable): trec_eval's names (map, P.10 or P_10, "
+            "P.5,10, ndcg_cut.10, recall.1000, Rprec, bpref, recip_rank, infAP, set_F, "
+            "num_rel_ret...) or ir_measures' (AP(rel=2)@100, P@10, nDCG@10, RR, ERR@20, "
+            "RBP(p=0.8), Judged@10...); trec format only",
+        )
+        parser.add_argument(
+            "-l",
+            dest="level",
+            type=int,
+            default=1,
+            metavar="LEVEL",
+            help="relevance level, as trec_eval's -l: a grade counts as relevant from LEVEL "
+            "on (default 1), for the measures whose name sets none",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         collection = collection_get(options["slug"])
         runs = list(Run.objects.filter(collection=collection).order_by("name"))
@@ -44,6 +70,9 @@ class Command(PrintingCommand):
             runs = [run for run in runs if run.name == options["run"]]
             if not runs:
                 raise CommandError(f"no run {options['run']!r} in {collection.slug}")
+        if options["measures"]:
+            self._measures(collection, runs, options)
+            return
         ks = collection.sorted_cutoffs
         if options["format"] in LEADERBOARD_FORMATS and options["k"] is None:
             options["k"] = selectors.cutoff_from(collection, None)
@@ -74,6 +103,45 @@ class Command(PrintingCommand):
             self._json(collection, runs, ks, pending)
         else:
             self._csv(collection, runs, ks)
+
+    def _measures(self, collection: Collection, runs: list[Run], options: Any) -> None:
+        """-m: the measures computed from the collection's effective grades and the runs'
+        stored rankings, one trec_eval call's output per run (-c when the collection counts
+        unanswered queries as 0)."""
+        if options["format"] != "trec" or options["k"] is not None:
+            raise CommandError("-m prints trec_eval's layout: leave --format and --k out")
+        if options["level"] < 1:
+            raise CommandError(f"-l {options['level']}: the relevance level is >= 1")
+        measures: list[Measure] = []
+        for text in options["measures"]:
+            try:
+                measures.extend(parse_measures(text, options["level"]))
+            except MeasureNameError as error:
+                raise CommandError(str(error)) from None
+        if not runs:
+            raise CommandError("the collection has no run yet")
+        qrels: dict[str, dict[str, int]] = {}
+        for qid, docno, grade in selectors.qrels_rows(collection=collection):
+            qrels.setdefault(qid, {})[docno] = grade
+        if not qrels:
+            raise CommandError(f"{collection.slug} has no judgement yet")
+        for run in runs:
+            rankings: dict[str, list[str]] = {}
+            for qid, docno, *_ in selectors.run_rows(run=run):
+                rankings.setdefault(qid, []).append(docno)
+            complete = collection.missing_queries == "zero"
+            if not complete and not set(rankings) & set(qrels):
+                self.stderr.write(f"warning: run {run.name!r} answers no judged query")
+                continue
+            try:
+                values = run_values(
+                    measures, qrels, rankings, complete=complete, scheme=collection.gain
+                )
+            except ValueError as error:  # ERR refuses grades above its scale
+                raise CommandError(f"run {run.name!r}: {error}") from None
+            runid = run.name if len(runs) > 1 else None
+            for line in trec_eval_lines(measures, values, per_query=options["q"], runid=runid):
+                self.stdout.write(line, ending="")
 
     def _trec(self, run: Run, ks: list[int], *, per_query: bool) -> None:
         if run.scored_at is None and not evaluation.stored_run_scores(runs=[run], ks=ks):

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from annotations import services
 from annotations.management.commands._base import FileImportCommand
-from annotations.models import Collection
+from annotations.models import Collection, ImportJob
 from annotations.services import ImportSummary
 from annotations.services.imports import Source
 
@@ -14,6 +14,7 @@ from annotations.services.imports import Source
 class Command(FileImportCommand):
     help = "Import TREC qrels (qid iter docno grade); re-importing updates, with history"
     label = "judgements"
+    kind = ImportJob.QRELS
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
+from django.db import transaction
 
 from annotations import services
 from annotations.management.commands._base import (
@@ -20,6 +21,7 @@ from annotations.management.commands._progress import (
     quiet_option,
     wants_progress,
 )
+from annotations.models import ImportJob
 
 
 class Command(CollectionCommand):
@@ -69,16 +71,26 @@ class Command(CollectionCommand):
                 opened.enter_context(counted(file_source(path), bars, f"{path}: lines read"))
                 for path in files
             ]
-            imported = run_reporting_errors(
-                lambda: services.run_files_import(
-                    collection=collection,
-                    sources=sources,
-                    run_name=options["name"],
-                    split_tags=options["split_tags"],
-                    owner=owner,
-                    description=options["description"],
-                    replace=options["replace"],
-                )
-            )
+
+            def run_files_import() -> list[services.RunImported]:
+                with transaction.atomic():
+                    imported = services.run_files_import(
+                        collection=collection,
+                        sources=sources,
+                        run_name=options["name"],
+                        split_tags=options["split_tags"],
+                        owner=owner,
+                        description=options["description"],
+                        replace=options["replace"],
+                    )
+                    services.import_told(
+                        collection=collection,
+                        kind=ImportJob.RUN,
+                        file_name=", ".join(files),
+                        summary="; ".join(str(run) for run in imported),
+                    )
+                return imported
+
+            imported = run_reporting_errors(run_files_import)
         for run in imported:
             self.stdout.write(str(run))

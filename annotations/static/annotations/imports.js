@@ -78,6 +78,17 @@
     return true;
   }
 
+  // The first group's heading says what its jobs are now: in progress, failed, or done.
+  function nameWaiting() {
+    var heading = document.getElementById("jobs-waiting-heading");
+    var table = document.getElementById("import-jobs-waiting");
+    if (!heading || !table) return;
+    var active = table.querySelectorAll("tr[data-state=queued], tr[data-state=running]").length;
+    var failed = table.querySelectorAll("tr[data-state=failed]").length;
+    heading.textContent = active && failed ? "In progress or failed" : active ? "In progress" :
+      failed ? "Failed" : "Finished just now";
+  }
+
   function poll() {
     if (leaving) return;
     fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
@@ -86,6 +97,7 @@
         if (data) {
           var unknown = false;
           data.jobs.forEach(function (job) { if (!update(job) && ACTIVE[job.state]) unknown = true; });
+          nameWaiting();
           if (batch && data.batch) {
             batch.querySelector(".batch-line").textContent = data.batch.summary;
             batch.dataset.active = String(data.batch.active);
@@ -98,5 +110,6 @@
       .catch(function () { window.setTimeout(poll, 5000); });
   }
 
+  nameWaiting();
   if (activeRows()) window.setTimeout(poll, 1000);
 })();

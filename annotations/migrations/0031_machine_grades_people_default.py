@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0029_judge_keys_set_aside'),
+        ('annotations', '0030_judge_runs_dependable'),
     ]
 
     operations = [
