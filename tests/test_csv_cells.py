@@ -46,8 +46,8 @@ DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 HOSTILE_USER = "-2+3"
 NOTE = "=HYPERLINK(A1)"
 
-SCORES_TEXT = {"run", "qid", "answered"}
-REPORT_TEXT = {"run", "group"}
+SCORES_TEXT = {"run", "qid", "answered", "machine_grades"}
+REPORT_TEXT = {"run", "group", "machine_grades"}
 HISTORY_TEXT = {"qid", "docno", "assessor", "source", "changed_by", "changed_at", "note"}
 
 
@@ -198,8 +198,8 @@ def test_negative_scores_stay_numbers_and_a_numeric_qid_is_text(
     monkeypatch.setattr(evaluation, "stored_run_scores", means)
     text = _page("/collections/demo/exports/scores/?scores-format=csv")
     assert text.splitlines()[1:] == [
-        "'=1+1,'-1,10,-0.5,-1.25,1.0,-0.0,,true",
-        "'=1+1,all,10,-0.5,,1.0,-0.0,1,",
+        f"'=1+1,'-1,10,-0.5,-1.25,1.0,-0.0,,true,{hostile.machine_grades}",
+        f"'=1+1,all,10,-0.5,,1.0,-0.0,1,,{hostile.machine_grades}",
     ]
 
 

@@ -54,7 +54,8 @@ def campaign(trial: Collection, django_capture_on_commit_callbacks: Capture) -> 
 
 def test_the_dashboard_counts_judged_skipped_and_left_apart(campaign: Collection) -> None:
     html = _client("olga").get("/collections/trial/dashboard/?k=5").content.decode()
-    assert 'id="d-pooled">7<' in html and 'id="d-pooled-judged">2<' in html
+    assert 'id="d-pooled">7<' in html and 'id="d-pooled-people">2<' in html
+    assert 'id="d-pooled-machine">0<' in html and 'id="d-pooled-machine-only">0<' in html
     assert 'id="d-assigned">14<' in html
     assert 'id="d-judged">3<' in html and 'id="d-skipped">1<' in html
     assert 'id="d-left">10<' in html

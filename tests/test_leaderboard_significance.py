@@ -178,12 +178,15 @@ def test_reports_are_one_text_from_the_page_the_api_and_the_command(campaign: Co
     text = page.content.decode()
     assert api.content.decode() == text and out.getvalue() == text
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0] == ["rank", "run", "mean", "ci_low", "ci_high", "judged", "queries", "group"]
+    assert rows[0] == [
+        "rank", "run", "mean", "ci_low", "ci_high", "judged", "queries", "group", "machine_grades"
+    ]  # fmt: skip
     board = snapshots.leaderboard_current(collection=campaign, k=10)
     for cells, row in zip(rows[1:], board.rows, strict=True):
         assert cells[1] == row.run.name and len(cells[1]) == 150
         assert float(cells[2]) == row.ndcg and cells[2] == repr(row.ndcg)  # shortest round trip
         assert cells[7] == row.letters and cells[7]
+        assert cells[8] == campaign.machine_grades == "people"  # a new collection's rule
 
     latex = client.get(f"/api/v1/collections/{campaign.slug}/leaderboard/report/?k=10&as=latex")
     out = io.StringIO()

@@ -4,6 +4,7 @@ leaderboard that rule gives (bit for bit), with tau and tau_ap against people on
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import pytest
@@ -112,10 +113,10 @@ def test_no_comparison_without_machine_grades(trial: Collection) -> None:
 @pytest.fixture
 def moving(transactional_db: None) -> Collection:
     """One query, two runs that swap places when the machine fills an unjudged pair; organiser
-    olga, assessor alice."""
+    olga, assessor alice; machine grades count as one assessor."""
     from tests.factories import MembershipFactory
 
-    collection = CollectionFactory(slug="moves", cutoffs=[2])
+    collection = CollectionFactory(slug="moves", cutoffs=[2], machine_grades="assessor")
     Query.objects.create(collection=collection, qid="q1")
     Document.objects.bulk_create(Document(collection=collection, docno=d) for d in "abcd")
     for name, docs in {"first": "ab", "second": "cd"}.items():
@@ -191,7 +192,11 @@ def test_the_rule_is_set_on_the_settings_page_and_through_the_api(moving: Collec
     assert refused.status_code == 400
     assert "machine_grades" in refused.json()["error"]["fields"]
     page = _client("olga").get("/collections/moves/settings/").content.decode()
-    assert 'name="machine_grades"' in page and 'value="fill" selected' in page
+    radio = r'<input type="radio" name="machine_grades" value="(\w+)"([^>]*)>'
+    radios = dict(re.findall(radio, page))
+    assert sorted(radios) == ["assessor", "fill", "people"]
+    assert [rule for rule, attrs in radios.items() if " checked" in attrs] == ["fill"]
+    assert 'aria-describedby="id_machine_grades_1_description"' in radios["fill"]
 
 
 @pytest.mark.browser

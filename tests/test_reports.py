@@ -25,7 +25,9 @@ from annotations.formats.reports import (
 )
 from tests.conftest import require_component
 
-META = ReportMeta(k=10, measure="nDCG", alpha=0.05, permutations=10_000, seed=0)
+META = ReportMeta(
+    k=10, measure="nDCG", alpha=0.05, permutations=10_000, seed=0, machine_grades="people"
+)
 SPECIALS = "&%$#_{}~^\\"
 TRICKY_NAMES = [
     "plain",
@@ -116,8 +118,9 @@ def test_csv_round_trips_doubles_and_names() -> None:
     assert parsed[0] == list(CSV_HEADER)
     assert len(parsed) == len(rows) + 1
     for row, cells in zip(rows, parsed[1:], strict=True):
-        rank, run, mean, low, high, judged, queries, group = cells
+        rank, run, mean, low, high, judged, queries, group, rule = cells
         assert int(rank) == row.rank and run == row.run and group == row.letters
+        assert rule == "people"  # the rule for machine grades, on every line
         assert _bits(float(mean)) == _bits(row.mean)
         assert float(mean) == row.mean and float(judged) == row.judged
         if row.ci_low is None:
@@ -130,10 +133,10 @@ def test_csv_round_trips_doubles_and_names() -> None:
 
 def test_csv_quotes_as_rfc_4180_says() -> None:
     row = ReportRow(1, 'a,"b"', 0.5, 0.25, 0.75, 1.0, 3, "a")
-    assert leaderboard_csv([row]) == (
-        'rank,run,mean,ci_low,ci_high,judged,queries,group\r\n1,"a,""b""",0.5,0.25,0.75,1.0,3,a\r\n'
-    )
-    assert leaderboard_csv([]) == "rank,run,mean,ci_low,ci_high,judged,queries,group\r\n"
+    header = "rank,run,mean,ci_low,ci_high,judged,queries,group,machine_grades\r\n"
+    assert leaderboard_csv([row]) == header + '1,"a,""b""",0.5,0.25,0.75,1.0,3,a,\r\n'
+    assert leaderboard_csv([]) == header
+    assert leaderboard_csv([row], META).endswith("3,a,people\r\n")
 
 
 def test_csv_names_a_spreadsheet_would_evaluate_get_a_quote_and_numbers_stay_numbers() -> None:
@@ -143,10 +146,10 @@ def test_csv_names_a_spreadsheet_would_evaluate_get_a_quote_and_numbers_stay_num
         ReportRow(3, "-2+3", 0.25, -1e-300, 0.5, 0.5, 3, "b"),
     ]
     assert leaderboard_csv(rows, META) == (
-        "rank,run,mean,ci_low,ci_high,judged,queries,group\r\n"
-        "1,'=1+1,0.5,-0.5,0.75,1.0,3,a\r\n"
-        "2,\"'@SUM(1+1)*cmd|'/c,calc'!A0\",-0.0,,,0.5,3,a\r\n"
-        "3,'-2+3,0.25,-1e-300,0.5,0.5,3,b\r\n"
+        "rank,run,mean,ci_low,ci_high,judged,queries,group,machine_grades\r\n"
+        "1,'=1+1,0.5,-0.5,0.75,1.0,3,a,people\r\n"
+        "2,\"'@SUM(1+1)*cmd|'/c,calc'!A0\",-0.0,,,0.5,3,a,people\r\n"
+        "3,'-2+3,0.25,-1e-300,0.5,0.5,3,b,people\r\n"
     )
 
 
@@ -178,6 +181,7 @@ def test_bad_rows_are_refused(row: ReportRow) -> None:
         ReportMeta(10, "nDCG", 0.05, 10, -1),
         ReportMeta(10, "", 0.05, 10, 0),
         ReportMeta(10, "nDCG", 0.05, 10, 0, confidence=1.0),
+        ReportMeta(10, "nDCG", 0.05, 10, 0, machine_grades="both"),
     ],
 )
 def test_bad_meta_is_refused(meta: ReportMeta) -> None:
@@ -283,6 +287,23 @@ def test_latex_caption_follows_meta() -> None:
     assert text.count(r"\textbf{") == 1
     empty = leaderboard_latex([], META)
     assert "0 runs over no queries" in empty and r"\midrule" + "\n" + r"\bottomrule" in empty
+
+
+@pytest.mark.parametrize(
+    ("rule", "stated"),
+    [
+        ("people", "people's grades only (machine judges' grades not counted)"),
+        ("fill", "machine judges' grades counted on the pairs no person judged"),
+        ("assessor", "machine judges' grades counted as one assessor among the people"),
+    ],
+)
+def test_latex_caption_states_the_grades_scored(rule: str, stated: str) -> None:
+    meta = ReportMeta(k=5, measure="nDCG", alpha=0.05, permutations=10, seed=0)
+    rows = [ReportRow(1, "a", 0.5, 0.4, 0.6, 1.0, 1, "a")]
+    assert "Grades scored" not in leaderboard_latex(rows, meta)  # not stated: not said
+    text = leaderboard_latex(rows, ReportMeta(**{**meta.__dict__, "machine_grades": rule}))
+    caption = next(line for line in text.splitlines() if line.startswith(r"\caption{"))
+    assert f"Grades scored, judged@5 included: {stated}." in caption
 
 
 _ENGINE = shutil.which("pdflatex") or shutil.which("lualatex")

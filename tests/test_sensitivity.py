@@ -145,6 +145,7 @@ def test_a_machine_judge_is_one_of_the_assessors_the_ranking_is_tested_against(
     from annotations.services.judges import judge_create
 
     campaign = load_trec("machines", ALICE, RUNS)
+    services.collection_update(collection=campaign, machine_grades="assessor")
     judge = judge_create(
         collection=campaign, name="umbrela", created_by=None, base_url="http://127.0.0.1:9/v1",
         model="m", api_key_env="NDCG_JUDGE_KEY_TEST",

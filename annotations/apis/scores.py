@@ -93,6 +93,7 @@ def leaderboard_body(
             "cutoffs": collection.sorted_cutoffs,
             "gain": collection.gain,
             "missing_queries": collection.missing_queries,
+            "machine_grades": collection.machine_grades,
             **_state(board.state),
             "bootstrap": {
                 "resamples": board.resamples,
@@ -290,6 +291,7 @@ class RunScoresApi(CollectionApiView):
             "run": run.name,
             "k": k,
             "pending": scores.pending,
+            "machine_grades": self.collection.machine_grades,
             "ndcg": scores.ndcg,
             "judged": scores.judged,
             "ndcg_condensed": scores.ndcg_condensed,
@@ -345,6 +347,7 @@ class CompareApi(CollectionApiView):
             "a": comparison.a.name,
             "b": comparison.b.name,
             "pending": comparison.pending,
+            "machine_grades": self.collection.machine_grades,
             "queries": len(comparison.rows),
             "mean_a": comparison.mean_a,
             "mean_b": comparison.mean_b,

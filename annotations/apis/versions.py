@@ -116,6 +116,7 @@ def _board(collection: Collection, mark: Mark, k: int) -> dict[str, Any]:
             "k": board.k,
             "pairs": board.pairs,
             "queries": board.queries,
+            "machine_grades": mark.machine_grades,
             "runs": board.rows,
         }
     ).data

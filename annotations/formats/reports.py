@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 from annotations.formats.spreadsheet_cells import SpreadsheetWriter
+from annotations.metrics.machine_grades import MACHINE_RULES, RULE_STATEMENTS
 
 __all__ = [
     "CSV_HEADER",
@@ -29,6 +30,7 @@ CSV_HEADER: tuple[str, ...] = (
     "judged",
     "queries",
     "group",
+    "machine_grades",
 )
 
 
@@ -51,7 +53,9 @@ class ReportRow:
 class ReportMeta:
     """How the leaderboard was computed: cutoff ``k``, the measure's name ("nDCG"), and the
     randomised Tukey HSD test's ``alpha``, ``permutations`` and ``seed``; ``confidence`` is
-    the level of the rows' intervals (it names the CI column)."""
+    the level of the rows' intervals (it names the CI column); ``machine_grades`` the rule
+    for machine judges' grades the scores and judged@k count under
+    (``metrics.machine_grades``; empty: not stated)."""
 
     k: int
     measure: str
@@ -59,6 +63,7 @@ class ReportMeta:
     permutations: int
     seed: int
     confidence: float = 0.95
+    machine_grades: str = ""
 
 
 def shortest_repr(x: float) -> str:
@@ -110,25 +115,31 @@ def _check_meta(meta: ReportMeta) -> None:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {meta.confidence!r}")
     if not meta.measure:
         raise ValueError("measure must be named")
+    if meta.machine_grades and meta.machine_grades not in MACHINE_RULES:
+        raise ValueError(
+            f"machine_grades must be one of {', '.join(MACHINE_RULES)}, got {meta.machine_grades!r}"
+        )
 
 
 def leaderboard_csv(rows: Sequence[ReportRow], meta: ReportMeta | None = None) -> str:
     """The leaderboard as CSV text (RFC 4180), one line per row in the order given.
 
-    Header ``rank,run,mean,ci_low,ci_high,judged,queries,group`` (``CSV_HEADER``); floats
-    via ``shortest_repr``, so ``float(cell)`` gives back the very double; a missing CI is an
-    empty cell; ``group`` holds the letters. Written by ``spreadsheet_cells``'
-    ``SpreadsheetWriter``: a field that holds a comma, a double quote, CR or LF is quoted
-    (inner quotes doubled), lines end with CRLF, and a run name a spreadsheet would take for
-    a formula (``=1+1``) gets a leading ``'``; other names go through unchanged, non-ASCII
-    included (encode the text as UTF-8), and the numbers stay numbers. The fixed header
-    carries no metadata, so ``meta``, when given, is only validated. Raises
-    ``ValueError`` for non-integral ranks or query counts, one CI bound without the other,
-    non-finite values or invalid ``meta``.
+    Header ``rank,run,mean,ci_low,ci_high,judged,queries,group,machine_grades``
+    (``CSV_HEADER``); floats via ``shortest_repr``, so ``float(cell)`` gives back the very
+    double; a missing CI is an empty cell; ``group`` holds the letters; ``machine_grades``
+    the rule the scores count machine judges' grades under (``meta.machine_grades``, the
+    same on every line, so the file stays one plain table that any CSV reader loads; empty
+    without ``meta``). Written by ``spreadsheet_cells``' ``SpreadsheetWriter``: a field that
+    holds a comma, a double quote, CR or LF is quoted (inner quotes doubled), lines end with
+    CRLF, and a run name a spreadsheet would take for a formula (``=1+1``) gets a leading
+    ``'``; other names go through unchanged, non-ASCII included (encode the text as UTF-8),
+    and the numbers stay numbers. Raises ``ValueError`` for non-integral ranks or query
+    counts, one CI bound without the other, non-finite values or invalid ``meta``.
     """
     _check_rows(rows)
     if meta is not None:
         _check_meta(meta)
+    rule = meta.machine_grades if meta is not None else ""
     buffer = io.StringIO(newline="")
     writer = SpreadsheetWriter(buffer, lineterminator="\r\n")
     writer.writerow(CSV_HEADER)
@@ -145,6 +156,7 @@ def leaderboard_csv(rows: Sequence[ReportRow], meta: ReportMeta | None = None) -
                 float(row.judged),
                 int(row.queries),
                 row.letters,
+                rule,
             ]
         )
     return buffer.getvalue()
@@ -260,7 +272,8 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
     (so ties at the top are all bold). Run names, the measure and the letters go through
     ``latex_escape``; see there for non-ASCII names. The caption states the measure, the
     number of runs and of queries (a range when the rows differ), the confidence level and
-    the randomised Tukey HSD test with its alpha, permutations and seed; the label is
+    the randomised Tukey HSD test with its alpha, permutations and seed, and the grades
+    scored (``meta.machine_grades``: people's only, or how machine judges' count); the label is
     ``tab:leaderboard-<k>``. Needs ``\\usepackage{booktabs}``. Raises ``ValueError`` as
     ``leaderboard_csv`` does, and for invalid ``meta``.
 
@@ -292,6 +305,11 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
         f"{_count(int(meta.permutations))} permutations, seed {int(meta.seed)}); the best "
         f"mean is in bold."
     )
+    if meta.machine_grades:
+        caption += (
+            f" Grades scored, judged@{meta.k} included: "
+            f"{latex_escape(RULE_STATEMENTS[meta.machine_grades])}."
+        )
     if any(_latex_width(row.run) > _NAME_WIDTH for row in rows):
         caption += r" Names cut with \ldots{} are given whole below the table."
     lines = [

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 
+from annotations.metrics.machine_grades import DEFAULT_RULE, RULE_EFFECTS
 from annotations.models import (
     AGGREGATION_CHOICES,
     GAIN_CHOICES,
@@ -26,6 +28,22 @@ SETTINGS = (
     "public_leaderboard",
     "assessors_see_leaderboard",
 )
+
+
+class DescribedRadioSelect(forms.RadioSelect):
+    """Radio buttons, each with the sentence saying what choosing it does
+    (``annotations/forms/_field.html`` sets it under its label)."""
+
+    def __init__(self, descriptions: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.descriptions = dict(descriptions)
+
+    def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option: dict[str, Any] = super().create_option(*args, **kwargs)
+        option["description"] = self.descriptions.get(str(option["value"]), "")
+        if option["description"] and option["attrs"].get("id"):
+            option["attrs"]["aria-describedby"] = f"{option['attrs']['id']}_description"
+        return option
 
 
 class CollectionForm(forms.Form):
@@ -72,11 +90,13 @@ class CollectionForm(forms.Form):
     )
     machine_grades = forms.ChoiceField(
         choices=MACHINE_GRADE_CHOICES,
-        initial="assessor",
+        initial=DEFAULT_RULE,
         required=False,
+        widget=DescribedRadioSelect(RULE_EFFECTS),
         label="Grades of machine judges",
-        help_text="The leaderboard says which rule holds; the agreement page compares the "
-        "ranking under each.",
+        help_text="A new collection scores people's grades only until you choose otherwise. "
+        "The leaderboard, its downloads and the API say which rule holds; the agreement page "
+        "compares the ranking under each.",
     )
     public_leaderboard = forms.BooleanField(
         required=False,
@@ -105,7 +125,7 @@ class CollectionForm(forms.Form):
         value: str = self.cleaned_data["machine_grades"]
         if value:
             return value
-        return self.collection.machine_grades if self.collection is not None else "assessor"
+        return self.collection.machine_grades if self.collection is not None else DEFAULT_RULE
 
     def clean_cutoffs(self) -> list[int]:
         raw: str = self.cleaned_data["cutoffs"]

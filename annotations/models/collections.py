@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Q
 
+from annotations.metrics import machine_grades as machine_rules
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
@@ -75,8 +77,9 @@ class Collection(models.Model):
     machine_grades = models.CharField(
         max_length=8,
         choices=MACHINE_GRADE_CHOICES,
-        default="assessor",
-        help_text="How the grades of the collection's machine judges count for scoring.",
+        default=machine_rules.DEFAULT_RULE,
+        help_text="How the grades of the collection's machine judges count for scoring "
+        "(a new collection: not at all, until an organiser chooses otherwise).",
     )
     public_leaderboard = models.BooleanField(
         default=False, help_text="Anyone, logged in or not, may read the leaderboard."

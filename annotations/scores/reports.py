@@ -52,6 +52,7 @@ def report_meta(board: Leaderboard) -> reports.ReportMeta:
         permutations=significance.permutations if significance else HSD_PERMUTATIONS,
         seed=significance.seed if significance else HSD_SEED,
         confidence=CONFIDENCE,
+        machine_grades=board.collection.machine_grades,
     )
 
 

@@ -14,7 +14,14 @@ from django.core.cache import cache
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.db.models.functions import TruncDate
 
-from annotations.models import AssignmentItem, Collection, Judgement, JudgementHistory, PoolEntry
+from annotations.models import (
+    AssignmentItem,
+    Collection,
+    Judgement,
+    JudgementHistory,
+    MachineJudge,
+    PoolEntry,
+)
 from annotations.selectors import leaderboard_rows
 from annotations.selectors.judging import agreement_summary
 from annotations.selectors.pace import NO_PACE, Pace, assessor_pace, changes_per_hour_today
@@ -54,7 +61,11 @@ class Dashboard:
     stamp: str
     k: int
     pooled: int
-    pooled_judged: int
+    # Pooled pairs a person judged, a machine judge graded, and a machine only: counted
+    # apart, since machine grades count for scores only by the collection's rule.
+    pooled_people: int
+    pooled_machine: int
+    pooled_machine_only: int
     assigned: int
     judged: int
     skipped: int
@@ -111,12 +122,25 @@ def dashboard_stamp(*, collection: Collection) -> str:
 
 
 def dashboard_compute(*, collection: Collection, k: int, stamp: str) -> Dashboard:
-    pairs = PoolEntry.objects.filter(pool__collection=collection).values("query_id", "document_id")
-    somebody = Judgement.objects.filter(
+    machines = MachineJudge.objects.filter(collection=collection).values("account_id")
+    graded = Judgement.objects.filter(
         query_id=OuterRef("query_id"), document_id=OuterRef("document_id")
     )
-    pooled = pairs.distinct().count()
-    pooled_judged = pairs.filter(Exists(somebody)).distinct().count()
+    pooled_pairs = (
+        PoolEntry.objects.filter(pool__collection=collection)
+        .annotate(
+            by_person=Exists(graded.exclude(assessor_id__in=machines)),
+            by_machine=Exists(graded.filter(assessor_id__in=machines)),
+        )
+        .values("query_id", "document_id", "by_person", "by_machine")
+        .distinct()
+    )
+    pooled_counts = pooled_pairs.aggregate(
+        pooled=Count("query_id"),
+        people=Count("query_id", filter=Q(by_person=True)),
+        machine=Count("query_id", filter=Q(by_machine=True)),
+        machine_only=Count("query_id", filter=Q(by_machine=True, by_person=False)),
+    )
     counts = _items(collection).aggregate(
         n=Count("id"),
         judged=Count("id", filter=Q(has_judgement=True)),
@@ -177,8 +201,10 @@ def dashboard_compute(*, collection: Collection, k: int, stamp: str) -> Dashboar
     return Dashboard(
         stamp=stamp,
         k=k,
-        pooled=pooled,
-        pooled_judged=pooled_judged,
+        pooled=pooled_counts["pooled"],
+        pooled_people=pooled_counts["people"],
+        pooled_machine=pooled_counts["machine"],
+        pooled_machine_only=pooled_counts["machine_only"],
         assigned=counts["n"],
         judged=counts["judged"],
         skipped=counts["skipped"],

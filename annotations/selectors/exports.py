@@ -25,6 +25,7 @@ SCORE_COLUMNS = [
     "ndcg_condensed",
     "queries",
     "answered",
+    "machine_grades",
 ]
 HISTORY_COLUMNS = [
     "qid",
@@ -136,7 +137,9 @@ def scores_trec(*, run: Run, ks: list[int], per_query: bool) -> Iterator[str]:
 
 def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Iterator[str]:
     """Per-query and mean scores at full precision (repr), one row each; run names and qids
-    are text a spreadsheet will not evaluate, the scores stay numbers."""
+    are text a spreadsheet will not evaluate, the scores stay numbers. The last column is
+    the rule for machine grades the scores count under, on every row (one plain table)."""
+    rule = collection.machine_grades
     per_query = (
         [
             row.run,
@@ -148,6 +151,7 @@ def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Ite
             row.ndcg_condensed,
             "",
             "true" if row.answered else "false",
+            rule,
         ]
         for row in evaluation.stored_query_scores(collection=collection, runs=runs, ks=ks)
     )
@@ -162,6 +166,7 @@ def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Ite
             mean.ndcg_condensed,
             mean.queries,
             "",
+            rule,
         ]
         for mean in evaluation.stored_run_scores(runs=runs, ks=ks)
     )
@@ -169,10 +174,12 @@ def scores_csv(*, collection: Collection, runs: list[Run], ks: list[int]) -> Ite
 
 
 def scores_json(*, collection: Collection, runs: list[Run], ks: list[int]) -> str:
-    """Every run, query and k at full precision, the means, judged@k, IDCGs, pending count."""
+    """Every run, query and k at full precision, the means, judged@k, IDCGs, pending count,
+    and the rule for machine grades they count under."""
     document: dict[str, Any] = {
         "collection": collection.slug,
         "gain": collection.gain,
+        "machine_grades": collection.machine_grades,
         "cutoffs": ks,
         "pending": pending_count(collection=collection),
         "evaluated_queries": evaluation.evaluated_qids(collection=collection),

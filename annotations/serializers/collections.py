@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from annotations.metrics.machine_grades import DEFAULT_RULE, RULE_EFFECTS
 from annotations.models import (
     AGGREGATION_CHOICES,
     GAIN_CHOICES,
@@ -75,9 +76,10 @@ class CollectionCreateSerializer(StrictInputMixin, serializers.Serializer):
     )
     machine_grades = serializers.ChoiceField(
         choices=MACHINE_GRADE_CHOICES,
-        default="assessor",
-        help_text="How machine judges' grades count: one assessor in the aggregation, only "
-        "on pairs no person judged (fill), or not at all (people).",
+        default=DEFAULT_RULE,
+        help_text="How machine judges' grades count for scoring: "
+        + " ".join(f"`{rule}`: {effect}" for rule, effect in RULE_EFFECTS.items())
+        + f" Default `{DEFAULT_RULE}`.",
     )
     public_leaderboard = serializers.BooleanField(default=False)
     assessors_see_leaderboard = serializers.BooleanField(

@@ -7,7 +7,15 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotations.models import MACHINE_GRADE_CHOICES
+
 CI_HELP = "95% percentile bootstrap interval of the mean over queries (null: no queries)."
+MACHINE_GRADES_HELP = (
+    "The collection's rule for machine judges' grades, which these scores and judged@k "
+    "count under: `people` (not counted: people's grades only), `fill` (counted on the "
+    "pairs no person judged) or `assessor` (one assessor among the people)."
+)
+JUDGED_HELP = "judged@k: the share of the top k with a grade that counts under `machine_grades`."
 
 
 class IntervalSerializer(serializers.Serializer):
@@ -41,7 +49,7 @@ class LeaderboardRunSerializer(serializers.Serializer):
     owner = serializers.SerializerMethodField()
     ndcg = serializers.FloatField(help_text="Mean nDCG@k over the evaluated queries.")
     ci = serializers.SerializerMethodField()
-    judged = serializers.FloatField(help_text="Mean judged@k.")
+    judged = serializers.FloatField(help_text=f"Mean {JUDGED_HELP}")
     ndcg_condensed = serializers.FloatField(help_text="Mean nDCG'@k (unjudged removed).")
     queries = serializers.IntegerField(help_text="Queries the mean is over.")
     bounds = serializers.SerializerMethodField()
@@ -110,6 +118,9 @@ class LeaderboardSerializer(ScoresStateSerializer):
     cutoffs = serializers.ListField(child=serializers.IntegerField())
     gain = serializers.CharField()
     missing_queries = serializers.CharField()
+    machine_grades = serializers.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES, help_text=MACHINE_GRADES_HELP
+    )
     bootstrap = BootstrapSerializer()
     significance = SignificanceSerializer()
     runs = LeaderboardRunSerializer(many=True)
@@ -132,8 +143,11 @@ class RunScoresSerializer(serializers.Serializer):
     run = serializers.CharField()
     k = serializers.IntegerField()
     pending = serializers.BooleanField()
+    machine_grades = serializers.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES, help_text=MACHINE_GRADES_HELP
+    )
     ndcg = serializers.FloatField(allow_null=True)
-    judged = serializers.FloatField(allow_null=True)
+    judged = serializers.FloatField(allow_null=True, help_text=f"Mean {JUDGED_HELP}")
     ndcg_condensed = serializers.FloatField(allow_null=True)
     queries = serializers.IntegerField()
     per_query = QueryValueSerializer(many=True)
@@ -152,6 +166,9 @@ class ComparisonSerializer(serializers.Serializer):
     a = serializers.CharField()
     b = serializers.CharField()
     pending = serializers.BooleanField()
+    machine_grades = serializers.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES, help_text=MACHINE_GRADES_HELP
+    )
     queries = serializers.IntegerField()
     mean_a = serializers.FloatField(allow_null=True)
     mean_b = serializers.FloatField(allow_null=True)

@@ -58,6 +58,11 @@ class LeaderboardAsOfSerializer(serializers.Serializer):
     k = serializers.IntegerField()
     pairs = serializers.IntegerField(help_text="Judged pairs in these qrels")
     queries = serializers.IntegerField(help_text="Judged queries")
+    machine_grades = serializers.ChoiceField(
+        choices=MACHINE_GRADE_CHOICES,
+        help_text="The rule for machine judges' grades these scores count under: the "
+        "version's own, or the collection's for a past time.",
+    )
     runs = RunAsOfSerializer(many=True)
 
 

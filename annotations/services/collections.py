@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F
 
+from annotations.metrics.machine_grades import DEFAULT_RULE
 from annotations.models import (
     DEFAULT_GRADES,
     Adjudication,
@@ -42,7 +43,7 @@ def collection_create(
     aggregation: str = "median",
     assessors_see_leaderboard: bool = False,
     stale_judgements: str = "count",
-    machine_grades: str = "assessor",
+    machine_grades: str = DEFAULT_RULE,
 ) -> Collection:
     """Create a collection with its grade scale (default 0-3 with labels and definitions)."""
     collection = Collection(
@@ -239,7 +240,7 @@ def collection_create_with_organiser(
     public_leaderboard: bool = False,
     assessors_see_leaderboard: bool = False,
     stale_judgements: str = "count",
-    machine_grades: str = "assessor",
+    machine_grades: str = DEFAULT_RULE,
 ) -> Collection:
     """Create a collection and make its creator an organiser of it, in one transaction."""
     with transaction.atomic():

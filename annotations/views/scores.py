@@ -68,6 +68,7 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "k": k,
         "live": mark_safe(live),  # rendered from the project's own template
         "is_member": access.member,
+        "is_organiser": access.organiser,
         "machine_rules_link": access.organiser and collection.machine_judges.exists(),
     }
     return render(request, "annotations/scores/leaderboard.html", context)

@@ -9,7 +9,7 @@ from annotations.management.commands._base import (
     negative_values_accepted,
     run_reporting_errors,
 )
-from annotations.metrics.machine_grades import MACHINE_RULES
+from annotations.metrics.machine_grades import DEFAULT_RULE, MACHINE_RULES
 from annotations.models import Collection
 
 
@@ -48,9 +48,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--machine-grades",
             choices=list(MACHINE_RULES),
-            default="assessor",
+            default=DEFAULT_RULE,
             help="machine judges' grades count as one assessor, fill the pairs no person "
-            "judged, or not at all (people)",
+            "judged, or not at all (people, the default)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
