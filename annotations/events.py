@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +29,9 @@ logger = logging.getLogger(__name__)
 
 Data = dict[str, Any]
 WAKE_KEY = "webhooks-wake"
+# A leaderboard is refreshed after every judgement that moves it; its subscribers hear of a
+# burst of refreshes once per cutoff, this long after the first.
+LEADERBOARD_EVENT_SECONDS = 15.0
 
 
 def emit(
@@ -37,11 +41,14 @@ def emit(
     data: Data | Callable[[], Data],
     coalesce_key: str = "",
     only: WebhookSubscription | None = None,
+    delay_seconds: float = 0.0,
 ) -> int:
     """Queue the event for every active subscription of the collection that wants it (or
     for `only`); the number of deliveries written or refreshed. `data` may be a callable,
     called only when somebody subscribed. With a `coalesce_key`, a delivery of the same key
-    not yet attempted is refreshed with the new body instead of a second one."""
+    not yet attempted is refreshed with the new body instead of a second one; with
+    `delay_seconds` as well, a new delivery is due that much later and a refresh keeps its
+    time, so a burst of changes within it is one delivery with the last body."""
     if only is not None:
         subscriptions = [only]
     else:
@@ -53,6 +60,8 @@ def emit(
     if not subscriptions:
         return 0
     now = timezone.now()
+    due = now + timedelta(seconds=delay_seconds)
+    refreshed = {"body": None} if delay_seconds > 0 else {"body": None, "next_attempt": now}
     payload = data() if callable(data) else data
     body = json.dumps(
         {"type": event_type, "timestamp": now.isoformat(), "data": payload},
@@ -69,7 +78,7 @@ def emit(
                     state=WebhookDelivery.PENDING,
                     attempts=0,
                     claimed__isnull=True,
-                ).update(body=body, next_attempt=now)
+                ).update(**{**refreshed, "body": body})
             ):
                 continue
             fresh.append(
@@ -78,7 +87,7 @@ def emit(
                     event_type=event_type,
                     body=body,
                     coalesce_key=coalesce_key,
-                    next_attempt=now,
+                    next_attempt=due,
                 )
             )
         WebhookDelivery.objects.bulk_create(fresh)

@@ -171,6 +171,31 @@ def test_a_burst_of_one_query_s_scores_is_one_pending_delivery(trial: Collection
     assert subscription.deliveries.count() == 2
 
 
+def test_a_burst_of_leaderboard_refreshes_is_one_delivery_per_cutoff_and_none_unchanged(
+    trial: Collection, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    """Judgements that move the leaderboard within a few seconds are one delivery per cutoff,
+    due after the burst with its last body; a refresh that moves nothing sends nothing."""
+    from annotations.scores import snapshots
+
+    for k in trial.sorted_cutoffs:
+        snapshots.leaderboard_refresh(collection=trial, k=k)
+    subscription = subscription_create(collection=trial, url=PUBLIC, created_by=None)
+    for k in trial.sorted_cutoffs:
+        snapshots.leaderboard_refresh(collection=trial, k=k)  # nothing changed since
+    assert not subscription.deliveries.filter(event_type="leaderboard.changed").exists()
+    for grade in (3, 1, 2):  # each recomputed and its leaderboards refreshed (eagerly)
+        with django_capture_on_commit_callbacks(execute=True):
+            _judge(trial, "alice", "q1", "d1", grade)
+    changed = subscription.deliveries.filter(event_type="leaderboard.changed")
+    bodies = sorted((json.loads(d.body)["data"]["k"], d) for d in changed)
+    assert [k for k, _ in bodies] == trial.sorted_cutoffs  # one each, not one per refresh
+    for k, delivery in bodies:
+        assert delivery.next_attempt > timezone.now() + timedelta(seconds=10)  # after the burst
+        board = snapshots.leaderboard_current(collection=trial, k=k)
+        assert json.loads(delivery.body)["data"]["leader"] == board.rows[0].run.name
+
+
 # --- sending to a real receiver -------------------------------------------------------------
 
 

@@ -162,6 +162,15 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         for row in board.rows
     ]
     matrix = _matrix_bytes(board)
+    before = (
+        LeaderboardSnapshot.objects.filter(collection_id=collection.id, k=k)
+        .values_list("per_query", "rows")
+        .first()
+    )
+    moved = before is None or (bytes(before[0]), [row["name"] for row in before[1] or []]) != (
+        matrix,
+        [row["name"] for row in rows],
+    )
     stored = snapshot_store(
         collection_id=collection.id,
         k=k,
@@ -174,17 +183,19 @@ def leaderboard_refresh(*, collection: Collection, k: int) -> Leaderboard:
         per_query=matrix,
         same_as_stored_at=known.stamp if known is not None and known.matrix == matrix else None,
     )
-    events.emit(
-        collection_id=collection.id,
-        event_type=LEADERBOARD_CHANGED,
-        data=lambda: {
-            "collection": collection.slug,
-            "k": k,
-            "runs": len(rows),
-            "leader": rows[0]["name"] if rows else None,
-        },
-        coalesce_key=f"leaderboard:{k}",
-    )
+    if moved:  # its values or its runs, not only its stamp
+        events.emit(
+            collection_id=collection.id,
+            event_type=LEADERBOARD_CHANGED,
+            data=lambda: {
+                "collection": collection.slug,
+                "k": k,
+                "runs": len(rows),
+                "leader": rows[0]["name"] if rows else None,
+            },
+            coalesce_key=f"leaderboard:{k}",
+            delay_seconds=events.LEADERBOARD_EVENT_SECONDS,
+        )
     significance = significance_of(stored)
     if significance is None:
         return board
