@@ -4,6 +4,7 @@ The model is written down in ``annotations.metrics.impact.model``; ``pool`` hold
 the runs' top k, ``prior`` the grade prior estimated from the judged documents.
 """
 
+from annotations.metrics.impact.budget import SPREAD, budget_pick, per_query_cap
 from annotations.metrics.impact.model import (
     TIE,
     DocumentPrior,
@@ -11,6 +12,7 @@ from annotations.metrics.impact.model import (
     PairStates,
     estimated_idcg,
     impact_compute,
+    query_calibrated,
     impact_scores,
     pair_weights,
 )
@@ -19,8 +21,10 @@ from annotations.metrics.impact.prior import SMOOTHING, GradePrior, grade_prior
 
 __all__ = [
     "SMOOTHING",
+    "SPREAD",
     "TIE",
     "UNJUDGED",
+    "budget_pick",
     "DocumentPrior",
     "GradePrior",
     "ImpactResult",
@@ -31,4 +35,6 @@ __all__ = [
     "impact_compute",
     "impact_scores",
     "pair_weights",
+    "per_query_cap",
+    "query_calibrated",
 ]

@@ -86,6 +86,7 @@ __all__ = [
     "impact_compute",
     "impact_scores",
     "pair_weights",
+    "query_calibrated",
 ]
 
 TIE = 1e-12  # a bound this close to 0 is a reachable tie, not a reversal (rounding)
@@ -199,6 +200,7 @@ def impact_compute(
         raise ValueError("the prior was estimated on another scale")
     scale_gains = np.array([ndcg.gain(value, scheme) for value in values])
     top_gain = float(scale_gains.max())
+    least_gain = float(scale_gains[scale_gains > 0].min()) if (scale_gains > 0).any() else 0.0
     n_queries = len(queries)
 
     mean = np.zeros((n_runs, n_runs))
@@ -213,7 +215,7 @@ def impact_compute(
         indices = scale_indices(row, values)
         unjudged = indices < 0
         judged_gains = np.where(unjudged, 0.0, scale_gains[np.maximum(indices, 0)])
-        prior_rows = prior.distribution(query.best_rank, query.runs)
+        prior_rows = query_calibrated(prior.distribution(query.best_rank, query.runs), indices)
         own = document_priors[q] if document_priors is not None else {}
         moved = _own_priors(prior_rows, own, unjudged, values, scale_gains, scheme)
         expected = np.where(unjudged, prior_rows @ scale_gains, 0.0)
@@ -222,6 +224,8 @@ def impact_compute(
         outside = [ndcg.gain(g, scheme) for g in (outside_grades or [()] * n_queries)[q]]
         ideal = np.concatenate([judged_gains[~unjudged], expected[unjudged], outside])
         idcgs[q] = estimated_idcg(ideal, k)
+        if idcgs[q] > 0:
+            idcgs[q] = max(idcgs[q], least_gain)
         scale_q = 1.0 / (n_queries * idcgs[q]) if idcgs[q] > 0 else 0.0
         weights = query.weights
         judged_values = weights @ judged_gains
@@ -254,6 +258,33 @@ def impact_compute(
         impacts.append(impact)
     pairs = PairStates(mean=mean, spread=spread, lower=lower, upper=upper, weight=weight)
     return ImpactResult(impacts=impacts, pairs=pairs, prior=prior, idcgs=idcgs)
+
+
+def query_calibrated(
+    prior_rows: FloatArray, indices: IntArray, smoothing: float = SMOOTHING
+) -> FloatArray:
+    """The query's prior rows reweighted by what its judged pool documents say.
+
+    ``prior_rows`` (documents, grades) are the collection prior of the query's pool
+    documents and ``indices`` their grades' positions on the scale (-1: unjudged). Per
+    grade ``g``, ``n_g`` judged documents of the query have it where the prior expects
+    ``m_g`` (the sum of their rows); every row is multiplied by
+    ``(n_g + s p_g) / (m_g + s p_g)`` (``p``: the mean row of the pool, ``s``:
+    ``smoothing`` pseudo-judgements) and renormalised. Nothing judged gives factor 1.
+    """
+    judged = indices >= 0
+    if not judged.any():
+        return prior_rows
+    observed = np.bincount(indices[judged], minlength=prior_rows.shape[1]).astype(np.float64)
+    expected = prior_rows[judged].sum(axis=0)
+    pseudo = smoothing * prior_rows.mean(axis=0)
+    factors = (observed + pseudo) / np.maximum(expected + pseudo, 1e-300)
+    weighted = prior_rows * factors
+    totals = weighted.sum(axis=1, keepdims=True)
+    calibrated: FloatArray = np.divide(
+        weighted, totals, out=prior_rows.copy(), where=totals > 0
+    )
+    return calibrated
 
 
 def _own_priors(
