@@ -281,9 +281,7 @@ def query_calibrated(
     factors = (observed + pseudo) / np.maximum(expected + pseudo, 1e-300)
     weighted = prior_rows * factors
     totals = weighted.sum(axis=1, keepdims=True)
-    calibrated: FloatArray = np.divide(
-        weighted, totals, out=prior_rows.copy(), where=totals > 0
-    )
+    calibrated: FloatArray = np.divide(weighted, totals, out=prior_rows.copy(), where=totals > 0)
     return calibrated
 
 
