@@ -12,9 +12,9 @@ from annotations.metrics.impact.model import (
     PairStates,
     estimated_idcg,
     impact_compute,
-    query_calibrated,
     impact_scores,
     pair_weights,
+    query_calibrated,
 )
 from annotations.metrics.impact.pool import UNJUDGED, QueryTop
 from annotations.metrics.impact.prior import SMOOTHING, GradePrior, grade_prior
@@ -24,12 +24,12 @@ __all__ = [
     "SPREAD",
     "TIE",
     "UNJUDGED",
-    "budget_pick",
     "DocumentPrior",
     "GradePrior",
     "ImpactResult",
     "PairStates",
     "QueryTop",
+    "budget_pick",
     "estimated_idcg",
     "grade_prior",
     "impact_compute",
