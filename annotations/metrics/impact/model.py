@@ -15,11 +15,22 @@ The model, at one cutoff k (numpy; framework-free like ``scoring``):
   within a query; it only reweights the query in the means. That second-order effect is
   left out of a document's impact; the estimate is refreshed whenever impact is recomputed.
   (The estimate also gives a query with nothing relevant judged yet, whose IDCG is 0, a
-  finite scale.)
+  finite scale.) The scale is at least the least positive gain of the scale at rank 1
+  (``max(estimate, least gain)``, when the estimate is above 0): once anything relevant is
+  found the query's IDCG is at least that. Without this floor a query with nothing relevant
+  judged has an ``I_q`` made only of expected gains, which shrink with the prior as ``E_d``
+  does, so its documents kept a large impact however unlikely their relevance (and drew a
+  budget into such queries).
 - **Prior.** An unjudged document's grade follows a distribution over the scale estimated
   from the collection's judged top-k documents, per bucket of its best rank in any run and
   of the number of runs with it in their top k (``GradePrior``); it gives the expected gain
-  ``E_d``, the variance ``V_d``; ``T`` is the top grade's gain.
+  ``E_d``, the variance ``V_d``; ``T`` is the top grade's gain. The prior is then
+  calibrated **per query** (``query_calibrated``): for each grade, the count of the query's
+  judged pool documents with it against the count the prior expects for those same
+  documents, smoothed with ``SMOOTHING`` pseudo-judgements spread as the pool's mean prior,
+  reweights that grade's probability for the query's unjudged documents (factor 1 with
+  nothing judged). A query whose many judged documents are all non-relevant so expects
+  little of its unjudged ones.
 - **Pairs.** For every pair of runs, from the judged gains and the prior (the grades of
   different documents independent): the expected final difference ``mu`` (unjudged at
   ``E_d``), its spread ``sigma``
