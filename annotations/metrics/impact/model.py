@@ -25,12 +25,14 @@ The model, at one cutoff k (numpy; framework-free like ``scoring``):
   from the collection's judged top-k documents, per bucket of its best rank in any run and
   of the number of runs with it in their top k (``GradePrior``); it gives the expected gain
   ``E_d``, the variance ``V_d``; ``T`` is the top grade's gain. The prior is then
-  calibrated **per query** (``query_calibrated``): for each grade, the count of the query's
-  judged pool documents with it against the count the prior expects for those same
-  documents, smoothed with ``SMOOTHING`` pseudo-judgements spread as the pool's mean prior,
-  reweights that grade's probability for the query's unjudged documents (factor 1 with
-  nothing judged). A query whose many judged documents are all non-relevant so expects
-  little of its unjudged ones.
+  calibrated **per query** (``query_calibrated``): how many of the query's judged pool
+  documents are relevant, and how many not, against how many the prior expects of those
+  same documents, smoothed with ``SMOOTHING`` pseudo-judgements spread as the pool's mean
+  prior, reweights the probability of relevance of the query's unjudged documents (factor
+  1 with nothing judged; the split among relevant grades stays the collection's). A query
+  whose many judged documents are all non-relevant so expects little of its unjudged ones.
+  (Reweighting each grade apart was tried: it reached Kendall's tau 0.95 later on the
+  benchmark's collections with nothing judged at the start.)
 - **Pairs.** For every pair of runs, from the judged gains and the prior (the grades of
   different documents independent): the expected final difference ``mu`` (unjudged at
   ``E_d``), its spread ``sigma``
@@ -277,19 +279,27 @@ def query_calibrated(
     """The query's prior rows reweighted by what its judged pool documents say.
 
     ``prior_rows`` (documents, grades) are the collection prior of the query's pool
-    documents and ``indices`` their grades' positions on the scale (-1: unjudged). Per
-    grade ``g``, ``n_g`` judged documents of the query have it where the prior expects
-    ``m_g`` (the sum of their rows); every row is multiplied by
-    ``(n_g + s p_g) / (m_g + s p_g)`` (``p``: the mean row of the pool, ``s``:
-    ``smoothing`` pseudo-judgements) and renormalised. Nothing judged gives factor 1.
+    documents and ``indices`` their grades' positions on the scale (-1: unjudged; position
+    0 is the lowest grade, non-relevant). Of the query's judged documents ``n_0`` are
+    non-relevant and ``n_+`` relevant where the prior expects ``m_0`` and ``m_+`` (sums of
+    their rows); the lowest grade's probability is multiplied by
+    ``(n_0 + s p_0) / (m_0 + s p_0)``, every relevant grade's by
+    ``(n_+ + s p_+) / (m_+ + s p_+)`` (``p``: the pool's mean row, ``s``: ``smoothing``
+    pseudo-judgements), and each row renormalised: relevant or not is what the query's own
+    judgements tell, the split among relevant grades stays the collection's. Nothing judged
+    gives factor 1.
     """
     judged = indices >= 0
-    if not judged.any():
+    if not judged.any() or prior_rows.shape[1] < 2:
         return prior_rows
-    observed = np.bincount(indices[judged], minlength=prior_rows.shape[1]).astype(np.float64)
-    expected = prior_rows[judged].sum(axis=0)
-    pseudo = smoothing * prior_rows.mean(axis=0)
-    factors = (observed + pseudo) / np.maximum(expected + pseudo, 1e-300)
+    counts = np.bincount(indices[judged], minlength=prior_rows.shape[1]).astype(np.float64)
+    sums = prior_rows[judged].sum(axis=0)
+    means = smoothing * prior_rows.mean(axis=0)
+    observed = np.array([counts[0], counts[1:].sum()])
+    expected = np.array([sums[0], sums[1:].sum()])
+    pseudo = np.array([means[0], means[1:].sum()])
+    ratio = (observed + pseudo) / np.maximum(expected + pseudo, 1e-300)
+    factors = np.concatenate([ratio[:1], np.full(prior_rows.shape[1] - 1, ratio[1])])
     weighted = prior_rows * factors
     totals = weighted.sum(axis=1, keepdims=True)
     calibrated: FloatArray = np.divide(weighted, totals, out=prior_rows.copy(), where=totals > 0)
