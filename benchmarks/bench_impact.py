@@ -13,7 +13,15 @@ and reveals grades one at a time in four orders:
   impact  highest ``annotations.metrics.impact`` first (over the whole collection; ties by query,
           then first retrieval), recomputed from the judgements so far, the grade prior
           included, after every batch: batch = max(--batch, --growth x judged so far),
-          10 then 5% by default, about 90 recomputations for a 5,600-pair pool
+          10 then 5% by default, about 90 recomputations for a 5,600-pair pool; a batch
+          takes at most twice its even share of one query (``per_query_cap``, as a pool
+          by impact does; ``--cap none``: no cap)
+
+``--preset dl19`` takes gen_trec's TREC 2019 Deep Learning shape (37 runs, 43 queries, about
+215 judged documents per query, two of them with nothing relevant); ``--start-runs N`` judges
+the top k of the first N runs of every query before any order starts (qrels from an earlier,
+shallower pooling), so the queries with nothing relevant begin with many judged documents
+and none relevant; the counts are the judgements after that start.
 
 After every single judgement it computes Kendall's tau-b between the current leaderboard
 (mean nDCG@k over all queries, unjudged documents non-relevant, IDCG from the judged
