@@ -131,6 +131,8 @@ benchmark-reads: $(STAMP)
 ## Judging orders (depth, query by query, random, impact): judgements to Kendall's tau 0.9 / 0.95
 benchmark-impact: $(STAMP)
 	$(BIN)/python benchmarks/bench_impact.py
+	$(BIN)/python benchmarks/bench_impact.py --grades 0.86,0.10,0.035,0.005
+	$(BIN)/python benchmarks/bench_impact.py --preset dl19 --start-runs 10
 
 ## Impact refresh after one judgement, inputs kept vs from scratch (PostgreSQL; loads once)
 benchmark-impact-refresh: $(STAMP)

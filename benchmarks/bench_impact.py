@@ -13,7 +13,15 @@ and reveals grades one at a time in four orders:
   impact  highest ``annotations.metrics.impact`` first (over the whole collection; ties by query,
           then first retrieval), recomputed from the judgements so far, the grade prior
           included, after every batch: batch = max(--batch, --growth x judged so far),
-          10 then 5% by default, about 90 recomputations for a 5,600-pair pool
+          10 then 5% by default, about 90 recomputations for a 5,600-pair pool; a batch
+          takes at most twice its even share of one query (``per_query_cap``, as a pool
+          by impact does; ``--cap none``: no cap)
+
+``--preset dl19`` takes gen_trec's TREC 2019 Deep Learning shape (37 runs, 43 queries, about
+215 judged documents per query, two of them with nothing relevant); ``--start-runs N`` judges
+the top k of the first N runs of every query before any order starts (qrels from an earlier,
+shallower pooling), so the queries with nothing relevant begin with many judged documents
+and none relevant; the counts are the judgements after that start.
 
 After every single judgement it computes Kendall's tau-b between the current leaderboard
 (mean nDCG@k over all queries, unjudged documents non-relevant, IDCG from the judged
@@ -50,9 +58,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from annotations.metrics import ndcg  # noqa: E402
-from annotations.metrics.impact import UNJUDGED, QueryTop, impact_compute  # noqa: E402
+from annotations.metrics.impact import (  # noqa: E402
+    UNJUDGED,
+    QueryTop,
+    budget_pick,
+    impact_compute,
+    per_query_cap,
+)
 
 ORDERS = ("depth", "query", "random", "impact")
+PRESETS = {  # the shapes gen_trec.py is asked for: runs, queries, depth, mean judged per query
+    "small": dict(runs=60, queries=50, depth=100, judged=300),
+    "dl19": dict(runs=37, queries=43, depth=100, judged=215),
+}
 SCALE = (0, 1, 2, 3)
 SCHEME = "linear"
 
@@ -74,15 +92,19 @@ class Collection:
 
 
 def generate(args: argparse.Namespace, seed: int) -> Path:
-    name = f"impact-seed{seed}" + (f"-grades{args.grades}" if args.grades else "")
+    name = f"impact-{args.preset}-seed{seed}" + (f"-grades{args.grades}" if args.grades else "")
+    name += f"-norel{args.no_rel_queries}" if args.no_rel_queries is not None else ""
     out = Path(args.workdir) / name
     manifest = out / "manifest.json"
     if not manifest.exists():
         command = [
-            sys.executable, str(generator()), str(out), "--preset", "small", "--seed", str(seed),
-            "--unjudged", "0", "--runs", str(args.runs), "--queries", str(args.queries),
-            "--depth", str(args.depth), "--judged", str(args.judged),
-        ] + (["--grades", args.grades] if args.grades else [])  # fmt: skip
+            sys.executable, str(generator()), str(out), "--preset", args.preset, "--seed",
+            str(seed), "--unjudged", "0", "--runs", str(args.runs), "--queries",
+            str(args.queries), "--depth", str(args.depth), "--judged", str(args.judged),
+        ] + (["--grades", args.grades] if args.grades else []) + (
+            ["--no-rel-queries", str(args.no_rel_queries)]
+            if args.no_rel_queries is not None else []
+        )  # fmt: skip
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return out
 
@@ -181,11 +203,26 @@ def qrels_truth_tau(collection: Collection, k: int) -> float:
     return kendall_tau(full, np.sign(board.means[upper[0]] - board.means[upper[1]]), upper)
 
 
+def start_pairs(collection: Collection, runs: int) -> list[tuple[int, int]]:
+    """The pairs judged before any order starts: the top k of the first ``runs`` runs (by
+    name) of every query, as qrels from an earlier, shallower pooling would hold."""
+    pairs: dict[tuple[int, int], None] = {}
+    for q, top in enumerate(collection.tops):
+        for d in top.top[:runs].reshape(-1).tolist():
+            if d >= 0:
+                pairs.setdefault((q, d), None)
+    return list(pairs)
+
+
 def static_order(
-    collection: Collection, order: str, k: int, rng: np.random.Generator
+    collection: Collection,
+    order: str,
+    k: int,
+    rng: np.random.Generator,
+    judged: set[tuple[int, int]] = frozenset(),  # type: ignore[assignment]
 ) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, int]] = set(judged)
 
     def visit(q: int, rank: int) -> None:
         for d in collection.tops[q].top[:, rank].tolist():
@@ -205,6 +242,7 @@ def static_order(
     else:
         everything = [(q, d) for q in range(n_q) for d in range(len(collection.hidden[q]))]
         pairs = [everything[i] for i in rng.permutation(len(everything))]
+        pairs = [pair for pair in pairs if pair not in seen]
     return pairs
 
 
@@ -216,17 +254,25 @@ def simulate(
     truth_means = truth(collection, k).means
     upper = np.triu_indices(len(collection.runs), 1)
     truth_signs = np.sign(truth_means[upper[0]] - truth_means[upper[1]])
+    start = start_pairs(collection, args.start_runs)
+    for q, d in start:
+        board.judge(q, d)
+    offset = board.count
     total = sum(len(h) for h in collection.hidden)
-    taus = np.zeros(total + 1)
+    taus = np.zeros(total - offset + 1)
     taus[0] = kendall_tau(board.means, truth_signs, upper)
-    info = {"recomputations": 0.0, "model_seconds": 0.0}
+    no_rel = {q for q, hidden in enumerate(collection.hidden) if hidden.max() <= 0}
+    first: list[int] = []  # the queries of the first 100 judgements after the start
+    info = {"recomputations": 0.0, "model_seconds": 0.0, "no_rel_first_100": 0.0}
     if order != "impact":
-        for step, (q, d) in enumerate(
-            static_order(collection, order, k, np.random.default_rng(seed))
-        ):
+        rng = np.random.default_rng(seed)
+        for step, (q, d) in enumerate(static_order(collection, order, k, rng, set(start))):
             board.judge(q, d)
+            first.append(q)
             taus[step + 1] = kendall_tau(board.means, truth_signs, upper)
     else:
+        offsets = np.cumsum([0] + [len(h) for h in collection.hidden])
+        query_of = np.repeat(np.arange(len(collection.hidden)), np.diff(offsets))
         while board.count < total:
             started = time.perf_counter()
             result = impact_compute(collection.tops, board.grades, scale=SCALE, scheme=SCHEME)
@@ -235,14 +281,19 @@ def simulate(
             flat = np.concatenate(result.impacts)
             unjudged = np.concatenate(board.grades) < 0
             flat[~unjudged] = -1.0
-            batch = max(args.batch, int(args.growth * board.count))
+            batch = max(args.batch, int(args.growth * (board.count - offset)))
             batch = min(batch, int(unjudged.sum()))
-            chosen = np.argsort(-flat, kind="stable")[:batch]
-            offsets = np.cumsum([0] + [len(h) for h in collection.hidden])
-            for index in chosen.tolist():
-                q = int(np.searchsorted(offsets, index, side="right") - 1)
+            ranked = np.argsort(-flat, kind="stable")[: int(unjudged.sum())].tolist()
+            cap = None
+            if args.cap == "spread":
+                cap = per_query_cap(batch, len(set(query_of[ranked].tolist())))
+            chosen = budget_pick(ranked, dict(enumerate(query_of.tolist())), budget=batch, cap=cap)
+            for index in chosen:
+                q = int(query_of[index])
                 board.judge(q, index - int(offsets[q]))
-                taus[board.count] = kendall_tau(board.means, truth_signs, upper)
+                first.append(q)
+                taus[board.count - offset] = kendall_tau(board.means, truth_signs, upper)
+    info["no_rel_first_100"] = float(sum(q in no_rel for q in first[:100]))
     check(collection, board, k)
     return taus, info
 
@@ -284,11 +335,27 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", default="1,2,3", help="gen_trec seeds (also the random order's)")
-    parser.add_argument("--runs", type=int, default=60)
-    parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--depth", type=int, default=100)
     parser.add_argument(
-        "--judged", type=int, default=300, help="gen_trec's mean judged pool per query"
+        "--preset", choices=sorted(PRESETS), default="small", help="gen_trec's preset and shape"
+    )
+    parser.add_argument("--runs", type=int)
+    parser.add_argument("--queries", type=int)
+    parser.add_argument("--depth", type=int)
+    parser.add_argument("--judged", type=int, help="gen_trec's mean judged pool per query")
+    parser.add_argument(
+        "--no-rel-queries", type=int, help="gen_trec's queries with no relevant document"
+    )
+    parser.add_argument(
+        "--start-runs",
+        type=int,
+        default=0,
+        help="judged before every order: the top k of this many runs (counts start after)",
+    )
+    parser.add_argument(
+        "--cap",
+        choices=("spread", "none"),
+        default="spread",
+        help="impact order: at most twice a batch's even share per query (spread) or no cap",
     )
     parser.add_argument("--grades", help="gen_trec's P(grade 0..3), e.g. 0.86,0.10,0.035,0.005")
     parser.add_argument("-k", type=int, default=10)
@@ -299,6 +366,9 @@ def main() -> None:
     parser.add_argument("--workdir", default=str(ROOT / "benchmarks" / "data"))
     parser.add_argument("--counts", default="100,250,500,750,1000,1500,2000,3000,4000,5000")
     args = parser.parse_args()
+    for name, value in PRESETS[args.preset].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     seeds = [int(s) for s in args.seeds.split(",")]
     counts = [int(c) for c in args.counts.split(",")]
     reach: dict[str, dict[float, list[int | None]]] = {o: {0.9: [], 0.95: []} for o in ORDERS}
@@ -309,8 +379,11 @@ def main() -> None:
         pool = sum(len(h) for h in collection.hidden)
         relevant = sum(int((h > 0).sum()) for h in collection.hidden)
         against_qrels = qrels_truth_tau(collection, args.k)
-        print(f"seed {seed}: {len(collection.runs)} runs x {len(collection.qids)} queries, "
-              f"depth-{args.k} pool {pool} pairs ({relevant} relevant); tau of the truth "
+        no_rel = sum(int(h.max() <= 0) for h in collection.hidden)
+        started_with = len(start_pairs(collection, args.start_runs))
+        print(f"seed {seed}: {len(collection.runs)} runs x {len(collection.qids)} queries "
+              f"({no_rel} with nothing relevant), depth-{args.k} pool {pool} pairs ({relevant} "
+              f"relevant), {started_with} judged at the start; tau of the truth "
               f"against IDCGs from the whole qrels {against_qrels:.3f}")  # fmt: skip
         for order in ORDERS:
             taus, info = simulate(collection, order, args, seed)
@@ -320,7 +393,9 @@ def main() -> None:
             extra = ""
             if order == "impact":
                 extra = (f"  ({info['recomputations']:.0f} recomputations, "
-                         f"{info['model_seconds']:.1f} s in the model)")  # fmt: skip
+                         f"{info['model_seconds']:.1f} s in the model; "
+                         f"{info['no_rel_first_100']:.0f} of the first 100 on queries "
+                         "with nothing relevant)")  # fmt: skip
             print(f"  {order:<7} tau>=0.9 at {reach[order][0.9][-1]}, "
                   f"tau>=0.95 at {reach[order][0.95][-1]}{extra}")  # fmt: skip
 

@@ -19,8 +19,9 @@ from annotations.metrics.impact import (
     impact_compute,
     impact_scores,
     pair_weights,
+    query_calibrated,
 )
-from annotations.metrics.impact.prior import bucket
+from annotations.metrics.impact.prior import bucket, scale_indices
 
 C2 = 1 / math.log2(3)  # the weight of rank 2: 0.6309297535714575
 
@@ -30,15 +31,16 @@ C2 = 1 / math.log2(3)  # the weight of rank 2: 0.6309297535714575
 
 def test_two_runs_swapping_two_documents_nothing_judged() -> None:
     # A = [d1, d2], B = [d2, d1], k = 2, grades {0, 1}, nothing judged: uniform prior,
-    # E = 1/2 for both. I = 1/2 * 1 + 1/2 * c2 = (1 + c2) / 2. The pair's expected difference
-    # is 0, so its weight is erfc(0) = 1. Judging d1 moves A - B by gain * (1 - c2) / I:
-    # impact(d1) = E * (1 - c2) / I = (1 - c2) / (1 + c2) = 0.2262943855...; d2 the same.
+    # E = 1/2 for both. The estimate 1/2 * 1 + 1/2 * c2 = (1 + c2) / 2 is below the least
+    # relevant gain at rank 1, so I = 1. The pair's expected difference is 0, so its weight
+    # is erfc(0) = 1. Judging d1 moves A - B by gain * (1 - c2) / I:
+    # impact(d1) = E * (1 - c2) / I = (1 - c2) / 2 = 0.1845351232...; d2 the same.
     impacts = impact_scores(
         {"q": {"A": ["d1", "d2"], "B": ["d2", "d1"]}}, {}, k=2, scale=[0, 1], scheme="linear"
     )
-    expected = (1 - C2) / (1 + C2)
+    expected = (1 - C2) / 2
     assert impacts == pytest.approx({("q", "d1"): expected, ("q", "d2"): expected}, rel=1e-12)
-    assert expected == pytest.approx(0.2262943855309167, rel=1e-12)
+    assert expected == pytest.approx(0.18453512321427123, rel=1e-12)
 
 
 def test_judged_documents_outside_every_top_k_enter_the_idcg_estimate() -> None:
@@ -55,12 +57,12 @@ def test_judged_documents_outside_every_top_k_enter_the_idcg_estimate() -> None:
 
 
 def test_pair_states_of_the_swap_by_hand() -> None:
-    # Same swap. I = (1 + c2) / 2. V = 1/4 for both documents, and c_A - c_B = +-(1 - c2):
+    # Same swap. I = 1 (the floor). V = 1/4 for both documents, and c_A - c_B = +-(1 - c2):
     # sigma^2 = 2 * 1/4 * (1 - c2)^2 / I^2, sigma = (1 - c2) / (sqrt(2) I).
     # Bounds: d1 relevant and d2 not gives +(1 - c2) / I; the reverse -(1 - c2) / I.
     top = QueryTop.of([[0, 1], [1, 0]], pool=2)
     result = impact_compute([top], [np.array([UNJUDGED, UNJUDGED])], scale=[0, 1], scheme="linear")
-    idcg = (1 + C2) / 2
+    idcg = 1.0
     assert result.idcgs[0] == pytest.approx(idcg, rel=1e-12)
     pairs = result.pairs
     assert pairs.mean[0, 1] == pytest.approx(0.0, abs=1e-15)
@@ -78,15 +80,19 @@ def test_judging_one_document_of_the_swap_decides_the_pair() -> None:
     #   collection (0 + 1, 1 + 1) / (1 + 2) = (1/3, 2/3)
     #   rank 1     (0 + 4/3, 1 + 8/3) / (1 + 4) = (4/15, 11/15)
     #   cell       (0 + 16/15, 1 + 44/15) / (1 + 4) = (16/75, 59/75)
-    # E(d2) = 59/75, I = 1 + c2 * 59/75, mean = (1 - c2)(1 - 59/75) / I.
+    # The query's own calibration: d1, judged relevant, was expected relevant with 59/75;
+    # the pool's mean row is (16/75, 59/75), 4 of it pseudo-judgements (64/75, 236/75):
+    # non-relevant x (0 + 64/75) / (16/75 + 64/75) = 4/5, relevant x (1 + 236/75) /
+    # (59/75 + 236/75) = 311/295; d2's row (16/75 x 4/5, 59/75 x 311/295) = (64/375, 311/375)
+    # sums to 1. E(d2) = 311/375, I = 1 + c2 * 311/375, mean = (1 - c2)(64/375) / I.
     top = QueryTop.of([[0, 1], [1, 0]], pool=2)
     result = impact_compute([top], [np.array([1, UNJUDGED])], scale=[0, 1], scheme="linear")
     assert result.prior.table[0, 1] == pytest.approx([16 / 75, 59 / 75], rel=1e-12)
     assert result.prior.table[0, 0] == pytest.approx([4 / 15, 11 / 15], rel=1e-12)
     assert result.prior.table[1, 0] == pytest.approx([1 / 3, 2 / 3], rel=1e-12)
-    idcg = 1 + C2 * 59 / 75
+    idcg = 1 + C2 * 311 / 375
     assert result.idcgs[0] == pytest.approx(idcg, rel=1e-12)
-    assert result.pairs.mean[0, 1] == pytest.approx((1 - C2) * (16 / 75) / idcg, rel=1e-12)
+    assert result.pairs.mean[0, 1] == pytest.approx((1 - C2) * (64 / 375) / idcg, rel=1e-12)
     assert result.pairs.lower[0, 1] == pytest.approx(0.0, abs=1e-12)
     assert result.pairs.weight[0, 1] == 0.0
     assert result.impacts[0].tolist() == [0.0, 0.0]
@@ -94,14 +100,14 @@ def test_judging_one_document_of_the_swap_decides_the_pair() -> None:
 
 def test_a_document_every_run_ranks_alike_has_no_impact() -> None:
     # A = [d1, d2], B = [d1, d3]: d1 is at rank 1 in both, so it moves no difference.
-    # Nothing judged: E = 1/2 each, I = (1 + c2) / 2, mean 0, weight 1;
-    # impact(d2) = E * c2 / I = c2 / (1 + c2) = 0.3868528072..., d3 the same.
+    # Nothing judged: E = 1/2 each, I = max((1 + c2) / 2, 1) = 1, mean 0, weight 1;
+    # impact(d2) = E * c2 / I = c2 / 2 = 0.3154648767..., d3 the same.
     impacts = impact_scores(
         {"q": {"A": ["d1", "d2"], "B": ["d1", "d3"]}}, {}, k=2, scale=[0, 1], scheme="linear"
     )
     assert impacts[("q", "d1")] == 0.0
-    assert impacts[("q", "d2")] == pytest.approx(C2 / (1 + C2), rel=1e-12)
-    assert impacts[("q", "d3")] == pytest.approx(C2 / (1 + C2), rel=1e-12)
+    assert impacts[("q", "d2")] == pytest.approx(C2 / 2, rel=1e-12)
+    assert impacts[("q", "d3")] == pytest.approx(C2 / 2, rel=1e-12)
 
 
 def test_a_pair_decided_by_its_judgements_gives_its_documents_no_impact() -> None:
@@ -174,9 +180,9 @@ def test_a_run_without_the_query_scores_zero_there() -> None:
     # q2 has only run A: B scores 0 on it. q1 ties them (same document at rank 1), so
     # A - B = x_d / (Q I) >= 0: A can only end ahead or level; decided, d has impact 0.
     # Give B a document of its own in q1 (y) and the pair is open again: E = 1/2 for x, y, d;
-    # I1 = I2 = 1/2, Q = 2: A - B = (x_x + x_d - x_y) / 1, mean 1/2, V = 1/4 for each of
-    # x, d, y that moves it: sigma^2 = 3/4. weight = erfc((1/2) / sqrt(3/4 * 2)).
-    # impact(d) = E / (Q I) * w * |1 - 0| = 1/2 * w; the same for x and y.
+    # I1 = I2 = max(1/2, 1) = 1, Q = 2: A - B = (x_x + x_d - x_y) / 2, mean 1/4, V = 1/4
+    # for each of x, d, y, over 4: sigma^2 = 3/16. weight = erfc((1/4) / sqrt(3/16 * 2)) =
+    # erfc((1/2) / sqrt(3/2)). impact(d) = E / (Q I) * w * |1 - 0| = 1/4 * w; x, y the same.
     impacts = impact_scores(
         {"q1": {"A": ["x"], "B": ["x"]}, "q2": {"A": ["d"]}}, {}, k=1, scale=[0, 1], scheme="linear"
     )
@@ -186,7 +192,7 @@ def test_a_run_without_the_query_scores_zero_there() -> None:
     )
     weight = math.erfc(0.5 / math.sqrt(1.5))
     assert impacts == pytest.approx(
-        {("q1", "x"): weight / 2, ("q1", "y"): weight / 2, ("q2", "d"): weight / 2}, rel=1e-12
+        {("q1", "x"): weight / 4, ("q1", "y"): weight / 4, ("q2", "d"): weight / 4}, rel=1e-12
     )
 
 
@@ -291,15 +297,18 @@ def test_pair_states_equal_enumeration_over_all_grades(
     case: tuple[list[QueryTop], list[np.ndarray]],
 ) -> None:
     """mean, sigma^2 and the bounds against every assignment of grades to the unjudged
-    documents, weighted by the prior, at the model's fixed IDCGs."""
+    documents, weighted by the prior (calibrated per query), at the model's fixed IDCGs."""
     tops, grades = case
     result = impact_compute(tops, grades, scale=SCALE, scheme="linear")
     n_runs, n_queries = tops[0].top.shape[0], len(tops)
     slots = [(q, d) for q, row in enumerate(grades) for d in np.flatnonzero(row < 0)]
-    priors = {
-        (q, d): result.prior.distribution(tops[q].best_rank[[d]], tops[q].runs[[d]])[0]
-        for q, d in slots
-    }
+    calibrated = [
+        query_calibrated(
+            result.prior.distribution(top.best_rank, top.runs), scale_indices(row, SCALE)
+        )
+        for top, row in zip(tops, grades, strict=True)
+    ]
+    priors = {(q, d): calibrated[q][d] for q, d in slots}
     expectation = np.zeros((n_runs, n_runs))
     second = np.zeros((n_runs, n_runs))
     smallest = np.full((n_runs, n_runs), np.inf)

@@ -39,7 +39,8 @@ def _swap(document_priors: list[dict[int, DocumentPrior]] | None = None) -> np.n
 
 def test_an_own_prior_with_no_calibration_is_the_bucketed_prior() -> None:
     plain = _swap()
-    assert plain.tolist() == pytest.approx([(1 - C2) / (1 + C2)] * 2, rel=1e-12)
+    # The swap of test_impact: E = 1/2, I = max((1 + c2) / 2, 1) = 1 (the floor).
+    assert plain.tolist() == pytest.approx([(1 - C2) / 2] * 2, rel=1e-12)
     unknown = DocumentPrior(counts=[0, 0])
     assert _swap([{0: unknown, 1: unknown}]).tolist() == plain.tolist()  # every bit
 

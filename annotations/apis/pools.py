@@ -79,6 +79,7 @@ def _pool_body(pool: Pool, *, assignments: bool = False) -> dict[str, Any]:
         "depth": pool.depth,
         "order": pool.order,
         "budget": pool.budget,
+        "per_query": pool.per_query,
         "overlap": pool.overlap,
         "runs": sorted(pool.runs.values_list("name", flat=True)),
         "queries": sorted(pool.queries.values_list("qid", flat=True)),
@@ -118,7 +119,8 @@ class PoolListCreateApi(PagedList, CollectionApiView):
         description="As the pools page: `runs` and `queries` empty take every run and "
         "query; pairs already judged are left out unless `include_judged`. With "
         "`order=impact` only the `budget` pairs of highest impact at cutoff `depth` are "
-        "pooled (pairs that can change no undecided comparison are left out).",
+        "pooled (pairs that can change no undecided comparison are left out), at most "
+        "`per_query` of one query (by default twice the budget's even share).",
         request=PoolCreateSerializer,
         responses={201: PoolSerializer, **documented_errors(400, 401, 403, 404)},
     )
@@ -135,6 +137,7 @@ class PoolListCreateApi(PagedList, CollectionApiView):
             include_judged=data["include_judged"],
             order=data["order"],
             budget=data["budget"],
+            per_query=data["per_query"],
             created_by=calling_user(request),
         )
         body = PoolSerializer(_pool_body(pool)).data

@@ -67,6 +67,13 @@ class PoolBuildForm(_CollectionForm):
     budget = forms.IntegerField(
         min_value=1, required=False, help_text="By impact: how many pairs to pool."
     )
+    per_query = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Most pairs per query",
+        help_text="By impact: empty takes at most twice the budget's even share over the "
+        "queries; the budget itself lets it go anywhere.",
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -75,6 +82,7 @@ class PoolBuildForm(_CollectionForm):
             self.add_error("budget", "Give a budget of pairs for a pool by impact.")
         if data.get("order") != "impact":
             data["budget"] = None
+            data["per_query"] = None
         return data
 
 

@@ -19,7 +19,8 @@ class Pool(models.Model):
     `runs` are the runs pooled so far and `queries` the queries it is limited to (empty: all
     of them). `overlap` is how many assessors each pair should be assigned to. An
     impact-ordered pool (`order`) holds the `budget` unjudged pairs of highest impact at
-    cutoff `depth` (`annotations.metrics.impact`), and hands them out highest impact first.
+    cutoff `depth` (`annotations.metrics.impact`), at most `per_query` of any one query, and
+    hands them out highest impact first.
     """
 
     DEPTH = "depth"
@@ -33,6 +34,12 @@ class Pool(models.Model):
     order = models.CharField(max_length=10, choices=ORDER_CHOICES, default=DEPTH)
     budget = models.PositiveIntegerField(
         null=True, blank=True, help_text="Impact-ordered: how many pairs were asked for"
+    )
+    per_query = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Impact-ordered: the most pairs of one query the budget took",
     )
     runs = models.ManyToManyField(Run, related_name="pools", blank=True)
     queries = models.ManyToManyField(Query, related_name="pools", blank=True)

@@ -43,6 +43,9 @@ class PoolSerializer(serializers.Serializer):
     depth = serializers.IntegerField(help_text="k per run (the cutoff, for pools by impact).")
     order = serializers.ChoiceField(choices=["depth", "impact"])
     budget = serializers.IntegerField(allow_null=True, help_text="Pairs, for pools by impact.")
+    per_query = serializers.IntegerField(
+        allow_null=True, help_text="For pools by impact: the most pairs of one query it took."
+    )
     overlap = serializers.IntegerField(help_text="Assessors per pair.")
     runs = serializers.ListField(child=serializers.CharField(), help_text="Run names.")
     queries = serializers.ListField(
@@ -82,6 +85,11 @@ class PoolCreateSerializer(StrictInputMixin, serializers.Serializer):
     budget = serializers.IntegerField(
         min_value=1, required=False, allow_null=True, default=None, help_text="For order=impact."
     )
+    per_query = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True, default=None,
+        help_text="For order=impact: the most pairs of one query; empty: twice the budget's "
+        "even share over the queries with candidates.",
+    )  # fmt: skip
 
 
 class PoolExtendSerializer(StrictInputMixin, serializers.Serializer):

@@ -122,9 +122,12 @@ def assignment_items_reprioritise(*, pool: Pool) -> int:
     The rule, per assessor: every item up to the last one judged or skipped keeps its
     position, and so does the first pending item after it (the one *Continue* opens, which
     may be on the assessor's screen); the items after that, none of them judged, skipped or
-    opened in order yet, are re-sorted by impact, highest first (ties keep their order).
-    They take the same positions among themselves, so nothing seen moves. Returns how many
-    items moved.
+    opened in order yet, are re-sorted: first the pairs another assessor holding them in
+    this pool has already graded (overlap: their agreement waits on this one), in the order
+    they were first graded; then by impact, highest first (ties keep their order). The key
+    is the pair's, not the assessor's, so the assessors sharing pairs meet them early and in
+    the same order. They take the same positions among themselves, so nothing seen moves.
+    Returns how many items moved.
     """
     moved = 0
     with transaction.atomic():
@@ -138,13 +141,16 @@ def assignment_items_reprioritise(*, pool: Pool) -> int:
         by_assignment: dict[int, list[AssignmentItem]] = defaultdict(list)
         for item in items:
             by_assignment[item.assignment_id].append(item)
-        judged = set(
-            Judgement.objects.filter(
+        graded = {
+            (query_id, document_id, assessor_id): judgement_id
+            for query_id, document_id, assessor_id, judgement_id in Judgement.objects.filter(
                 query__in=pool.entries.values("query_id"),
                 assessor__assignments__pool=pool,
-            ).values_list("query_id", "document_id", "assessor_id")
-        )
+            ).values_list("query_id", "document_id", "assessor_id", "id")
+        }
+        judged = set(graded)
         assessors = dict(pool.assignments.values_list("id", "assessor_id"))
+        first_graded = _first_graded(items, assessors, graded)
         for assignment_id, rows in by_assignment.items():
             assessor = assessors[assignment_id]
             seen = [
@@ -154,7 +160,7 @@ def assignment_items_reprioritise(*, pool: Pool) -> int:
             ]
             start = (seen[-1] + 1 if seen else 0) + 1
             tail = rows[start:]
-            ordered = sorted(tail, key=lambda item: (-(item.entry.impact or 0.0), item.position))
+            ordered = sorted(tail, key=lambda item: _turn(item, assessor, first_graded))
             if [item.id for item in ordered] == [item.id for item in tail]:
                 continue
             positions = [item.position for item in tail]
@@ -173,6 +179,37 @@ def assignment_items_reprioritise(*, pool: Pool) -> int:
             AssignmentItem.objects.bulk_update(changes, ["position"])
             moved += len(changes)
     return moved
+
+
+def _first_graded(
+    items: list[AssignmentItem],
+    assessors: dict[int, int],
+    graded: dict[tuple[int, int, int], int],
+) -> dict[int, list[tuple[int, int]]]:
+    """Entry id -> (judgement id, assessor id) of each grade its pool holders gave, oldest
+    first."""
+    found: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for item in items:
+        assessor = assessors[item.assignment_id]
+        judgement = graded.get((item.entry.query_id, item.entry.document_id, assessor))
+        if judgement is not None:
+            found[item.entry_id].append((judgement, assessor))
+    for grades in found.values():
+        grades.sort()
+    return found
+
+
+def _turn(
+    item: AssignmentItem, assessor: int, first_graded: dict[int, list[tuple[int, int]]]
+) -> tuple[int, float, int]:
+    """An item's place in its assessor's re-sorted tail: pairs another holder has graded
+    first (oldest grade first), then by impact, highest first; ties keep their position."""
+    others = [
+        judgement for judgement, who in first_graded.get(item.entry_id, ()) if who != assessor
+    ]
+    if others:
+        return (0, float(others[0]), item.position)
+    return (1, -(item.entry.impact or 0.0), item.position)
 
 
 # --- the leaderboard's flip marks ------------------------------------------------------

@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import F, Max
 
+from annotations.metrics.impact import budget_pick, per_query_cap
 from annotations.models import (
     Assignment,
     AssignmentItem,
@@ -79,6 +80,7 @@ def pool_build(
     overlap: int = 1,
     order: str = Pool.DEPTH,
     budget: int | None = None,
+    per_query: int | None = None,
     created_by: User | None = None,
 ) -> tuple[Pool, int]:
     """Create a pool of every run's top `depth` per query; returns the pool and its size.
@@ -87,7 +89,10 @@ def pool_build(
     somebody already judged are left out unless `include_judged`. With ``order="impact"``
     the pool keeps only the `budget` candidates of highest impact at cutoff `depth`
     (`annotations.metrics.impact`, refreshed first if the scores moved; pairs of impact 0, which can
-    change no undecided comparison, are left out), ties broken by best rank, query, document.
+    change no undecided comparison, are left out), ties broken by best rank, query, document,
+    taking at most `per_query` pairs of any one query: by default twice the budget's even
+    share over the queries with candidates (`per_query_cap`), so the budget cannot drain
+    into a few queries unless the organiser sets a larger cap (the budget itself: no cap).
     """
     if order not in (Pool.DEPTH, Pool.IMPACT):
         raise ValidationError({"order": "The order is either depth or impact."})
@@ -95,6 +100,10 @@ def pool_build(
         raise ValidationError({"budget": "An impact-ordered pool needs a budget of 1 or more."})
     if order == Pool.DEPTH and budget is not None:
         raise ValidationError({"budget": "A budget is for impact-ordered pools only."})
+    if per_query is not None and (order != Pool.IMPACT or per_query < 1):
+        raise ValidationError(
+            {"per_query": "A per-query cap is 1 or more, for impact-ordered pools only."}
+        )
     chosen_runs = list(runs) if runs is not None else list(collection.runs.all())
     chosen_queries = list(queries or [])
     if not chosen_runs:
@@ -128,7 +137,12 @@ def pool_build(
             (key for key in candidates if impacts.get(key, 0.0) > 0.0),
             key=lambda key: (-impacts[key], candidates[key], key),
         )
-        candidates = {key: candidates[key] for key in ranked[:budget]}
+        assert budget is not None  # checked above
+        if per_query is None:
+            per_query = per_query_cap(budget, len({query_id for query_id, _ in ranked}))
+        chosen = budget_pick(ranked, {key: key[0] for key in ranked}, budget=budget, cap=per_query)
+        candidates = {key: candidates[key] for key in chosen}
+        pool.per_query = per_query
     with transaction.atomic():
         pool.save()
         pool.runs.set(chosen_runs)

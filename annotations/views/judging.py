@@ -86,6 +86,7 @@ def pools(request: HttpRequest, slug: str) -> HttpResponse:
                 include_judged=data["include_judged"],
                 order=data["order"],
                 budget=data["budget"],
+                per_query=data["per_query"],
                 created_by=acting_user(request),
             )
         except ValidationError as error:

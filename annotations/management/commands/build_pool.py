@@ -60,6 +60,12 @@ class Command(CollectionCommand):
         )
         parser.add_argument("--budget", type=int, default=None, help="pairs, with --by-impact")
         parser.add_argument(
+            "--per-query",
+            type=int,
+            default=None,
+            help="with --by-impact: most pairs of one query (default: twice the even share)",
+        )
+        parser.add_argument(
             "--stale",
             action="store_true",
             help="instead: the pairs with a stale judgement (their document changed)",
@@ -91,6 +97,7 @@ class Command(CollectionCommand):
                     include_judged=options["include_judged"],
                     order=Pool.IMPACT if options["by_impact"] else Pool.DEPTH,
                     budget=options["budget"],
+                    per_query=options["per_query"],
                 )
             )
             order = f" by impact at k={pool.depth}" if pool.order == Pool.IMPACT else ""
