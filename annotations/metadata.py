@@ -46,7 +46,10 @@ def query_parameters(view: APIView, method: str) -> frozenset[str] | None:
     if method == "GET" and filterset is not None:
         names.update(filterset.base_filters)
     paginator = getattr(view, "paginator", None)
-    if method == "GET" and paginator is not None and hasattr(view, "get_queryset"):
+    if paginator is None and hasattr(view, "pages"):  # a list answered in pages (PagedList)
+        paginator = view.pagination_class()  # type: ignore[attr-defined]
+    listed = hasattr(view, "get_queryset") or hasattr(view, "pages")
+    if method == "GET" and paginator is not None and listed:
         names.update({paginator.limit_query_param, paginator.offset_query_param})
     return frozenset(names)
 

@@ -154,15 +154,23 @@ def browser_page(browser, live_server, **options: Any):  # type: ignore[no-untyp
     assert not violations, violations
 
 
-def _wait_for_server_requests(timeout: float = 10.0) -> None:
-    """Wait until no other connection to the test database is inside a statement or a
-    transaction. Closing the browser cancels its requests, but the live server's threads
-    finish the ones they started; the test's flush (TRUNCATE) must not race them."""
+def _wait_for_server_requests(timeout: float = 30.0) -> None:
+    """Wait until the live server's request threads are done (what a request queues after
+    its commit runs in its thread too, the tasks being eager) and no other connection to the
+    test database is inside a statement or a transaction. Closing the browser cancels its
+    requests, but the live server's threads finish the ones they started; the test's flush
+    (TRUNCATE) must not race them."""
+    import threading
+
     from django.db import connection
 
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(
+        "process_request_thread" in thread.name for thread in threading.enumerate()
+    ):
+        time.sleep(0.05)
     if connection.vendor != "postgresql":
         return
-    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with connection.cursor() as cursor:
             cursor.execute(
