@@ -1,6 +1,7 @@
 """Shared fixtures: files on disk, a collection with the worked example, an assessor."""
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.handlers.wsgi import WSGIHandler
 
 from annotations import services
 from annotations.models import Collection
@@ -154,20 +156,38 @@ def browser_page(browser, live_server, **options: Any):  # type: ignore[no-untyp
     assert not violations, violations
 
 
+# Requests the live server is answering (its handler is Django's WSGIHandler; the test
+# client's is not), for the flush after a browser test to wait on.
+_SERVING = [0]
+_SERVING_LOCK = threading.Lock()
+
+
+def _counting(call: Any) -> Any:
+    def counted(self: Any, environ: Any, start_response: Any) -> Any:
+        with _SERVING_LOCK:
+            _SERVING[0] += 1
+        try:
+            return call(self, environ, start_response)
+        finally:
+            with _SERVING_LOCK:
+                _SERVING[0] -= 1
+
+    return counted
+
+
+WSGIHandler.__call__ = _counting(WSGIHandler.__call__)  # type: ignore[method-assign]
+
+
 def _wait_for_server_requests(timeout: float = 30.0) -> None:
-    """Wait until the live server's request threads are done (what a request queues after
-    its commit runs in its thread too, the tasks being eager) and no other connection to the
-    test database is inside a statement or a transaction. Closing the browser cancels its
+    """Wait until the live server answers no request (what a request queues after its
+    commit runs inside it, the tasks being eager) and no other connection to the test
+    database is inside a statement or a transaction. Closing the browser cancels its
     requests, but the live server's threads finish the ones they started; the test's flush
     (TRUNCATE) must not race them."""
-    import threading
-
     from django.db import connection
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(
-        "process_request_thread" in thread.name for thread in threading.enumerate()
-    ):
+    while time.monotonic() < deadline and _SERVING[0]:
         time.sleep(0.05)
     if connection.vendor != "postgresql":
         return
