@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from annotations import events
 from annotations.metrics.machine_grades import assessed_pair_grade
 from annotations.models import Adjudication, Document, Judgement, JudgementHistory, Query
 from annotations.models.webhooks import JUDGEMENT_CHANGED
 from annotations.selectors.grades import machine_accounts
 from annotations.selectors.judging import user_is_organiser
-from annotations.services.judgements import grade_check
+from annotations.services.judgements import grade_check, judgement_told
 from annotations.services.marks import queries_mark_stale
 
 if TYPE_CHECKING:
@@ -98,17 +97,7 @@ def _history(adjudication: Adjudication, old: int | None) -> None:
     )
     if old != adjudication.grade:
         queries_mark_stale([adjudication.query_id])
-    query, document = adjudication.query, adjudication.document
-    events.emit(
-        collection_id=query.collection_id,
-        event_type=JUDGEMENT_CHANGED,
-        data=lambda: {
-            "collection": query.collection.slug,
-            "qid": query.qid,
-            "docno": document.docno,
-            "assessor": adjudication.organiser.username,
-            "old_grade": old,
-            "grade": adjudication.grade,
-            "source": "adjudication",
-        },
-    )
+    judgement_told(
+        JUDGEMENT_CHANGED, adjudication.query.collection_id, adjudication, old,
+        adjudication.grade, "adjudication",
+    )  # fmt: skip

@@ -16,6 +16,7 @@ from annotations import events
 from annotations.bulk import bulk_insert
 from annotations.formats import trec
 from annotations.models import (
+    Adjudication,
     Collection,
     Document,
     Judgement,
@@ -122,7 +123,9 @@ def judgement_upsert(
                 judgement = _instance(created_id, query, document, assessor, grade, note, now, now)
                 _history(judgement, None, grade, note, source, who, dwell_ms, now)
                 queries_mark_stale([query.id])
-                _tell(JUDGEMENT_CREATED, query.collection_id, judgement, None, grade, source)
+                judgement_told(
+                    JUDGEMENT_CREATED, query.collection_id, judgement, None, grade, source
+                )
                 return judgement, True
             found = rows.judgement_locked(*pair)
         judgement_id, old_grade, old_note, was_stale, created, updated = found
@@ -139,7 +142,7 @@ def judgement_upsert(
         excluded = was_stale and query.collection.stale_judgements == "exclude"
         if old_grade != grade or excluded:
             queries_mark_stale([query.id])
-        _tell(JUDGEMENT_CHANGED, query.collection_id, judgement, old_grade, grade, source)
+        judgement_told(JUDGEMENT_CHANGED, query.collection_id, judgement, old_grade, grade, source)
     return judgement, False
 
 
@@ -188,31 +191,33 @@ def judgement_delete(*, judgement: Judgement, source: str, changed_by: User | No
         collection_id = Query.objects.values_list("collection_id", flat=True).get(
             id=locked.query_id
         )
-        _tell(JUDGEMENT_CHANGED, collection_id, locked, locked.grade, None, source)
+        judgement_told(JUDGEMENT_CHANGED, collection_id, locked, locked.grade, None, source)
 
 
-def _tell(
+def judgement_told(
     event_type: str,
     collection_id: int,
-    judgement: Judgement,
+    judgement: Judgement | Adjudication,
     old: int | None,
     new: int | None,
     source: str,
 ) -> None:
-    """The webhook event of one judgement's change (written with it, sent after commit)."""
-    events.emit(
-        collection_id=collection_id,
-        event_type=event_type,
-        data=lambda: {
+    """The webhook event of one pair's change (written with it, sent after commit): a
+    judgement's, or an adjudication's with the organiser as its assessor."""
+
+    def body() -> dict[str, object]:
+        person = judgement.organiser if isinstance(judgement, Adjudication) else judgement.assessor
+        return {
             "collection": judgement.query.collection.slug,
             "qid": judgement.query.qid,
             "docno": judgement.document.docno,
-            "assessor": judgement.assessor.username,
+            "assessor": person.username,
             "old_grade": old,
             "grade": new,
             "source": source,
-        },
-    )
+        }
+
+    events.emit(collection_id=collection_id, event_type=event_type, data=body)
 
 
 def _history(

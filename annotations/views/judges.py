@@ -3,6 +3,8 @@ pool and watch its progress, tokens and cost."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -132,31 +134,27 @@ def _run(judge: MachineJudge, run_id: int) -> JudgeRun:
 @require_GET
 def judge_run_detail(request: HttpRequest, slug: str, name: str, run_id: int) -> HttpResponse:
     """One run: its progress and the pairs that failed, with Retry."""
-    collection = organised_collection(request, slug)
-    judge = _judge(collection, name)
-    run = _run(judge, run_id)
-    failures = run_failures(run)
-    context = {
-        "collection": collection, "judge": judge, "item": run_progress(run),
-        "failures": failures[:FAILURES_SHOWN], "failures_shown": FAILURES_SHOWN,
-    }  # fmt: skip
-    return render(request, "annotations/judges/run.html", context)
+    return render(request, "annotations/judges/run.html", _run_context(request, slug, name, run_id))
 
 
 @login_required
 @require_GET
 def judge_run_state(request: HttpRequest, slug: str, name: str, run_id: int) -> JsonResponse:
     """The run page's progress and failed pairs, for its self-refresh while it is active."""
+    context = _run_context(request, slug, name, run_id)
+    html = render_to_string("annotations/judges/_run_body.html", context, request=request)
+    return JsonResponse({"active": context["item"].active, "html": html})
+
+
+def _run_context(request: HttpRequest, slug: str, name: str, run_id: int) -> dict[str, Any]:
+    """What the run page and its self-refresh show: progress and the first failed pairs."""
     collection = organised_collection(request, slug)
     judge = _judge(collection, name)
     run = _run(judge, run_id)
-    item = run_progress(run)
-    context = {
-        "collection": collection, "judge": judge, "item": item,
+    return {
+        "collection": collection, "judge": judge, "item": run_progress(run),
         "failures": run_failures(run)[:FAILURES_SHOWN], "failures_shown": FAILURES_SHOWN,
     }  # fmt: skip
-    html = render_to_string("annotations/judges/_run_body.html", context, request=request)
-    return JsonResponse({"active": item.active, "html": html})
 
 
 @login_required
