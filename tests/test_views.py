@@ -31,3 +31,29 @@ def test_non_member_cannot_open_a_collection(client: Client, worked_example: Col
     client.force_login(UserFactory(username="stranger"))
     assert client.get(f"/collections/{worked_example.slug}/").status_code == 404
     assert worked_example.slug not in client.get("/").content.decode()
+
+
+def test_the_overview_serves_the_stored_leaderboard_and_says_when_it_is_behind(
+    client: Client, worked_example: Collection
+) -> None:
+    from annotations.models import Judgement, LeaderboardSnapshot
+    from annotations.scores import snapshots
+
+    owner = UserFactory(username="owner")
+    MembershipFactory(collection=worked_example, user=owner, role=Membership.OWNER)
+    client.force_login(owner)
+    snapshots.leaderboard_current(collection=worked_example, k=6)
+    body = client.get(f"/collections/{worked_example.slug}/?k=6").content.decode()
+    assert "0.7850" in body and "being computed" not in body and "before the latest" not in body
+
+    # A judgement moves the scores past the stored board: the overview shows the stored rows,
+    # marked, until a worker stores the new ones (a read computes nothing).
+    LeaderboardSnapshot.objects.filter(collection=worked_example).update(stamp="an older stamp")
+    body = client.get(f"/collections/{worked_example.slug}/?k=6").content.decode()
+    assert "0.7850" in body and "before the latest changes" in body
+
+    LeaderboardSnapshot.objects.filter(collection=worked_example).delete()
+    body = client.get(f"/collections/{worked_example.slug}/?k=6").content.decode()
+    assert "being computed" in body and "0.7850" not in body
+    assert not LeaderboardSnapshot.objects.filter(collection=worked_example).exists()
+    assert Judgement.objects.filter(query__collection=worked_example).exists()

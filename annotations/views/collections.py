@@ -7,6 +7,7 @@ from django.shortcuts import render
 from annotations import selectors
 from annotations.access import collection_access
 from annotations.permissions import may_create_collections
+from annotations.scores import snapshots
 from annotations.selectors import judging
 
 
@@ -28,13 +29,14 @@ def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("No such collection")
     access = collection_access(user=request.user, collection=collection)
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    scores = access.leaderboard
+    # The stored leaderboard (a worker keeps it current), as the leaderboard page reads it.
+    board = snapshots.leaderboard_read(collection=collection, k=k) if access.leaderboard else None
     context = {
         "collection": collection,
         "access": access,
         "k": k,
-        "rows": selectors.leaderboard_rows(collection=collection, k=k) if scores else [],
-        "pending": selectors.pending_count(collection=collection) if scores else 0,
+        "board": board,
+        "pending": selectors.pending_count(collection=collection) if access.leaderboard else 0,
         "grades": collection.grades.all(),
         "counts": selectors.collection_counts(collection=collection),
         "assignments": [
