@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """Read-path benchmark: pages and endpoints over HTTP against gunicorn, as ratios to a floor.
 
-A script, not a test. It serves the platform with gunicorn (production settings, inline
-scoring, ``--workers`` processes) on 127.0.0.1 against the PostgreSQL database that
+A script, not a test. It runs the platform as the README's production section does
+(``bench_production.Services``: gunicorn with ``--workers`` processes, the Celery workers and
+beat on Redis) on 127.0.0.1 against the PostgreSQL database that
 ``bench_scoring.py`` loaded (the Robust04-scale collection ``bench``; run that first, or pass
 ``--load`` to have this script run it), and prints one table of figures measured in the same
 run with the same server and client:
 
-* single client, warm: p50/p95 latency of each page or endpoint over ``--requests``
-  sequential requests, against the framework floor (``GET /api/v1/collections/``);
+* single client, warm: p50/p95 latency of each page or endpoint (the collection pages people
+  watch: overview, leaderboard, queries, query, run, compare, dashboard, significance) over
+  ``--requests`` sequential requests, against the framework floor
+  (``GET /api/v1/collections/``), once the workers have stored the current leaderboard;
 * ``--clients`` concurrent clients for ``--duration`` seconds: throughput and p50/p95 of the
   floor, the leaderboard API and the leaderboard page;
-* the first leaderboard read after a judgement changed scores (a judgement through the API,
-  then the leaderboard API at once; the read recomputes the stored snapshot's rows: only the
-  changed query's bounds, and the CIs; the all-pairs significance is a later pass);
+* a judgement through the API, then the leaderboard API polled until it answers at the new
+  scores (the workers store the query's scores and the board's rows; reads only read);
 * the snapshot's two passes in this process: the rows (``leaderboard_refresh``, bounds
   cached as after one judgement; with nothing moved, so every CI is kept from the stored
   snapshot, and without the stored matrix, so every run is resampled) and the randomised
@@ -36,7 +38,6 @@ import http.client
 import json
 import os
 import random
-import shutil
 import socket
 import subprocess
 import sys
@@ -54,6 +55,8 @@ USERNAME = "bench-reader"
 MIN_INTERVAL_S = 1.1
 # The server's and this process's key: the session made here must be valid there.
 SECRET_KEY = "benchmark-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz"
+# The stack's broker and cache: Redis databases of their own (flushed at start).
+REDIS_DB = 12
 
 
 def log(message: str) -> None:
@@ -166,41 +169,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
-    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or "gunicorn"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "DJANGO_ENV": "production",
-        "DJANGO_SECRET_KEY": SECRET_KEY,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECURE_COOKIES": "false",
-        # Plain HTTP on the loopback: no redirect to https, no HSTS.
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        "DJANGO_SECURE_HSTS_SECONDS": "0",
-        "NDCG_THROTTLE_USER": "100000000/minute",
-        "NDCG_THROTTLE_ANON": "100000000/minute",
-    }
-    env.pop("CELERY_BROKER_URL", None)
+def start_server(url: str, port: int, workers: int) -> Any:
+    """The production stack (``bench_production.Services``: gunicorn, the Celery workers and
+    beat on a Redis database of their own), as the README's production section runs it: the
+    workers keep the stored scores and leaderboards current, the pages only read them."""
+    import tempfile
+    from types import SimpleNamespace
+
+    import bench_production
+
+    args = SimpleNamespace(database_url=url, web_concurrency=workers, redis_db=REDIS_DB)
     subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--no-input", "--verbosity", "0"],
-        cwd=REPO, env=env, check=True,
+        ["redis-cli", "-n", str(REDIS_DB), "flushdb"], check=True, capture_output=True
     )  # fmt: skip
-    server = subprocess.Popen(
-        [gunicorn, "ndcg_platform.wsgi:application", "--config", "ndcg_platform/gunicorn.conf.py",
-         "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--log-level", "warning",
-         "--access-logfile", "/dev/null", "--timeout", "300"],
-        cwd=REPO, env=env,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
+    services = bench_production.Services(args, port, Path(tempfile.mkdtemp(prefix="bench-reads-")))
+    # Throttling off: 50 clients from one address are the load, not an abuse.
+    services.env["NDCG_THROTTLE_USER"] = services.env["NDCG_THROTTLE_ANON"] = "100000000/minute"
+    services.start()
+    return services
+
+
+def settle(client: Client, path: str, seconds: float = 120.0) -> None:
+    """Wait until the workers have stored the leaderboard at the current scores (its API
+    answer is no longer stale), so that the single-client figures read a current snapshot."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return server
-        except OSError:
-            time.sleep(0.2)
-    server.kill()
-    sys.exit("gunicorn did not start")
+        body = client.json("GET", path)
+        if body.get("rows") and not body.get("stale") and not body.get("pending"):
+            return
+        time.sleep(0.5)
+    log(f"warning: {path} still stale after {seconds:.0f} s")
 
 
 # --- client -------------------------------------------------------------------------------
@@ -403,6 +401,13 @@ def main() -> None:
         "floor: GET /api/v1/collections/": ("/api/v1/collections/", False),
         "leaderboard API": (f"{api}/leaderboard/?k={k}", False),
         "leaderboard page": (f"/collections/{SLUG}/leaderboard/?k={k}", True),
+        "collection overview": (f"/collections/{SLUG}/?k={k}", True),
+        "queries page": (f"/collections/{SLUG}/queries/", True),
+        "dashboard page": (f"/collections/{SLUG}/dashboard/?k={k}", True),
+        "compare page": (
+            f"/collections/{SLUG}/compare/?a={quote(names['run_a'])}&b={quote(names['run_b'])}&k={k}",
+            True,
+        ),
         "leaderboard state (poll)": (f"/collections/{SLUG}/leaderboard/state/?k={k}", True),
         "run scores API": (f"{api}/runs/{quote(names['run_a'])}/scores/?k={k}", False),
         "compare API": (
@@ -420,21 +425,25 @@ def main() -> None:
     figures: dict[str, object] = {"single": {}, "load": {}, "first_read": {}, "watching": {}}
     figures["passes"] = snapshot_passes(k)
     try:
+        settle(client, f"{api}/leaderboard/?k={k}")
         for label, (path, page) in paths.items():
             log(f"single client: {label}")
             figures["single"][label] = single(client, path, args.requests, page)  # type: ignore[index]
-        # the first read after a judgement: the judgement, then the leaderboard at once
-        # Each judgement waits out the minimum interval between computations, so every read
-        # here computes the new snapshot (none is served stale).
-        log("first read after a judgement")
+        # A judgement, then the leaderboard API polled until it answers at the new scores: how
+        # long a watcher sees the stored board marked stale while the workers refresh it.
+        log("leaderboard current after a judgement")
         first, stale = [], 0
         for pair in pairs[: args.judgements]:
             time.sleep(MIN_INTERVAL_S)
             judge(client, pair)
             started = time.perf_counter()
-            body = client.json("GET", f"{api}/leaderboard/?k={k}")
+            while True:
+                body = client.json("GET", f"{api}/leaderboard/?k={k}")
+                if not body["stale"] and not body.get("pending"):
+                    break
+                stale += 1
+                time.sleep(0.02)
             first.append(time.perf_counter() - started)
-            stale += bool(body["stale"])
         figures["first_read"] = {
             "p50": pct(first, 0.5) * 1e3,
             "p95": pct(first, 0.95) * 1e3,
@@ -464,8 +473,7 @@ def main() -> None:
             "copy_seconds": copy["seconds"],
         }
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
         cleanup()
     report(figures, args)
     if args.json:
@@ -539,9 +547,9 @@ def report(f: dict, args: argparse.Namespace) -> None:  # type: ignore[type-arg]
         )
     fr = f["first_read"]
     print(
-        "\nfirst leaderboard read after a judgement (ms): "
+        "\njudgement -> leaderboard API current (ms): "
         f"p50 {fr['p50']:.1f}, p95 {fr['p95']:.1f}, max {fr['max']:.1f}"
-        f" ({fr['stale']} of them served stale)"
+        f" ({fr['stale']} stale answers while waiting)"
     )
     base = f["watching"][0]
     print("\njudging while watching            judgement p50 ms   p95 ms  p95 / none  reloads")
