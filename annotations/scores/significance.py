@@ -36,7 +36,7 @@ from annotations.selectors.leaderboards import (
     Significance,
 )
 
-# runs x queries x permutations of one pass: about 5 s on the benchmark machine.
+# runs x queries x permutations of one pass: a few seconds of a worker (bench_statistics.py).
 DEFAULT_BUDGET = 500_000_000
 MIN_PERMUTATIONS = 1_000
 FloatArray = npt.NDArray[np.float64]
