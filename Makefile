@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived worker-imports worker-outbound beat production test test-broker-outages test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports worker-outbound beat production test test-broker-outages test-several-hosts test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -96,6 +96,11 @@ test: $(STAMP)
 ## alive, every queue read again, every score converged
 test-broker-outages: $(STAMP)
 	NDCG_OUTAGE_SECONDS=5-60 $(BIN)/python -m pytest tests/test_broker_outage.py -k outages -n 0 -p no:cacheprovider $(PYTEST_ARGS)
+
+## Web, workers and broker on hosts of their own (network namespaces, root): the workers'
+## host cut off the broker for 30 s (the suite's variant: 10 s) while assessors judge
+test-several-hosts: $(STAMP)
+	NDCG_CUT_SECONDS=30 $(BIN)/python -m pytest tests/test_several_hosts.py -n 0 -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Opt-in: a machine judge on a real small model (builds llama-cpp-python, a few minutes once)
 test-model: install-model

@@ -143,7 +143,7 @@ class ImportJobListCreateApi(CollectionListApiView):
         summary="Import a file as a job: 202 with its URL (organisers; owners: runs)",
         description="The import page's upload as one request: the file is checked at the door "
         "(empty, not text, too large: 400/413, nothing stored), stored and queued; its import "
-        "runs on a worker (or on the web process's import threads without a broker) with the "
+        "runs on a worker with the "
         "parsers of the import commands, all or nothing. Poll `Location` for the progress in "
         "the units of the work (lines parsed, rows stored, queries scored); a bad line fails "
         "the job with `error` naming file, line and field.",
