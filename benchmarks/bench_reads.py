@@ -119,6 +119,12 @@ def prepare(url: str) -> dict[str, str]:
     if collection is None:
         sys.exit(f"no collection {SLUG!r} in {url}: run benchmarks/bench_scoring.py first")
     _, token_key, session_key = organiser_login(collection, USERNAME)
+    # What the workers store after an import (untimed): every cutoff's leaderboard with its
+    # significance, so that the figures below read current snapshots.
+    from annotations.scores import snapshots
+
+    for k in collection.sorted_cutoffs:
+        snapshots.leaderboard_complete(collection=collection, k=k)
     runs = list(
         Run.objects.filter(collection=collection).order_by("name").values_list("name", flat=True)
     )
@@ -185,6 +191,7 @@ def start_server(url: str, port: int, workers: int) -> Any:
     services = bench_production.Services(args, port, Path(tempfile.mkdtemp(prefix="bench-reads-")))
     # Throttling off: 50 clients from one address are the load, not an abuse.
     services.env["NDCG_THROTTLE_USER"] = services.env["NDCG_THROTTLE_ANON"] = "100000000/minute"
+    services.env["DJANGO_SECRET_KEY"] = SECRET_KEY  # the session made here is valid there
     services.start()
     return services
 
