@@ -23,24 +23,17 @@ from annotations.metrics.conventions import (
     ranx_order,
 )
 from annotations.metrics.measures import Measure
-from tests.conftest import require_component
-
-
-def _oracle(name: str) -> Any:
-    try:
-        return pytest.importorskip(name)
-    except pytest.skip.Exception:
-        require_component(f"{name} is not installed (the dev extra)")
+from tests.conftest import optional_module
 
 
 @pytest.fixture(scope="module")
 def sklearn_ndcg() -> Any:
-    return _oracle("sklearn.metrics").ndcg_score
+    return optional_module("sklearn.metrics").ndcg_score
 
 
 @pytest.fixture(scope="module")
 def ranx() -> Any:
-    module = _oracle("ranx")
+    module = optional_module("ranx")
     warnings.filterwarnings("ignore", module="numba")  # ranx's own id hashing casts
     return module
 
