@@ -1,5 +1,6 @@
 """Shared fixtures: files on disk, a collection with the worked example, an assessor."""
 
+import importlib
 import os
 import threading
 import time
@@ -112,6 +113,14 @@ def require_component(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason} (required in CI)")
     pytest.skip(reason)
+
+
+def optional_module(name: str) -> Any:
+    """An optional package of the dev extra (an oracle): skipped where it is not installed,
+    a failure in CI."""
+    if os.environ.get("CI", "").lower() == "true":
+        return importlib.import_module(name)  # an ImportError fails the test
+    return pytest.importorskip(name, reason=f"{name} is not installed (pip install -e '.[dev]')")
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """REST API v1 through HTTP: every endpoint, every role allowed and refused, bad input as 400."""
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
@@ -735,3 +736,40 @@ def test_an_assessor_judges_known_pairs_only(world: World) -> None:
     body = {"qid": "q1", "docno": "d-unknown", "grade": 1}
     error = _error(world.client("assessor").post(f"{DEMO}/judgements/", body, format="json"), 400)
     assert set(error["fields"]) == {"docno"}
+
+
+def test_run_scores_give_another_librarys_ndcg_on_request(
+    world: World, django_capture_on_commit_callbacks: Capture
+) -> None:
+    results = [
+        {"qid": "q1", "docno": "d1", "score": 1.0},
+        {"qid": "q1", "docno": "d2", "score": 1.0},
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client("organiser").put(
+            f"{DEMO}/runs/tied/results/", {"results": results}, format="json"
+        )
+    assert response.status_code == 201, response.content
+    client = world.client("organiser")
+    url = f"{DEMO}/runs/tied/scores/?k=2"
+    ideal = 3 + 1 / math.log2(3)
+    # trec_eval (stored, the default): the tie goes to the docno descending, d2 (1) first.
+    stored = client.get(url).json()
+    assert stored["convention"] == "trec_eval"
+    assert stored["per_query"][0]["ndcg"] == (1 + 3 / math.log2(3)) / ideal
+    # scikit-learn: both ranks get the tied pair's mean gain, 2.
+    response = client.get(f"{url}&convention=sklearn")
+    body = response.json()
+    assert body["convention"] == "sklearn"
+    q1 = body["per_query"][0]
+    assert q1["qid"] == "q1" and q1["answered"] is True
+    assert q1["ndcg"] == pytest.approx((2 + 2 / math.log2(3)) / ideal, abs=1e-12)
+    assert q1["dcg"] == stored["per_query"][0]["dcg"]  # the platform's own, as stored
+    values = [row["ndcg"] for row in body["per_query"]]
+    assert body["queries"] == len(values) == 2 and body["ndcg"] == sum(values) / 2
+    assert response["ETag"] != client.get(url)["ETag"]
+    # ranx keeps the given order of two tied documents: trec_eval's here.
+    ranx = client.get(f"{url}&convention=ranx").json()
+    assert ranx["per_query"][0]["ndcg"] == stored["per_query"][0]["ndcg"]
+    error = _error(client.get(f"{url}&convention=trec"), 400)
+    assert "convention" in str(error)

@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotations.models import Collection
+from tests.conftest import optional_module
 from tests.factories import CollectionFactory
 
 WriteFile = Callable[[str, "str | bytes"], Path]
@@ -310,3 +311,98 @@ def test_the_shell_pipeline_prints_the_first_line_only(big_database: Path) -> No
     done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, timeout=120)
     assert done.stdout.decode() == f"{'ndcg_cut_5':<22}\tq0\t0.0000\n"  # q0: not answered
     assert done.stderr.decode() == ""
+
+
+# --- --convention: another library's nDCG@k on the same qrels and run ----------------------
+
+
+def _parsed() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for line in QRELS.splitlines():
+        qid, _, docno, grade = line.split()
+        qrels.setdefault(qid, {})[docno] = int(grade)
+    run: dict[str, dict[str, float]] = {}
+    for line in RUN.splitlines():
+        qid, _, docno, _, score, _ = line.split()
+        run.setdefault(qid, {})[docno] = float(score)
+    return qrels, run
+
+
+def _lines(per_query: dict[str, dict[str, float]], means: dict[str, float]) -> list[str]:
+    lines = [
+        f"{name:<22}\t{qid}\t{value:.4f}"
+        for qid in sorted(per_query)
+        for name, value in per_query[qid].items()
+    ]
+    return lines + [f"{name:<22}\tall\t{value:.4f}" for name, value in means.items()]
+
+
+def test_convention_sklearn_is_ndcg_score_per_query_on_the_runs_own_documents(
+    transactional_db: None, write_file: WriteFile
+) -> None:
+    ndcg_score = optional_module("sklearn.metrics").ndcg_score
+    load(CollectionFactory(slug="demo", cutoffs=list(KS)), write_file)
+    qrels, run = _parsed()
+    per_query: dict[str, dict[str, float]] = {}
+    for qid in sorted(qrels):
+        docs = run.get(qid, {})
+        for k in KS:
+            if len(docs) > 1:
+                labels = [qrels[qid].get(docno, 0) for docno in docs]
+                value = float(ndcg_score([labels], [list(docs.values())], k=k))
+            else:  # ndcg_score refuses one document; its formula gives 1.0 (q2), none 0 (q3)
+                value = 1.0 if docs else 0.0
+            per_query.setdefault(qid, {})[f"ndcg_cut_{k}"] = value
+    means = {
+        f"ndcg_cut_{k}": sum(per_query[qid][f"ndcg_cut_{k}"] for qid in per_query) / 3 for k in KS
+    }
+    out = evaluate("demo", "--convention", "sklearn", "-q").splitlines()
+    assert out == _lines(per_query, means)
+    # The platform's own numbers are not these: q1's ideal list differs (d1, unretrieved).
+    assert out != evaluate("demo", "-q").splitlines()
+
+
+def test_convention_ranx_and_ir_measures_equal_the_libraries(
+    transactional_db: None, write_file: WriteFile
+) -> None:
+    ranx = optional_module("ranx")
+    import ir_measures
+
+    collection = CollectionFactory(slug="demo", cutoffs=list(KS), missing_queries="skip")
+    load(collection, write_file)
+    qrels, run = _parsed()
+    del run["q4"]  # not judged: neither library evaluates it
+    # ranx: make_comparable adds q3 (unanswered) as 0, whatever the collection's rule.
+    ranx_run = ranx.Run(run)
+    metrics = [f"ndcg@{k}" for k in KS]
+    means = ranx.evaluate(ranx.Qrels(qrels), ranx_run, metrics, make_comparable=True)
+    per_query = {
+        qid: {f"ndcg_cut_{k}": ranx_run.scores[f"ndcg@{k}"][qid] for k in KS} for qid in qrels
+    }
+    expected = _lines(per_query, {f"ndcg_cut_{k}": means[f"ndcg@{k}"] for k in KS})
+    assert evaluate("demo", "--convention", "ranx", "-q").splitlines() == expected
+    # ir_measures: nDCG@2 from pytrec_eval and its own Judged@5, q3 counted 0.
+    measures = [ir_measures.nDCG @ 2, ir_measures.Judged @ 5]
+    names = {measures[0]: "ndcg_cut_2", measures[1]: "Judged@5"}
+    per_query = {}
+    for metric in ir_measures.iter_calc(measures, qrels, run):
+        per_query.setdefault(metric.query_id, {})[names[metric.measure]] = metric.value
+    per_query = {qid: dict(sorted(values.items())) for qid, values in per_query.items()}
+    aggregate = ir_measures.calc_aggregate(measures, qrels, run)
+    expected = _lines(per_query, {names[m]: aggregate[m] for m in measures})
+    out = evaluate("demo", "--convention", "ir_measures", "-q", "-m", "nDCG@2", "-m", "Judged@5")
+    assert sorted(out.splitlines()) == sorted(expected)
+
+
+def test_convention_refuses_what_the_library_does_not_define(
+    transactional_db: None, write_file: WriteFile
+) -> None:
+    load(CollectionFactory(slug="demo", cutoffs=list(KS)), write_file)
+    with pytest.raises(CommandError, match="nDCG@k only"):
+        evaluate("demo", "--convention", "sklearn", "-m", "P@5")
+    with pytest.raises(CommandError, match="pytrec_eval"):
+        evaluate("demo", "--convention", "ir_measures", "-m", "map")
+    with pytest.raises(CommandError, match="trec_eval's layout"):
+        evaluate("demo", "--convention", "ranx", "--format", "json")
+    with pytest.raises(CommandError, match="is scored at"):
+        evaluate("demo", "--convention", "ranx", "--k", "3")

@@ -28,6 +28,8 @@ from annotations.apis.conditional import (
     Validators,
     etag_of,
 )
+from annotations.metrics.conventions import CONVENTIONS
+from annotations.metrics.measures import Measure
 from annotations.models import Run
 from annotations.permissions import (
     ANY_ROLE,
@@ -36,6 +38,7 @@ from annotations.scores import leaderboard_reads, snapshots
 from annotations.scores.reports import REPORT_KINDS, leaderboard_report, report_board
 from annotations.selectors import (
     compare_page,
+    conventions,
     impact,
     leaderboards,
     scores_state,
@@ -260,6 +263,26 @@ class LeaderboardReportApi(CollectionApiView):
         return response
 
 
+CONVENTION_PARAMETER = OpenApiParameter(
+    "convention",
+    str,
+    enum=list(CONVENTIONS),
+    default="trec_eval",
+    description="Whose nDCG@k: `trec_eval` (the stored scores), or `sklearn`, `ranx` or "
+    "`ir_measures`: the value that library gives on the same qrels and run, computed from the "
+    "current judgements when asked (ties, ideal list, gain and which queries count: "
+    "docs/conventions.md). Only `ndcg` (per query and the mean) and `queries` follow it; "
+    "`dcg`, `judged` and `ndcg_condensed` stay the platform's.",
+)
+
+
+def convention_of(request: Request) -> str:
+    convention = request.query_params.get("convention", "trec_eval")
+    if convention not in CONVENTIONS:
+        raise ValidationError({"convention": [f"Choose one of: {', '.join(CONVENTIONS)}."]})
+    return convention
+
+
 class RunScoresApi(CollectionApiView):
     roles = {"GET": ANY_ROLE}
     public_read = True
@@ -267,7 +290,7 @@ class RunScoresApi(CollectionApiView):
 
     @extend_schema(
         summary="A run's per-query scores at k (full float precision)",
-        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        parameters=[K_PARAMETER, CONVENTION_PARAMETER, *CONDITIONAL_PARAMETERS],
         responses={
             200: RunScoresSerializer,
             **NOT_MODIFIED,
@@ -276,12 +299,15 @@ class RunScoresApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str, name: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
+        convention = convention_of(request)
         run = Run.objects.filter(collection=self.collection, name=name).first()
         if run is None or not self.access.run_scores(run):
             raise NotFound("No such run.")
         # The stamp changes with every judgement, run, score or setting change.
         state = scores_state.scores_state(collection=self.collection)
-        validators = Validators(etag_of("run-scores", state.stamp, run.id, k), state.changed_at)
+        validators = Validators(
+            etag_of("run-scores", state.stamp, run.id, k, convention), state.changed_at
+        )
         not_modified = validators.not_modified(request)
         if not_modified is not None:
             return not_modified
@@ -290,6 +316,7 @@ class RunScoresApi(CollectionApiView):
             "collection": self.collection.slug,
             "run": run.name,
             "k": k,
+            "convention": convention,
             "pending": scores.pending,
             "machine_grades": self.collection.machine_grades,
             "ndcg": scores.ndcg,
@@ -298,7 +325,40 @@ class RunScoresApi(CollectionApiView):
             "queries": scores.queries,
             "per_query": scores.per_query,
         }
+        if convention != "trec_eval":
+            body.update(self._convention(run, k, convention, scores.per_query))
         return validators.stamped(Response(RunScoresSerializer(body).data))
+
+    @staticmethod
+    def _convention(
+        run: Run, k: int, convention: str, stored: list[stored_scores.QueryValue]
+    ) -> dict[str, Any]:
+        """nDCG@k under another library's convention, computed from the current qrels and
+        the run (a read: nothing is stored); the other per-query values are the stored ones
+        (0 where the convention counts a query the platform leaves out)."""
+        measure = Measure("nDCG", k)
+        results = conventions.run_results(run=run)
+        try:
+            values = conventions.run_convention_values(
+                run=run, measures=[measure], convention=convention, results=results
+            )
+        except ValueError:  # no judged query the run answers
+            return {"ndcg": None, "queries": 0, "per_query": []}
+        by_qid = {row.qid: row for row in stored}
+        rows = []
+        for qid, query_values in values.per_query.items():
+            row = by_qid.get(qid)
+            rows.append(
+                {
+                    "qid": qid,
+                    "ndcg": query_values[measure],
+                    "dcg": row.dcg if row else 0.0,
+                    "judged": row.judged if row else 0.0,
+                    "ndcg_condensed": row.ndcg_condensed if row else 0.0,
+                    "answered": qid in results,
+                }
+            )
+        return {"ndcg": values.means[measure], "queries": len(rows), "per_query": rows}
 
 
 class CompareApi(CollectionApiView):

@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotations.metrics.conventions import CONVENTIONS
 from annotations.models import MACHINE_GRADE_CHOICES
 
 CI_HELP = "95% percentile bootstrap interval of the mean over queries (null: no queries)."
@@ -142,6 +143,11 @@ class RunScoresSerializer(serializers.Serializer):
     collection = serializers.CharField()
     run = serializers.CharField()
     k = serializers.IntegerField()
+    convention = serializers.ChoiceField(
+        choices=CONVENTIONS,
+        help_text="Whose nDCG@k `ndcg` is: trec_eval's (stored) or the library's named "
+        "(computed from the current judgements; docs/conventions.md).",
+    )
     pending = serializers.BooleanField()
     machine_grades = serializers.ChoiceField(
         choices=MACHINE_GRADE_CHOICES, help_text=MACHINE_GRADES_HELP

@@ -8,12 +8,13 @@ from django.core.management.base import CommandError
 from annotations import selectors
 from annotations.formats.trec.evaluation import trec_eval_lines
 from annotations.management.commands._base import PrintingCommand, collection_get
+from annotations.metrics.conventions import CONVENTIONS, ConventionError, check_measures
 from annotations.metrics.measure_names import MeasureNameError, parse_measures
 from annotations.metrics.measures import Measure, run_values
 from annotations.models import Collection, Run
 from annotations.scores.reports import leaderboard_report
 from annotations.scores.snapshots import leaderboard_complete
-from annotations.selectors import evaluation, exports
+from annotations.selectors import conventions, evaluation, exports
 
 # --format value -> report kind (scores.reports)
 LEADERBOARD_FORMATS = {"leaderboard-csv": "csv", "leaderboard-latex": "latex"}
@@ -26,7 +27,8 @@ class Command(PrintingCommand):
         "leaderboard-csv, leaderboard-latex: the leaderboard at --k (default 10 or the middle "
         "cutoff) with CIs, judged@k and significance letters, as the page's downloads. "
         "-m MEASURE (repeatable) computes other measures from the current qrels instead, in "
-        "trec_eval's layout."
+        "trec_eval's layout. --convention sklearn|ranx|ir_measures computes nDCG@k (and "
+        "ir_measures' Judged@k) as that library would on the same qrels and run."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -63,6 +65,15 @@ class Command(PrintingCommand):
             help="relevance level, as trec_eval's -l: a grade counts as relevant from LEVEL "
             "on (default 1), for the measures whose name sets none",
         )
+        parser.add_argument(
+            "--convention",
+            choices=CONVENTIONS,
+            default="trec_eval",
+            help="trec_eval (default): the stored scores. sklearn, ranx or ir_measures: "
+            "nDCG@k computed from the current qrels as that library computes it (ties, "
+            "ideal list, gain, which queries count: docs/conventions.md), at every cutoff "
+            "or --k, or the nDCG@k and Judged@k named by -m; trec format only",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         collection = collection_get(options["slug"])
@@ -71,6 +82,9 @@ class Command(PrintingCommand):
             runs = [run for run in runs if run.name == options["run"]]
             if not runs:
                 raise CommandError(f"no run {options['run']!r} in {collection.slug}")
+        if options["convention"] != "trec_eval":
+            self._convention(collection, runs, options)
+            return
         if options["measures"]:
             self._measures(collection, runs, options)
             return
@@ -139,6 +153,48 @@ class Command(PrintingCommand):
                 )
             except ValueError as error:  # ERR refuses grades above its scale
                 raise CommandError(f"run {run.name!r}: {error}") from None
+            runid = run.name if len(runs) > 1 else None
+            for line in trec_eval_lines(measures, values, per_query=options["q"], runid=runid):
+                self.stdout.write(line, ending="")
+
+    def _convention(self, collection: Collection, runs: list[Run], options: Any) -> None:
+        """--convention: nDCG@k (or -m's nDCG@k and Judged@k) as another library computes
+        it, from the collection's effective grades and the runs' stored results, in
+        trec_eval's layout (one block per run, headed by its runid when there are several)."""
+        convention = options["convention"]
+        if options["format"] != "trec":
+            raise CommandError(f"--convention {convention} prints trec_eval's layout")
+        if options["measures"]:
+            if options["k"] is not None:
+                raise CommandError("-m names its cutoffs: leave --k out")
+            try:
+                measures = [m for text in options["measures"] for m in parse_measures(text, 1)]
+            except MeasureNameError as error:
+                raise CommandError(str(error)) from None
+        else:
+            ks = collection.sorted_cutoffs
+            if options["k"] is not None:
+                if options["k"] not in ks:
+                    raise CommandError(f"--k {options['k']}: {collection.slug} is scored at k={ks}")
+                ks = [options["k"]]
+            measures = [Measure("nDCG", k) for k in ks]
+        try:
+            measures = check_measures(convention, measures)
+        except ConventionError as error:
+            raise CommandError(f"--convention {convention}: {error}") from None
+        if not runs:
+            raise CommandError("the collection has no run yet")
+        qrels = conventions.collection_qrels(collection=collection)
+        if not qrels:
+            raise CommandError(f"{collection.slug} has no judgement yet")
+        for run in runs:
+            try:
+                values = conventions.run_convention_values(
+                    run=run, measures=measures, convention=convention, qrels=qrels
+                )
+            except ValueError:
+                self.stderr.write(f"warning: run {run.name!r} answers no judged query")
+                continue
             runid = run.name if len(runs) > 1 else None
             for line in trec_eval_lines(measures, values, per_query=options["q"], runid=runid):
                 self.stdout.write(line, ending="")
