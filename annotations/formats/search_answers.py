@@ -51,6 +51,9 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 # A text field of a hit given as several values (Solr's multi-valued fields, Elasticsearch's
 # highlight fragments) is shown as one text, its values joined by this.
 JOINER = " … "
+# Control characters (tab, CR and LF aside) are dropped from a hit's texts: no text field of
+# the platform holds them (`trec.text_problem`).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,7 @@ def _text(value: object, path: str) -> str:
         return JOINER.join(_text(item, path) for item in value if item is not None)
     if isinstance(value, bool) or isinstance(value, dict):
         raise AnswerProblem(path, f"the text is {_kind(value)}, not a string")
-    return str(value)
+    return _CONTROL.sub("", str(value))
 
 
 def _loaded(body: bytes | str) -> object:

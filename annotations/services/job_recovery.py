@@ -112,14 +112,15 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
 
     if job.state != ImportJob.FAILED:
         raise ValidationError(f"{job.file_name}: only a failed import can be retried.")
-    if not upload_exists(job.upload_path):
+    fetch = job.kind == ImportJob.FETCH  # a fetch has no upload: it asks its system again
+    if not fetch and not upload_exists(job.upload_path):
         ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED).update(
             upload_path="", error=UPLOAD_GONE
         )
         raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
+    failed = ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
     queued = (
-        ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
-        .exclude(upload_path="")
+        (failed if fetch else failed.exclude(upload_path=""))
         .update(
             state=ImportJob.QUEUED,
             error="",
@@ -135,6 +136,7 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
             heartbeat=None,
             retried=timezone.now(),
             retries=F("retries") + 1,
+            cancel_requested=False,
         )
     )
     if not queued:
