@@ -25,6 +25,16 @@ from annotations.apis.scores import (
     leaderboard_body,
 )
 from annotations.apis.sensitivity import MachineRulesApi, SensitivityApi
+from annotations.apis.systems import (
+    SearchSystemDetailApi,
+    SearchSystemListApi,
+    SearchSystemTryApi,
+    SystemFetchCancelApi,
+    SystemFetchDetailApi,
+    SystemFetchFailureListApi,
+    SystemFetchListApi,
+    SystemFetchRetryApi,
+)
 from annotations.apis.tokens import TokenApi
 from annotations.apis.versions import (
     LeaderboardAsOfApi,
@@ -79,6 +89,14 @@ __all__ = [
     "RunScoresApi",
     "RunsZipApi",
     "SensitivityApi",
+    "SearchSystemDetailApi",
+    "SearchSystemListApi",
+    "SearchSystemTryApi",
+    "SystemFetchCancelApi",
+    "SystemFetchDetailApi",
+    "SystemFetchFailureListApi",
+    "SystemFetchListApi",
+    "SystemFetchRetryApi",
     "TokenApi",
     "TopicsImportApi",
     "WebhookDeliveryListApi",
