@@ -349,9 +349,11 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     # Search systems: described, tried on a real engine, a fetch queued, cancelled, retried
     systems = f"{DEMO}/systems/"
     with search_engine() as engine:
-        system = {"name": "bm25", "method": "POST", "url_template": f"{engine.url}/docs/_search",
-                  "body_template": '{"size": "{{depth}}", "query": {"multi_match": '
-                  '{"query": "{{title}}"}}}', "headers": [{"name": "X-Team", "value": "a"}]}  # fmt: skip
+        body = '{"size": "{{depth}}", "query": {"multi_match": {"query": "{{title}}"}}}'
+        system = {
+            "name": "bm25", "method": "POST", "url_template": f"{engine.url}/docs/_search",
+            "body_template": body, "headers": [{"name": "X-Team", "value": "a"}],
+        }  # fmt: skip
         call(organiser, "post", systems, 201, data=system, format="json")
         call(organiser, "post", systems, 400, data=system, format="json")
         call(assessor, "get", systems, 403)
@@ -362,9 +364,9 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         tried = call(organiser, "post", f"{systems}bm25/try/", 200).json()
         assert [item["qid"] for item in tried] == ["q1", "q2", "q3"]
         fetches = f"{systems}bm25/fetches/"
-        queued = call(organiser, "post", fetches, 202, data={"label": "b1"}, format="json")
+        queued = call(organiser, "post", fetches, 202, data={"run": "b1"}, format="json")
         fetch = f"{fetches}{queued.json()['id']}/"
-        call(organiser, "post", fetches, 400, data={"label": "b 1"}, format="json")
+        call(organiser, "post", fetches, 400, data={"run": "b 1"}, format="json")
         call(organiser, "get", fetches, 200)
         call(organiser, "get", fetch, 200)
         call(organiser, "get", f"{fetch}failures/", 200)

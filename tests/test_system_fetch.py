@@ -47,7 +47,9 @@ def trial(transactional_db: None) -> Collection:
     collection = CollectionFactory(slug="trial")
     queries_store(
         collection=collection,
-        queries=[QueryFields(qid, title, description) for qid, (title, description) in QUERIES.items()],
+        queries=[
+            QueryFields(qid, title, description) for qid, (title, description) in QUERIES.items()
+        ],
     )
     return collection
 
@@ -112,7 +114,9 @@ def test_a_fetch_stores_the_engines_ranking_documents_failures_and_scores(
     oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5"}).evaluate(ranking)
     values = stored_ndcg(trial, [run.id], 5)[run.id]
     by_qid = dict(trial.queries.values_list("id", "qid"))
-    got = {by_qid[query_id]: value for query_id, value in values.items() if by_qid[query_id] in qrels}
+    got = {
+        by_qid[query_id]: value for query_id, value in values.items() if by_qid[query_id] in qrels
+    }
     assert got == {qid: oracle[qid]["ndcg_cut_5"] for qid in qrels}
 
 
@@ -215,9 +219,7 @@ def test_a_run_name_taken_or_no_secret_is_refused_before_queueing(
     assert not ImportJob.objects.exists()
 
 
-def test_a_system_is_checked_when_described(
-    trial: Collection, settings: Any
-) -> None:
+def test_a_system_is_checked_when_described(trial: Collection, settings: Any) -> None:
     with pytest.raises(ValidationError) as caught:
         system_create(
             collection=trial, name="bad", created_by=None, method="POST",

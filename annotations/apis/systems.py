@@ -157,7 +157,7 @@ class SystemFetchListApi(PagedList, _SystemApiView):
         given.is_valid(raise_exception=True)
         job = system_fetch_start(
             system=self.system(name),
-            label=given.validated_data["label"],
+            label=given.validated_data["run"],
             created_by=calling_user(request),
         )
         job.refresh_from_db()

@@ -148,7 +148,7 @@ def body_problem(template: str) -> str | None:
     try:
         json.loads(template)
     except ValueError as error:
-        return f"Not JSON: {error}. Write placeholders inside strings: \"{{{{title}}}}\"."
+        return f'Not JSON: {error}. Write placeholders inside strings: "{{{{title}}}}".'
     return _unknown(template)
 
 
@@ -242,7 +242,7 @@ def _text(value: object, path: str) -> str:
         return ""
     if isinstance(value, list):
         return JOINER.join(_text(item, path) for item in value if item is not None)
-    if isinstance(value, bool) or isinstance(value, dict):
+    if isinstance(value, bool | dict):
         raise AnswerProblem(path, f"the text is {_kind(value)}, not a string")
     return _CONTROL.sub("", str(value))
 
@@ -252,9 +252,9 @@ def _loaded(body: bytes | str) -> object:
         return json.loads(body)
     except UnicodeDecodeError:
         raise AnswerProblem("", "the answer is not UTF-8 text") from None
-    except ValueError as error:
-        where = f"line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else ""
-        raise AnswerProblem("", f"the answer is not JSON ({where})".replace(" ()", "")) from None
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}"
+        raise AnswerProblem("", f"the answer is not JSON ({where})") from None
 
 
 def parse_answer(body: bytes | str, mapping: Mapping, depth: int) -> list[Hit]:
@@ -300,8 +300,7 @@ def parse_answer(body: bytes | str, mapping: Mapping, depth: int) -> list[Hit]:
     given = [score is not None for score in scores]
     if all(given):
         return [
-            replace(hit, score=float(score or 0.0))
-            for hit, score in zip(hits, scores, strict=True)
+            replace(hit, score=float(score or 0.0)) for hit, score in zip(hits, scores, strict=True)
         ]
     if any(given):
         missing = places[given.index(False)]

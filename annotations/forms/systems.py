@@ -43,6 +43,6 @@ class FetchForm(forms.Form):
     label = forms.CharField(
         required=False,
         max_length=200,
-        help_text='The run\'s name, e.g. "bm25-boost-title"; empty: the system\'s name and '
+        help_text="The run's name, e.g. \"bm25-boost-title\"; empty: the system's name and "
         "the time.",
     )

@@ -40,8 +40,9 @@ class ImportJob(models.Model):
     ]
     ACTIVE = (QUEUED, RUNNING)
     # What a job is doing, in the units of the work: lines of its file parsed (of
-    # lines_total; a fetch: queries asked, of the collection's), then rows stored, then, once its import committed, queries scored (of
-    # queries_total) where the scores are computed in the job's own process.
+    # lines_total; a fetch: queries asked, of the collection's), then rows stored, then,
+    # once its import committed, queries scored (of queries_total) where the scores are
+    # computed in the job's own process.
     PARSING, STORING, SCORING = "parsing", "storing", "scoring"
     STAGE_CHOICES = [("", "none"), (PARSING, "parsing"), (STORING, "storing"), (SCORING, "scoring")]
 

@@ -139,9 +139,7 @@ class FetchFailure(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [
-            models.UniqueConstraint(fields=["job", "qid"], name="fetch_failure_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["job", "qid"], name="fetch_failure_unique")]
 
     def __str__(self) -> str:
         return f"{self.qid}: {self.message}"

@@ -92,7 +92,7 @@ class SystemTriedSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class FetchCreateSerializer(StrictInputMixin, serializers.Serializer):  # type: ignore[type-arg]
-    label = serializers.CharField(
+    run = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=200,
         help_text='The run\'s name, e.g. "bm25-boost-title" (blank: the system\'s name and '
         "the time)",

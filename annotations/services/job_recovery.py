@@ -119,25 +119,22 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
         )
         raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
     failed = ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
-    queued = (
-        (failed if fetch else failed.exclude(upload_path=""))
-        .update(
-            state=ImportJob.QUEUED,
-            error="",
-            summary="",
-            bytes_done=0,
-            lines_done=0,
-            lines_total=0,
-            stage="",
-            queries_done=0,
-            queries_total=0,
-            started=None,
-            finished=None,
-            heartbeat=None,
-            retried=timezone.now(),
-            retries=F("retries") + 1,
-            cancel_requested=False,
-        )
+    queued = (failed if fetch else failed.exclude(upload_path="")).update(
+        state=ImportJob.QUEUED,
+        error="",
+        summary="",
+        bytes_done=0,
+        lines_done=0,
+        lines_total=0,
+        stage="",
+        queries_done=0,
+        queries_total=0,
+        started=None,
+        finished=None,
+        heartbeat=None,
+        retried=timezone.now(),
+        retries=F("retries") + 1,
+        cancel_requested=False,
     )
     if not queued:
         raise ValidationError(f"{job.file_name}: it was retried or dismissed meanwhile.")

@@ -138,7 +138,9 @@ def client_for(system: SearchSystem, *, seconds: float | None = None) -> httpx2.
     """The outbound client one fetch (or one try) shares across its threads."""
     whole = call_seconds(system)
     return outbound_client(
-        _rule(), answer_bytes=ANSWER_BYTES, seconds=whole if seconds is None else min(seconds, whole)
+        _rule(),
+        answer_bytes=ANSWER_BYTES,
+        seconds=whole if seconds is None else min(seconds, whole),
     )
 
 

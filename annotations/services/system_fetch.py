@@ -70,9 +70,9 @@ def system_fetch_start(
     name = run_name_for(system, label, timezone.localtime())
     problem = trec.id_problem(name)
     if problem is not None:
-        raise ValidationError({"label": f"not a valid run name: {problem}"})
+        raise ValidationError({"run": f"not a valid run name: {problem}"})
     if Run.objects.filter(collection=collection, name=name).exists():
-        raise ValidationError({"label": f"A run named {name} exists: give another label."})
+        raise ValidationError({"run": f"A run named {name} exists: give another label."})
     total = len(query_texts(collection))
     if not total:
         raise ValidationError({"queries": "The collection has no queries to ask: import topics."})
