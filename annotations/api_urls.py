@@ -166,6 +166,43 @@ urlpatterns = [
         apis.JudgeRunCancelApi.as_view(),
         name="judge-run-cancel",
     ),
+    # Search systems and the runs fetched from them
+    path("collections/<slug:slug>/systems/", apis.SearchSystemListApi.as_view(), name="systems"),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/",
+        apis.SearchSystemDetailApi.as_view(),
+        name="system",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/try/",
+        apis.SearchSystemTryApi.as_view(),
+        name="system-try",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/",
+        apis.SystemFetchListApi.as_view(),
+        name="system-fetches",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/",
+        apis.SystemFetchDetailApi.as_view(),
+        name="system-fetch",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/failures/",
+        apis.SystemFetchFailureListApi.as_view(),
+        name="system-fetch-failures",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/cancel/",
+        apis.SystemFetchCancelApi.as_view(),
+        name="system-fetch-cancel",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/retry/",
+        apis.SystemFetchRetryApi.as_view(),
+        name="system-fetch-retry",
+    ),
     # The judging campaign: pools, assignments, members and accounts, adjudication,
     # agreement, history, downloads.
     path("collections/<slug:slug>/pools/", pools.PoolListCreateApi.as_view(), name="pools"),

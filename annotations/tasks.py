@@ -5,7 +5,7 @@ from celery import Task, shared_task
 from annotations import events, idempotency, scores
 from annotations.models import Collection, Query, Run
 from annotations.scores import refresh_queue, refresh_work
-from annotations.services import impact, job_recovery, jobs, judges, webhooks
+from annotations.services import impact, job_recovery, jobs, judges, system_fetch, webhooks
 
 
 @shared_task(name="annotations.tasks.recompute_stale_queries")
@@ -125,3 +125,9 @@ def judge_runs_sweep() -> int:
     """Periodic (celery beat): queue again the judge runs whose task was lost or whose
     worker stopped."""
     return judges.judge_runs_sweep()
+
+
+@shared_task(name="annotations.tasks.system_fetch_run")
+def system_fetch_run(job_id: int) -> str:
+    """Fetch a run from a search system (a long task, on the outbound queue)."""
+    return system_fetch.system_fetch_run(job_id=job_id)

@@ -19,6 +19,7 @@ from annotations.views import (
     scores,
     significance,
     stale,
+    systems,
     versions,
     webhooks,
 )
@@ -258,5 +259,29 @@ urlpatterns = [
         "collections/<slug:slug>/judges/<slug:name>/runs/<int:run_id>/cancel/",
         judges.judge_run_stop,
         name="judge-run-cancel",
+    ),
+    path("collections/<slug:slug>/systems/", systems.systems, name="collection-systems"),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/", systems.system_detail, name="system-detail"
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetch/",
+        systems.system_fetch,
+        name="system-fetch",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/",
+        systems.system_fetch_detail,
+        name="system-fetch-detail",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/cancel/",
+        systems.system_fetch_stop,
+        name="system-fetch-cancel",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/retry/",
+        systems.system_fetch_again,
+        name="system-fetch-retry",
     ),
 ]

@@ -426,6 +426,9 @@ NDCG_WEBHOOK_ALLOW_PRIVATE = env_bool("NDCG_WEBHOOK_ALLOW_PRIVATE", False)
 # Machine judges' endpoints follow the same rule: a model server on this machine or a
 # private network (vLLM, Ollama, a llama.cpp server) needs NDCG_JUDGE_ALLOW_PRIVATE=true.
 NDCG_JUDGE_ALLOW_PRIVATE = env_bool("NDCG_JUDGE_ALLOW_PRIVATE", False)
+# And search systems' endpoints: an engine on this machine or a private network
+# (Elasticsearch, OpenSearch, Solr behind the firewall) needs NDCG_SEARCH_ALLOW_PRIVATE=true.
+NDCG_SEARCH_ALLOW_PRIVATE = env_bool("NDCG_SEARCH_ALLOW_PRIVATE", False)
 NDCG_WEBHOOK_KEEP_DAYS = env_int("NDCG_WEBHOOK_KEEP_DAYS", 14, minimum=1)
 NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, minimum=0.0)
 # Under a steady stream of judgements a collection's refreshes take at most this share of a
@@ -443,6 +446,7 @@ CELERY_TASK_ROUTES = {
         ("annotations.tasks.idempotency_purge", NDCG_DERIVED_QUEUE),
         ("annotations.tasks.import_job_run", NDCG_IMPORTS_QUEUE),
         ("annotations.tasks.judge_run_execute", NDCG_OUTBOUND_QUEUE),
+        ("annotations.tasks.system_fetch_run", NDCG_OUTBOUND_QUEUE),
         ("annotations.tasks.webhooks_send", NDCG_OUTBOUND_QUEUE),
         ("annotations.tasks.webhooks_sweep", NDCG_OUTBOUND_QUEUE),
     )

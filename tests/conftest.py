@@ -58,6 +58,7 @@ def _judges_on_this_machine(settings: Any) -> None:
     """The tests' model servers listen on 127.0.0.1 (tests/fake_llm.py): allowed, as for a
     local model server; the outbound rule's own tests turn it off."""
     settings.NDCG_JUDGE_ALLOW_PRIVATE = True
+    settings.NDCG_SEARCH_ALLOW_PRIVATE = True  # the tests' search engines, likewise
 
 
 @pytest.fixture

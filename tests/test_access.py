@@ -42,6 +42,7 @@ PRIVATE: dict[str, tuple[int, ...]] = {
     f"{C}/disagreements/": (302, 404, 403, 403, 403, 200, 200),
     f"{C}/versions/": (302, 404, 403, 403, 403, 200, 200),
     f"{C}/import/": (302, 404, 403, 403, 403, 200, 200),
+    f"{C}/systems/": (302, 404, 403, 403, 403, 200, 200),
     f"{C}/runs/": (302, 404, 404, 404, 200, 200, 200),
     f"{C}/runs/mine/download/": (302, 404, 404, 404, 200, 200, 200),
     f"{C}/runs/theirs/download/": (302, 404, 404, 404, 404, 200, 200),
@@ -71,6 +72,7 @@ PRIVATE: dict[str, tuple[int, ...]] = {
     f"{API}/versions/": (401, 404, 403, 403, 403, 200, 200),
     f"{API}/as-of/qrels/?at=2100-01-01T00:00:00Z": (401, 404, 403, 403, 403, 200, 200),
     f"{API}/import-jobs/": (401, 404, 403, 403, 200, 200, 200),
+    f"{API}/systems/": (401, 404, 403, 403, 403, 200, 200),
     f"{API}/runs-zip/": (401, 404, 403, 403, 403, 200, 200),
     f"{C}/exports/runs.zip": (302, 404, 403, 403, 403, 200, 200),
 }
@@ -186,6 +188,7 @@ MENUS = {
         "Judging",
         "Agreement",
         "Machine judges",
+        "Search systems",
         "Versions",
         "Import",
         "Members",

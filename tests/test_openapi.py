@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from annotations import services
 from annotations.models import Collection, MachineJudge, Membership
 from tests.factories import UserFactory
+from tests.search_engine import search_engine
 
 Capture = Callable[..., AbstractContextManager[Any]]
 DEMO = "/api/v1/collections/demo"
@@ -345,6 +346,35 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(organiser, "get", f"{hook}deliveries/", 200)
     call(organiser, "delete", hook, 204)
     call(organiser, "get", hook, 404)
+    # Search systems: described, tried on a real engine, a fetch queued, cancelled, retried
+    systems = f"{DEMO}/systems/"
+    with search_engine() as engine:
+        body = '{"size": "{{depth}}", "query": {"multi_match": {"query": "{{title}}"}}}'
+        system = {
+            "name": "bm25", "method": "POST", "url_template": f"{engine.url}/docs/_search",
+            "body_template": body, "headers": [{"name": "X-Team", "value": "a"}],
+        }  # fmt: skip
+        call(organiser, "post", systems, 201, data=system, format="json")
+        call(organiser, "post", systems, 400, data=system, format="json")
+        call(assessor, "get", systems, 403)
+        call(organiser, "get", systems, 200)
+        call(organiser, "get", f"{systems}bm25/", 200)
+        call(organiser, "patch", f"{systems}bm25/", 200, data={"depth": 5}, format="json")
+        call(organiser, "patch", f"{systems}bm25/", 400, data={"id_path": "a["}, format="json")
+        tried = call(organiser, "post", f"{systems}bm25/try/", 200).json()
+        assert [item["qid"] for item in tried] == ["q1", "q2", "q3"]
+        fetches = f"{systems}bm25/fetches/"
+        queued = call(organiser, "post", fetches, 202, data={"run": "b1"}, format="json")
+        fetch = f"{fetches}{queued.json()['id']}/"
+        call(organiser, "post", fetches, 400, data={"run": "b 1"}, format="json")
+        call(organiser, "get", fetches, 200)
+        call(organiser, "get", fetch, 200)
+        call(organiser, "get", f"{fetch}failures/", 200)
+        call(organiser, "post", f"{fetch}cancel/", 200)
+        call(organiser, "post", f"{fetch}retry/", 202)
+        call(organiser, "post", f"{fetch}retry/", 400)
+        call(assessor, "get", fetch, 403)
+        call(organiser, "get", f"{fetches}999999/", 404)
     # Machine judges (no pool yet: trying and running are refused)
     judges = f"{DEMO}/judges/"
     judge = {"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "m",

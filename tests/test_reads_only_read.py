@@ -26,6 +26,7 @@ from annotations import services
 from annotations.converters import id_to_segment
 from annotations.models import (
     Collection,
+    FetchFailure,
     ImportJob,
     JudgeRun,
     Membership,
@@ -33,6 +34,7 @@ from annotations.models import (
     Query,
 )
 from annotations.services import jobs, versions, webhooks
+from annotations.services.systems import system_create
 from tests.factories import UserFactory, machine_judge
 
 # Statements that change the database (a WITH may lead into one).
@@ -105,6 +107,16 @@ def populated(transactional_db: None, tmp_path: Path, settings: Any) -> dict[str
         upload=SimpleUploadedFile("more.qrels", qrels.read_bytes()),
         created_by=organiser,
     )
+    system = system_create(
+        collection=collection, name="engine", created_by=organiser,
+        url_template="http://127.0.0.1:9/docs/_search?q={{title}}",
+    )  # fmt: skip
+    fetch = ImportJob.objects.create(
+        collection=collection, kind=ImportJob.FETCH, system=system, file_name=system.name,
+        size=0, run_name="engine-run", lines_total=3, lines_done=1, state=ImportJob.FAILED,
+        error="Cancelled after 1 of 3 queries; nothing was stored.", created_by=organiser,
+    )  # fmt: skip
+    FetchFailure.objects.create(job=fetch, qid="q1", status=503, message="HTTP 503")
     hook = webhooks.subscription_create(
         collection=collection, url="http://127.0.0.1:9/hook", created_by=organiser
     )
@@ -126,6 +138,8 @@ def populated(transactional_db: None, tmp_path: Path, settings: Any) -> dict[str
             "assignment_id": assignment.id,
             "position": 1,
             "job_id": job.id,
+            "system": system.name,
+            "fetch_id": fetch.id,
             "membership_id": membership.id,
             "pool_id": pool.id,
             "run_id": judge_run.id,
@@ -149,9 +163,13 @@ def url_of(route: str, values: dict[str, Any]) -> str:
                 if before.endswith("versions/")
                 else "judge"
                 if before.endswith("judges/")
+                else "system"
+                if before.endswith("systems/")
                 else "run"
             )
             value = values[key]
+        elif name == "job_id" and "systems/" in route:
+            value = values["fetch_id"]
         else:
             value = values[name]
         if converter == "id":

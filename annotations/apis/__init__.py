@@ -25,6 +25,16 @@ from annotations.apis.scores import (
     leaderboard_body,
 )
 from annotations.apis.sensitivity import MachineRulesApi, SensitivityApi
+from annotations.apis.systems import (
+    SearchSystemDetailApi,
+    SearchSystemListApi,
+    SearchSystemTryApi,
+    SystemFetchCancelApi,
+    SystemFetchDetailApi,
+    SystemFetchFailureListApi,
+    SystemFetchListApi,
+    SystemFetchRetryApi,
+)
 from annotations.apis.tokens import TokenApi
 from annotations.apis.versions import (
     LeaderboardAsOfApi,
@@ -78,7 +88,15 @@ __all__ = [
     "RunResultsApi",
     "RunScoresApi",
     "RunsZipApi",
+    "SearchSystemDetailApi",
+    "SearchSystemListApi",
+    "SearchSystemTryApi",
     "SensitivityApi",
+    "SystemFetchCancelApi",
+    "SystemFetchDetailApi",
+    "SystemFetchFailureListApi",
+    "SystemFetchListApi",
+    "SystemFetchRetryApi",
     "TokenApi",
     "TopicsImportApi",
     "WebhookDeliveryListApi",

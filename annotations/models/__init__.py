@@ -45,6 +45,7 @@ from annotations.models.scores import (
     QueryScore,
     RunScore,
 )
+from annotations.models.systems import FetchFailure, SearchSystem
 from annotations.models.webhooks import WebhookDelivery, WebhookSubscription
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "Collection",
     "Document",
     "DocumentImpact",
+    "FetchFailure",
     "GradeLevel",
     "IdealScore",
     "IdempotentResponse",
@@ -87,6 +89,7 @@ __all__ = [
     "Ranking",
     "Run",
     "RunScore",
+    "SearchSystem",
     "WebhookDelivery",
     "WebhookSubscription",
     "default_cutoffs",

@@ -1,4 +1,5 @@
-"""Import jobs: one uploaded file imported into a collection, its state and progress."""
+"""Import jobs: one uploaded file imported into a collection, or a run fetched from a search
+system, its state and progress."""
 
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ class ImportJob(models.Model):
     Dismiss deletes the upload and leaves the job dismissed.
     """
 
-    TOPICS, DOCUMENTS, QRELS, RUN = "topics", "documents", "qrels", "run"
+    TOPICS, DOCUMENTS, QRELS, RUN, FETCH = "topics", "documents", "qrels", "run", "fetch"
     KIND_CHOICES = [
         (TOPICS, "topics"),
         (DOCUMENTS, "documents"),
         (QRELS, "qrels"),
         (RUN, "run"),
+        (FETCH, "run fetched from a search system"),
     ]
     QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
     DISMISSED = "dismissed"
@@ -38,8 +40,9 @@ class ImportJob(models.Model):
     ]
     ACTIVE = (QUEUED, RUNNING)
     # What a job is doing, in the units of the work: lines of its file parsed (of
-    # lines_total), then rows stored, then, once its import committed, queries scored (of
-    # queries_total) where the scores are computed in the job's own process.
+    # lines_total; a fetch: queries asked, of the collection's), then rows stored, then,
+    # once its import committed, queries scored (of queries_total) where the scores are
+    # computed in the job's own process.
     PARSING, STORING, SCORING = "parsing", "storing", "scoring"
     STAGE_CHOICES = [("", "none"), (PARSING, "parsing"), (STORING, "storing"), (SCORING, "scoring")]
 
@@ -79,6 +82,17 @@ class ImportJob(models.Model):
         related_name="+",
         help_text="Qrels: the account the judgements are recorded as (empty: the import account)",
     )
+    system = models.ForeignKey(
+        "annotations.SearchSystem",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="fetches",
+        help_text="Fetches: the search system asked",
+    )
+    cancel_requested = models.BooleanField(
+        default=False, help_text="Fetches: stop after the queries in flight, storing nothing"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -106,7 +120,7 @@ class ImportJob(models.Model):
                 name="import_job_state_valid",
             ),
             models.CheckConstraint(
-                condition=models.Q(kind__in=["topics", "documents", "qrels", "run"]),
+                condition=models.Q(kind__in=["topics", "documents", "qrels", "run", "fetch"]),
                 name="import_job_kind_valid",
             ),
             models.CheckConstraint(
@@ -131,8 +145,8 @@ class ImportJob(models.Model):
 
     @property
     def retryable(self) -> bool:
-        """Failed with its upload kept: Retry (and Dismiss) are offered."""
-        return self.state == self.FAILED and bool(self.upload_path)
+        """Failed with its upload kept (a fetch: always): Retry (and Dismiss) are offered."""
+        return self.state == self.FAILED and (bool(self.upload_path) or self.kind == self.FETCH)
 
     @property
     def progress(self) -> tuple[int | None, int, str]:
@@ -140,6 +154,8 @@ class ImportJob(models.Model):
         value None while it stores (a bar without a measure: rows have no total)."""
         if self.state == self.QUEUED:
             return 0, 1, "queued"
+        if self.kind == self.FETCH and self.stage != self.SCORING:
+            return self._fetch_progress()
         if self.stage == self.SCORING:
             total = max(self.queries_total, self.queries_done, 1)
             done = min(self.queries_done, total)
@@ -154,3 +170,14 @@ class ImportJob(models.Model):
         if self.state == self.RUNNING:
             return done, total, f"parsing {done:,} of {total:,} lines"
         return done, total, f"stopped after {done:,} of {total:,} lines"
+
+    def _fetch_progress(self) -> tuple[int | None, int, str]:
+        if self.state == self.DONE:
+            return 1, 1, "done"
+        total = max(self.lines_total, self.lines_done, 1)
+        done = min(self.lines_done, total)
+        if self.state == self.RUNNING and self.stage == self.STORING:
+            return None, 1, f"storing the answers to {done:,} queries"
+        if self.state == self.RUNNING:
+            return done, total, f"asked {done:,} of {total:,} queries"
+        return done, total, f"stopped after {done:,} of {total:,} queries"

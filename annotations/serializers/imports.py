@@ -43,7 +43,10 @@ class ImportJobSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """An import job: its state and its progress in the units of its stage."""
 
     id = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=["topics", "documents", "qrels", "run"])
+    kind = serializers.ChoiceField(
+        choices=["topics", "documents", "qrels", "run", "fetch"],
+        help_text="fetch: a run fetched from a search system (`file_name` names it).",
+    )
     file_name = serializers.CharField()
     state = serializers.ChoiceField(
         choices=["queued", "running", "done", "failed", "dismissed"],

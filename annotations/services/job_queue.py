@@ -24,8 +24,10 @@ def import_jobs_start(*, jobs: list[ImportJob]) -> None:
 
 
 def import_job_publish(job_id: int) -> None:
+    fetch = ImportJob.objects.filter(id=job_id, kind=ImportJob.FETCH).exists()
+    task = publishing.SYSTEM_FETCH if fetch else publishing.IMPORT_JOB_RUN
     try:
-        publishing.IMPORT_JOB_RUN.apply_async((job_id,), retry=False)
+        task.apply_async((job_id,), retry=False)
     except Exception as error:
         logger.warning("could not queue import job %s: %r", job_id, error)
         # The upload is kept: Retry queues the job again.

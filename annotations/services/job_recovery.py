@@ -112,30 +112,29 @@ def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
 
     if job.state != ImportJob.FAILED:
         raise ValidationError(f"{job.file_name}: only a failed import can be retried.")
-    if not upload_exists(job.upload_path):
+    fetch = job.kind == ImportJob.FETCH  # a fetch has no upload: it asks its system again
+    if not fetch and not upload_exists(job.upload_path):
         ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED).update(
             upload_path="", error=UPLOAD_GONE
         )
         raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
-    queued = (
-        ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
-        .exclude(upload_path="")
-        .update(
-            state=ImportJob.QUEUED,
-            error="",
-            summary="",
-            bytes_done=0,
-            lines_done=0,
-            lines_total=0,
-            stage="",
-            queries_done=0,
-            queries_total=0,
-            started=None,
-            finished=None,
-            heartbeat=None,
-            retried=timezone.now(),
-            retries=F("retries") + 1,
-        )
+    failed = ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
+    queued = (failed if fetch else failed.exclude(upload_path="")).update(
+        state=ImportJob.QUEUED,
+        error="",
+        summary="",
+        bytes_done=0,
+        lines_done=0,
+        lines_total=0,
+        stage="",
+        queries_done=0,
+        queries_total=0,
+        started=None,
+        finished=None,
+        heartbeat=None,
+        retried=timezone.now(),
+        retries=F("retries") + 1,
+        cancel_requested=False,
     )
     if not queued:
         raise ValidationError(f"{job.file_name}: it was retried or dismissed meanwhile.")

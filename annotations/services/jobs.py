@@ -184,8 +184,11 @@ def import_job_run(*, job_id: int) -> str:
     when the job is done or its file was at fault, and kept for Retry otherwise.
     """
     now = timezone.now()
-    claimed = ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED).update(
-        state=ImportJob.RUNNING, started=now, heartbeat=now
+    # A fetch from a search system is a job of its own task (`system_fetch`).
+    claimed = (
+        ImportJob.objects.filter(id=job_id, state=ImportJob.QUEUED)
+        .exclude(kind=ImportJob.FETCH)
+        .update(state=ImportJob.RUNNING, started=now, heartbeat=now)
     )
     job = ImportJob.objects.select_related("collection", "assessor", "created_by").filter(id=job_id)
     found = job.first()
