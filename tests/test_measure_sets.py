@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 from django.core.exceptions import ValidationError
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from annotations import scores, selectors, services
 from annotations.formats import score_bytes
@@ -25,6 +27,7 @@ WRITE = Callable[..., Path]
 # ir_measures name -> (trec_eval's measure as pytrec_eval is asked for it, the key of its
 # value, trec_eval's relevance level -l).
 TREC: dict[str, tuple[str, str, int]] = {
+    "P@2": ("P.2", "P_2", 1),
     "AP": ("map", "map", 1),
     "AP@5": ("map_cut.5", "map_cut_5", 1),
     "AP(rel=2)": ("map", "map", 2),
@@ -162,7 +165,9 @@ def test_a_change_of_measures_rescores_every_run_and_an_import_scores_its_run(
 ) -> None:
     rng = random.Random(5)
     collection = _collection(write_file, rng)
-    lines = [f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(4) for d in rng.sample(range(40), 20)]
+    lines = [
+        f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(4) for d in rng.sample(range(40), 20)
+    ]
     services.judgements_import(
         collection=collection,
         source=write_file("qrels.txt", "\n".join(lines)),
@@ -212,9 +217,7 @@ def test_a_spelling_of_the_same_set_is_no_change_and_rescores_nothing(
         ("AP", "a list of measure names"),
     ],
 )
-def test_a_bad_entry_is_refused_naming_it(
-    db: None, entries: object, says: str | None
-) -> None:
+def test_a_bad_entry_is_refused_naming_it(db: None, entries: object, says: str | None) -> None:
     collection = CollectionFactory(slug="named")
     if says is None:
         services.collection_update(collection=collection, measures=entries)
@@ -245,3 +248,113 @@ def test_the_layout_names_each_value() -> None:
     assert score_bytes.measure_names_of("") == []
     with pytest.raises(ValueError, match="no space"):
         score_bytes.measures_layout(["A P"])
+
+
+# --- the API -------------------------------------------------------------------------------
+
+API = "/api/v1/collections"
+
+
+def _api_collection(write_file: WRITE) -> tuple[Collection, APIClient]:
+    organiser = UserFactory(username="organiser")
+    collection = services.collection_create_with_organiser(
+        organiser=organiser, slug="kept", cutoffs=[2, 10], measures=["AP", "P@2"]
+    )
+    services.judgements_import(
+        collection=collection,
+        source=write_file("q.qrels", "q1 0 d1 3\nq1 0 d2 0\nq1 0 d4 1\nq2 0 d3 2\n"),
+        assessor=organiser,
+    )
+    for name, lines in (
+        ("base", "q1 Q0 d2 1 9.5 base\nq1 Q0 d1 2 8.0 base\nq2 Q0 d3 1 3.0 base"),
+        ("rival", "q1 Q0 d1 1 9.5 rival\nq1 Q0 d4 2 8.0 rival"),  # no answer for q2
+    ):
+        services.run_import(collection=collection, source=write_file(f"{name}.txt", lines))
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=organiser)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return collection, client
+
+
+def test_the_run_scores_api_answers_a_kept_measure_per_query_and_its_mean(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    collection, client = _api_collection(write_file)
+    body = client.get(f"{API}/kept/runs/rival/scores/?measure=AP").json()
+    # rival: q1 finds d1 at 1 and d4 at 2 of 2 relevant: AP 1.0; q2 unanswered: 0 (-c).
+    assert body["measure"] == {
+        "name": "AP",
+        "trec_eval": "map",
+        "pending": False,
+        "mean": 0.5,
+        "queries": 2,
+        "per_query": [
+            {"qid": "q1", "value": 1.0, "answered": True},
+            {"qid": "q2", "value": 0.0, "answered": False},
+        ],
+    }
+    expected = _trec_eval(collection)
+    base = client.get(f"{API}/kept/runs/base/scores/?measure=P@2").json()["measure"]
+    assert [row["value"] for row in base["per_query"]] == [
+        expected[("base", "q1", "P@2")],
+        expected[("base", "q2", "P@2")],
+    ]
+    assert client.get(f"{API}/kept/runs/base/scores/").json()["measure"] is None
+    # Another spelling of a kept measure reads it too.
+    assert client.get(f"{API}/kept/runs/base/scores/?measure=MAP").json()["measure"]["name"] == "AP"
+
+
+@pytest.mark.parametrize(
+    ("asked", "says"),
+    [
+        ("RR", "measure 'RR' is not kept by this collection; it keeps: AP, P@2"),
+        ("Foo", "unknown measure 'Foo'"),
+    ],
+)
+def test_a_measure_the_collection_does_not_keep_is_a_400_naming_it(
+    transactional_db: None, write_file: WRITE, asked: str, says: str
+) -> None:
+    _, client = _api_collection(write_file)
+    for path in ("runs/base/scores/", "leaderboard/"):
+        response = client.get(f"{API}/kept/{path}?measure={asked}")
+        assert response.status_code == 400
+        assert says in str(response.json())
+
+
+def test_the_leaderboard_api_answers_every_runs_mean_of_a_kept_measure(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    collection, client = _api_collection(write_file)
+    body = client.get(f"{API}/kept/leaderboard/?k=2&measure=AP").json()
+    assert body["measures"] == ["AP", "P@2"]
+    expected = _trec_eval_all(collection, _trec_eval(collection))
+    assert body["measure"]["runs"] == [
+        {"run": "base", "mean": expected[("base", "AP")], "queries": 2},
+        {"run": "rival", "mean": expected[("rival", "AP")], "queries": 2},
+    ]
+    assert body["measure"]["pending"] == []
+    assert "nDCG@k's" in body["measure"]["shown"]
+    assert [run["name"] for run in body["runs"]]  # nDCG@k's rows as without the measure
+    assert client.get(f"{API}/kept/leaderboard/?k=2").json()["measure"] is None
+
+
+def test_measures_are_set_at_creation_and_changed_through_the_api(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    _, client = _api_collection(write_file)
+    assert client.get(f"{API}/kept/").json()["measures"] == ["AP", "P@2"]
+    response = client.patch(f"{API}/kept/", {"measures": ["RR", "bpref"]}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["measures"] == ["RR", "Bpref"]
+    rr = client.get(f"{API}/kept/runs/base/scores/?measure=RR").json()["measure"]
+    assert (
+        rr["per_query"][0]["value"]
+        == _trec_eval(Collection.objects.get(slug="kept"))[("base", "q1", "RR")]
+    )
+    bad = client.patch(f"{API}/kept/", {"measures": ["RR", "P@x"]}, format="json")
+    assert bad.status_code == 400
+    assert "entry 2: measure 'P@x'" in str(bad.json())
+    created = client.post(
+        f"{API}/", {"slug": "fresh", "measures": ["map", "P_10"]}, format="json"
+    ).json()
+    assert created["measures"] == ["AP", "P@10"]

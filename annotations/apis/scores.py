@@ -18,9 +18,11 @@ from rest_framework.response import Response
 
 from annotations.apis._base import (
     K_PARAMETER,
+    MEASURE_PARAMETER,
     CollectionApiView,
     cutoff_of,
     documented_errors,
+    measure_of,
 )
 from annotations.apis.conditional import (
     CONDITIONAL_PARAMETERS,
@@ -28,7 +30,9 @@ from annotations.apis.conditional import (
     Validators,
     etag_of,
 )
-from annotations.models import Run
+from annotations.metrics.measure_names import format_measure, trec_name
+from annotations.metrics.measures import Measure
+from annotations.models import Collection, Run
 from annotations.permissions import (
     ANY_ROLE,
 )
@@ -38,6 +42,7 @@ from annotations.selectors import (
     compare_page,
     impact,
     leaderboards,
+    measure_values,
     scores_state,
     stored_scores,
 )
@@ -103,11 +108,35 @@ def leaderboard_body(
             "significance": significance_summary(board),
             "runs": board.rows,
             "unscored": [run.name for run in board.unscored],
+            "measures": collection.measures,
+            "measure": None,
             "adjacent": flips.pairs if flips else [],
             "ranking_decided": flips.decided if flips else False,
             "flips_stamp": flips.stamp if flips else None,
         }
     ).data
+
+
+# What the leaderboard states of a kept measure other than nDCG@k.
+MEASURE_SHOWN = (
+    "The mean of the measure per run, as trec_eval's `all` line computes it from the stored "
+    "per-query values (counts summed); the CIs, significance letters, judged@k and bounds "
+    "of `runs` are nDCG@k's."
+)
+
+
+def leaderboard_measure(collection: Collection, measure: Measure) -> dict[str, Any]:
+    """The `measure` part of a leaderboard body: every run's mean of one kept measure."""
+    means, pending = measure_values.measure_means(collection, measure)
+    return {
+        "name": format_measure(measure),
+        "trec_eval": trec_name(measure),
+        "runs": [
+            {"run": mean.run.name, "mean": mean.value, "queries": mean.queries} for mean in means
+        ],
+        "pending": [run.name for run in pending],
+        "shown": MEASURE_SHOWN,
+    }
 
 
 def _board_changed_at(
@@ -144,7 +173,7 @@ class LeaderboardApi(CollectionApiView):
 
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, significance letters, judged@k, bounds",
-        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        parameters=[K_PARAMETER, MEASURE_PARAMETER, *CONDITIONAL_PARAMETERS],
         description="The leaderboard a worker stored last, marked `stale` while the scores "
         "have moved past it. A cutoff whose first leaderboard a worker has not stored yet "
         "answers 202; ask again after `retry_after` seconds (the Retry-After header).",
@@ -157,6 +186,9 @@ class LeaderboardApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
+        measure = measure_of(self.collection, request)
+        if measure is not None:
+            return self._with_measure(request, k, measure)
         # Served as stored: the JSON rendered for it before, without reading the rows.
         json_asked = getattr(request.accepted_renderer, "format", "") == "json"
         stored = leaderboard_reads.stored_read(collection=self.collection, k=k)
@@ -208,6 +240,34 @@ class LeaderboardApi(CollectionApiView):
         if served and as_stored:
             content = JSONRenderer().render(body)
             cache.set(served, (validators.etag, validators.last_modified, content), 600)
+        return validators.stamped(Response(body))
+
+    def _with_measure(self, request: Request, k: int, measure: Measure) -> HttpResponseBase:
+        """The leaderboard at k with every run's mean of a kept measure, computed from the
+        stored per-query values when read (nothing is stored)."""
+        board = snapshots.leaderboard_read(collection=self.collection, k=k)
+        if board is None:
+            return computing_response(slug=self.collection.slug, k=k)
+        flips = impact.flip_state_stored(collection=self.collection, k=k)
+        state = board.state
+        validators = Validators(
+            etag_of(
+                "leaderboard-measure",
+                self.collection.id,
+                k,
+                format_measure(measure),
+                state.stamp,
+                board.computed_stamp,
+                repr(flips),
+                board.significance.computed_at if board.significance else None,
+            ),
+            _board_changed_at(board, flips),
+        )
+        not_modified = validators.not_modified(request)
+        if not_modified is not None:
+            return not_modified
+        body = dict(leaderboard_body(board, flips))
+        body["measure"] = leaderboard_measure(self.collection, measure)
         return validators.stamped(Response(body))
 
 
@@ -267,7 +327,7 @@ class RunScoresApi(CollectionApiView):
 
     @extend_schema(
         summary="A run's per-query scores at k (full float precision)",
-        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        parameters=[K_PARAMETER, MEASURE_PARAMETER, *CONDITIONAL_PARAMETERS],
         responses={
             200: RunScoresSerializer,
             **NOT_MODIFIED,
@@ -276,12 +336,23 @@ class RunScoresApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str, name: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
+        measure = measure_of(self.collection, request)
         run = Run.objects.filter(collection=self.collection, name=name).first()
         if run is None or not self.access.run_scores(run):
             raise NotFound("No such run.")
         # The stamp changes with every judgement, run, score or setting change.
         state = scores_state.scores_state(collection=self.collection)
-        validators = Validators(etag_of("run-scores", state.stamp, run.id, k), state.changed_at)
+        validators = Validators(
+            etag_of(
+                "run-scores",
+                state.stamp,
+                run.id,
+                k,
+                format_measure(measure) if measure is not None else "",
+                self.collection.measures_layout,
+            ),
+            state.changed_at,
+        )
         not_modified = validators.not_modified(request)
         if not_modified is not None:
             return not_modified
@@ -297,8 +368,24 @@ class RunScoresApi(CollectionApiView):
             "ndcg_condensed": scores.ndcg_condensed,
             "queries": scores.queries,
             "per_query": scores.per_query,
+            "measure": None if measure is None else _run_measure(self.collection, measure, run),
         }
         return validators.stamped(Response(RunScoresSerializer(body).data))
+
+
+def _run_measure(collection: Collection, measure: Measure, run: Run) -> dict[str, Any]:
+    """The `measure` part of a run's scores: its per-query values and mean."""
+    rows, mean = measure_values.run_measure_values(collection, measure, run)
+    return {
+        "name": format_measure(measure),
+        "trec_eval": trec_name(measure),
+        "pending": rows is None,
+        "mean": mean.value if mean is not None else None,
+        "queries": mean.queries if mean is not None else 0,
+        "per_query": None
+        if rows is None
+        else [{"qid": qid, "value": value, "answered": answered} for qid, value, answered in rows],
+    }
 
 
 class CompareApi(CollectionApiView):

@@ -286,8 +286,10 @@ def _differences(collection: Collection) -> list[str]:
             fresh_measures = _measures_of(fresh_rows.get(run_id))
             for name in sorted(set(was_measures) | set(fresh_measures)):
                 was_value, fresh_value = was_measures.get(name), fresh_measures.get(name)
-                if was_value is None or fresh_value is None or _bits(was_value) != _bits(
-                    fresh_value
+                if (
+                    was_value is None
+                    or fresh_value is None
+                    or _bits(was_value) != _bits(fresh_value)
                 ):
                     score_differences.append(
                         (
