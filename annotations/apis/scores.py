@@ -109,7 +109,6 @@ def leaderboard_body(
             "runs": board.rows,
             "unscored": [run.name for run in board.unscored],
             "measures": collection.measures,
-            "measure": None,
             "adjacent": flips.pairs if flips else [],
             "ranking_decided": flips.decided if flips else False,
             "flips_stamp": flips.stamp if flips else None,
@@ -357,7 +356,7 @@ class RunScoresApi(CollectionApiView):
         if not_modified is not None:
             return not_modified
         scores = stored_scores.run_scores(run=run, k=k)
-        body = {
+        body: dict[str, Any] = {
             "collection": self.collection.slug,
             "run": run.name,
             "k": k,
@@ -368,8 +367,9 @@ class RunScoresApi(CollectionApiView):
             "ndcg_condensed": scores.ndcg_condensed,
             "queries": scores.queries,
             "per_query": scores.per_query,
-            "measure": None if measure is None else _run_measure(self.collection, measure, run),
         }
+        if measure is not None:
+            body["measure"] = _run_measure(self.collection, measure, run)
         return validators.stamped(Response(RunScoresSerializer(body).data))
 
 

@@ -148,8 +148,8 @@ class LeaderboardSerializer(ScoresStateSerializer):
         child=serializers.CharField(), help_text="The measures kept beside nDCG@k."
     )
     measure = LeaderboardMeasureSerializer(
-        allow_null=True,
-        help_text="With `measure=`: every run's mean of that measure (null otherwise).",
+        required=False,
+        help_text="Only with `measure=`: every run's mean of that measure.",
     )
 
 
@@ -196,8 +196,8 @@ class RunScoresSerializer(serializers.Serializer):
     queries = serializers.IntegerField()
     per_query = QueryValueSerializer(many=True)
     measure = RunMeasureSerializer(
-        allow_null=True,
-        help_text="With `measure=`: the run's values of that measure (null otherwise).",
+        required=False,
+        help_text="Only with `measure=`: the run's values of that measure.",
     )
 
 
