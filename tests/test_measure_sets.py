@@ -358,3 +358,20 @@ def test_measures_are_set_at_creation_and_changed_through_the_api(
         f"{API}/", {"slug": "fresh", "measures": ["map", "P_10"]}, format="json"
     ).json()
     assert created["measures"] == ["AP", "P@10"]
+
+
+def test_the_leaderboard_csv_has_a_column_per_kept_measure(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    collection, client = _api_collection(write_file)
+    response = client.get(f"{API}/kept/leaderboard/report/?k=2&as=csv")
+    assert response.status_code == 200
+    lines = response.content.decode().splitlines()
+    header = lines[0].split(",")
+    assert header[-3:] == ["machine_grades", "AP", "P@2"]
+    expected = _trec_eval_all(collection, _trec_eval(collection))
+    for line in lines[1:]:
+        cells = line.split(",")
+        run = cells[1]
+        assert float(cells[-2]) == expected[(run, "AP")]
+        assert float(cells[-1]) == expected[(run, "P@2")]
