@@ -137,6 +137,9 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         call(stranger, "get", f"{DEMO}/", 404)
         call(organiser, "patch", f"{DEMO}/", 200, data={"description": "d"}, format="json")
         call(organiser, "patch", f"{DEMO}/", 400, data={"cutoffs": []}, format="json")
+        measures = {"measures": ["AP", "P@2"]}
+        call(organiser, "patch", f"{DEMO}/", 200, data=measures, format="json")
+        call(organiser, "patch", f"{DEMO}/", 400, data={"measures": ["P@x"]}, format="json")
         call(assessor, "patch", f"{DEMO}/", 403, data={"description": "d"}, format="json")
 
         queries = [{"qid": "q1", "title": "one"}, {"qid": "q2"}]
@@ -246,6 +249,10 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     call(owner, "get", f"{DEMO}/leaderboard/report/?as=pdf", 400)
     call(None, "get", f"{DEMO}/leaderboard/report/?as=csv", 401)
     call(owner, "get", f"{DEMO}/runs/sys/scores/?k=10", 200)
+    call(owner, "get", f"{DEMO}/runs/sys/scores/?measure=AP", 200)
+    call(owner, "get", f"{DEMO}/runs/sys/scores/?measure=RR", 400)
+    call(owner, "get", f"{DEMO}/leaderboard/?k=2&measure=P@2", 200)
+    call(owner, "get", f"{DEMO}/leaderboard/?measure=nope", 400)
     call(owner, "get", f"{DEMO}/runs/ghost/scores/", 404)
     call(organiser, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 200)
     call(owner, "get", f"{DEMO}/compare/?a=sys&b=org&k=2", 404)  # not the owner of org

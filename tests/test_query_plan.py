@@ -4,7 +4,7 @@ import numpy as np
 
 from annotations.formats import score_bytes
 from annotations.scores.computing import QueryScores
-from annotations.scores.query_plan import plan_query, stored_matrix
+from annotations.scores.query_plan import MEASURES_MOVED, plan_query, stored_matrix
 
 LAYOUT = "5,10"
 QUERY = 7
@@ -89,8 +89,9 @@ def test_a_row_in_another_layout_is_rewritten_whole_and_its_run_marked_unscored(
         # Run 1's RunScore says the current layout, but this query's row is in another.
         run_layouts={1: LAYOUT, 2: "5,10,20"},
     )
-    assert list(writes.updates) == [(0, 1, 2, 3)]
-    assert [row[1] for row in writes.updates[(0, 1, 2, 3)]] == [1]
+    # Whole: the four nDCG columns and the other measures' layout and values.
+    assert list(writes.updates) == [(0, 1, 2, 3, MEASURES_MOVED)]
+    assert [row[1] for row in writes.updates[(0, 1, 2, 3, MEASURES_MOVED)]] == [1]
     assert writes.unscored == [1]
     # Run 1 is rebuilt by its rescore, run 2 is not scored in the current layout.
     assert writes.touched == []

@@ -29,6 +29,7 @@ from annotations import idempotency, selectors
 from annotations.access import Access
 from annotations.api_errors import RequestTargetTooLong, UploadTooLarge
 from annotations.metadata import query_parameters
+from annotations.metrics.measures import Measure
 from annotations.models import Collection, IdempotentResponse
 from annotations.pagination import BoundedLimitOffsetPagination
 from annotations.permissions import (
@@ -37,6 +38,7 @@ from annotations.permissions import (
     OWNER,
     CollectionRole,
 )
+from annotations.selectors import measure_values
 from annotations.serializers import (
     ErrorSerializer,
 )
@@ -61,6 +63,26 @@ K_PARAMETER = OpenApiParameter(
     description="The cutoff: one of the collection's `cutoffs` (any other value is a 400). "
     "Default: 10 if it is one of them, else the middle cutoff.",
 )
+
+
+MEASURE_PARAMETER = OpenApiParameter(
+    "measure",
+    str,
+    description="One of the collection's `measures` (ir_measures' syntax, e.g. `AP` or "
+    "`P@10`): the answer also holds that measure's values. A measure the collection does "
+    "not keep is a 400 listing those it keeps.",
+)
+
+
+def measure_of(collection: Collection, request: Request) -> Measure | None:
+    """The kept measure asked for by `measure=`, None without one; a 400 otherwise."""
+    raw = request.query_params.get("measure")
+    if raw is None:
+        return None
+    try:
+        return measure_values.kept_measure(collection, raw)
+    except measure_values.UnknownMeasure as error:
+        raise ValidationError({"measure": [str(error)]}) from None
 
 
 def _max_upload_bytes() -> int:

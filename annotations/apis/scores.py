@@ -18,9 +18,11 @@ from rest_framework.response import Response
 
 from annotations.apis._base import (
     K_PARAMETER,
+    MEASURE_PARAMETER,
     CollectionApiView,
     cutoff_of,
     documented_errors,
+    measure_of,
 )
 from annotations.apis.conditional import (
     CONDITIONAL_PARAMETERS,
@@ -29,8 +31,9 @@ from annotations.apis.conditional import (
     etag_of,
 )
 from annotations.metrics.conventions import CONVENTIONS
+from annotations.metrics.measure_names import format_measure, trec_name
 from annotations.metrics.measures import Measure
-from annotations.models import Run
+from annotations.models import Collection, Run
 from annotations.permissions import (
     ANY_ROLE,
 )
@@ -41,6 +44,7 @@ from annotations.selectors import (
     conventions,
     impact,
     leaderboards,
+    measure_values,
     scores_state,
     stored_scores,
 )
@@ -106,11 +110,34 @@ def leaderboard_body(
             "significance": significance_summary(board),
             "runs": board.rows,
             "unscored": [run.name for run in board.unscored],
+            "measures": collection.measures,
             "adjacent": flips.pairs if flips else [],
             "ranking_decided": flips.decided if flips else False,
             "flips_stamp": flips.stamp if flips else None,
         }
     ).data
+
+
+# What the leaderboard states of a kept measure other than nDCG@k.
+MEASURE_SHOWN = (
+    "The mean of the measure per run, as trec_eval's `all` line computes it from the stored "
+    "per-query values (counts summed); the CIs, significance letters, judged@k and bounds "
+    "of `runs` are nDCG@k's."
+)
+
+
+def leaderboard_measure(collection: Collection, measure: Measure) -> dict[str, Any]:
+    """The `measure` part of a leaderboard body: every run's mean of one kept measure."""
+    means, pending = measure_values.measure_means(collection, measure)
+    return {
+        "name": format_measure(measure),
+        "trec_eval": trec_name(measure),
+        "runs": [
+            {"run": mean.run.name, "mean": mean.value, "queries": mean.queries} for mean in means
+        ],
+        "pending": [run.name for run in pending],
+        "shown": MEASURE_SHOWN,
+    }
 
 
 def _board_changed_at(
@@ -147,7 +174,7 @@ class LeaderboardApi(CollectionApiView):
 
     @extend_schema(
         summary="Leaderboard at k: means, bootstrap CIs, significance letters, judged@k, bounds",
-        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        parameters=[K_PARAMETER, MEASURE_PARAMETER, *CONDITIONAL_PARAMETERS],
         description="The leaderboard a worker stored last, marked `stale` while the scores "
         "have moved past it. A cutoff whose first leaderboard a worker has not stored yet "
         "answers 202; ask again after `retry_after` seconds (the Retry-After header).",
@@ -160,6 +187,9 @@ class LeaderboardApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
+        measure = measure_of(self.collection, request)
+        if measure is not None:
+            return self._with_measure(request, k, measure)
         # Served as stored: the JSON rendered for it before, without reading the rows.
         json_asked = getattr(request.accepted_renderer, "format", "") == "json"
         stored = leaderboard_reads.stored_read(collection=self.collection, k=k)
@@ -211,6 +241,34 @@ class LeaderboardApi(CollectionApiView):
         if served and as_stored:
             content = JSONRenderer().render(body)
             cache.set(served, (validators.etag, validators.last_modified, content), 600)
+        return validators.stamped(Response(body))
+
+    def _with_measure(self, request: Request, k: int, measure: Measure) -> HttpResponseBase:
+        """The leaderboard at k with every run's mean of a kept measure, computed from the
+        stored per-query values when read (nothing is stored)."""
+        board = snapshots.leaderboard_read(collection=self.collection, k=k)
+        if board is None:
+            return computing_response(slug=self.collection.slug, k=k)
+        flips = impact.flip_state_stored(collection=self.collection, k=k)
+        state = board.state
+        validators = Validators(
+            etag_of(
+                "leaderboard-measure",
+                self.collection.id,
+                k,
+                format_measure(measure),
+                state.stamp,
+                board.computed_stamp,
+                repr(flips),
+                board.significance.computed_at if board.significance else None,
+            ),
+            _board_changed_at(board, flips),
+        )
+        not_modified = validators.not_modified(request)
+        if not_modified is not None:
+            return not_modified
+        body = dict(leaderboard_body(board, flips))
+        body["measure"] = leaderboard_measure(self.collection, measure)
         return validators.stamped(Response(body))
 
 
@@ -290,7 +348,7 @@ class RunScoresApi(CollectionApiView):
 
     @extend_schema(
         summary="A run's per-query scores at k (full float precision)",
-        parameters=[K_PARAMETER, CONVENTION_PARAMETER, *CONDITIONAL_PARAMETERS],
+        parameters=[K_PARAMETER, CONVENTION_PARAMETER, MEASURE_PARAMETER, *CONDITIONAL_PARAMETERS],
         responses={
             200: RunScoresSerializer,
             **NOT_MODIFIED,
@@ -300,19 +358,29 @@ class RunScoresApi(CollectionApiView):
     def get(self, request: Request, slug: str, name: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
         convention = convention_of(request)
+        measure = measure_of(self.collection, request)
         run = Run.objects.filter(collection=self.collection, name=name).first()
         if run is None or not self.access.run_scores(run):
             raise NotFound("No such run.")
         # The stamp changes with every judgement, run, score or setting change.
         state = scores_state.scores_state(collection=self.collection)
         validators = Validators(
-            etag_of("run-scores", state.stamp, run.id, k, convention), state.changed_at
+            etag_of(
+                "run-scores",
+                state.stamp,
+                run.id,
+                k,
+                convention,
+                format_measure(measure) if measure is not None else "",
+                self.collection.measures_layout,
+            ),
+            state.changed_at,
         )
         not_modified = validators.not_modified(request)
         if not_modified is not None:
             return not_modified
         scores = stored_scores.run_scores(run=run, k=k)
-        body = {
+        body: dict[str, Any] = {
             "collection": self.collection.slug,
             "run": run.name,
             "k": k,
@@ -327,6 +395,8 @@ class RunScoresApi(CollectionApiView):
         }
         if convention != "trec_eval":
             body.update(self._convention(run, k, convention, scores.per_query))
+        if measure is not None:
+            body["measure"] = _run_measure(self.collection, measure, run)
         return validators.stamped(Response(RunScoresSerializer(body).data))
 
     @staticmethod
@@ -359,6 +429,21 @@ class RunScoresApi(CollectionApiView):
                 }
             )
         return {"ndcg": values.means[measure], "queries": len(rows), "per_query": rows}
+
+
+def _run_measure(collection: Collection, measure: Measure, run: Run) -> dict[str, Any]:
+    """The `measure` part of a run's scores: its per-query values and mean."""
+    rows, mean = measure_values.run_measure_values(collection, measure, run)
+    return {
+        "name": format_measure(measure),
+        "trec_eval": trec_name(measure),
+        "pending": rows is None,
+        "mean": mean.value if mean is not None else None,
+        "queries": mean.queries if mean is not None else 0,
+        "per_query": None
+        if rows is None
+        else [{"qid": qid, "value": value, "answered": answered} for qid, value, answered in rows],
+    }
 
 
 class CompareApi(CollectionApiView):

@@ -47,6 +47,9 @@ class ReportRow:
     judged: float
     queries: int
     letters: str
+    # The run's means of the collection's other measures, in `ReportMeta.measures` order
+    # (None: pending).
+    measures: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class ReportMeta:
     seed: int
     confidence: float = 0.95
     machine_grades: str = ""
+    measures: tuple[str, ...] = ()
 
 
 def shortest_repr(x: float) -> str:
@@ -125,7 +129,9 @@ def leaderboard_csv(rows: Sequence[ReportRow], meta: ReportMeta | None = None) -
     """The leaderboard as CSV text (RFC 4180), one line per row in the order given.
 
     Header ``rank,run,mean,ci_low,ci_high,judged,queries,group,machine_grades``
-    (``CSV_HEADER``); floats via ``shortest_repr``, so ``float(cell)`` gives back the very
+    (``CSV_HEADER``), then one column per measure of ``meta.measures`` (the collection's
+    other measures, named in ir_measures' syntax: each row's mean of it, empty when
+    pending); floats via ``shortest_repr``, so ``float(cell)`` gives back the very
     double; a missing CI is an empty cell; ``group`` holds the letters; ``machine_grades``
     the rule the scores count machine judges' grades under (``meta.machine_grades``, the
     same on every line, so the file stays one plain table that any CSV reader loads; empty
@@ -140,9 +146,12 @@ def leaderboard_csv(rows: Sequence[ReportRow], meta: ReportMeta | None = None) -
     if meta is not None:
         _check_meta(meta)
     rule = meta.machine_grades if meta is not None else ""
+    names = meta.measures if meta is not None else ()
+    if any(len(row.measures) != len(names) for row in rows):
+        raise ValueError(f"every row needs one value per measure of {list(names)}")
     buffer = io.StringIO(newline="")
     writer = SpreadsheetWriter(buffer, lineterminator="\r\n")
-    writer.writerow(CSV_HEADER)
+    writer.writerow([*CSV_HEADER, *names])
     for row in rows:
         # Numbers go in unformatted: the writer prints a float as shortest_repr does and
         # tells numbers from text by their type.
@@ -157,6 +166,7 @@ def leaderboard_csv(rows: Sequence[ReportRow], meta: ReportMeta | None = None) -
                 int(row.queries),
                 row.letters,
                 rule,
+                *(None if value is None else float(value) for value in row.measures),
             ]
         )
     return buffer.getvalue()

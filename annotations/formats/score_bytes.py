@@ -10,6 +10,12 @@ Per-query values: one column per measure (``ndcg``, ``dcg``, ``judged``, ``ndcg_
 one float64 per cutoff each: a judgement that moves only the IDCG rewrites two of them, and
 a reader of one cutoff reads 8 bytes of a column. Run means are not stored: they are
 computed from these values when read (`annotations.selectors.stored_scores`).
+
+The measures a collection keeps beside nDCG@k (AP, P@10, ...) share the row: ``measures``
+is their layout, their ir_measures names in order separated by spaces ("AP P@10"), and
+``measure_values`` one float64 per name. A judgement rewrites the row it rewrites anyway,
+8 bytes longer per measure; a row whose measures layout is not the collection's holds
+values of another measure set (pending the rescore that rebuilds it).
 """
 
 from __future__ import annotations
@@ -42,6 +48,18 @@ def cutoffs_of(text: str) -> list[int]:
     if not ks or any(k < 1 for k in ks) or ks != sorted(set(ks)):
         raise ValueError(f"not a cutoffs layout: {text!r}")
     return ks
+
+
+def measures_layout(names: Sequence[str]) -> str:
+    """The layout text of a measure set: its names in order, separated by spaces."""
+    if any(not name or any(c.isspace() for c in name) for name in names):
+        raise ValueError(f"measure names must be non-empty and hold no space: {names!r}")
+    return " ".join(names)
+
+
+def measure_names_of(text: str) -> list[str]:
+    """The measure names of a measures layout ("" holds none)."""
+    return text.split(" ") if text else []
 
 
 def position(text: str, k: int) -> int | None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from annotations.metrics.machine_grades import DEFAULT_RULE, RULE_EFFECTS
 from annotations.models import (
@@ -16,11 +18,13 @@ from annotations.models import (
     STALE_CHOICES,
     Collection,
 )
+from annotations.models.collections import measures_checked
 
 SETTINGS = (
     "name",
     "description",
     "gain",
+    "measures",
     "missing_queries",
     "aggregation",
     "stale_judgements",
@@ -71,6 +75,13 @@ class CollectionForm(forms.Form):
     cutoffs = forms.CharField(
         initial="5, 10, 20", help_text="The k of nDCG@k, separated by commas (1 to 1000)."
     )
+    measures = forms.CharField(
+        required=False,
+        label="Other measures",
+        help_text="Measures kept beside nDCG@k, stored per query and live like it, in "
+        "ir_measures' syntax or trec_eval's, separated by spaces or commas: e.g. "
+        "AP P@10 R@100 RR AP(rel=2)@100 Rprec Bpref ERR@20 RBP(p=0.8). Empty: nDCG@k only.",
+    )
     missing_queries = forms.ChoiceField(
         choices=MISSING_CHOICES,
         initial="zero",
@@ -114,6 +125,7 @@ class CollectionForm(forms.Form):
         if collection is not None:
             initial = {field: getattr(collection, field) for field in SETTINGS}
             initial["cutoffs"] = ", ".join(map(str, collection.sorted_cutoffs))
+            initial["measures"] = " ".join(collection.measures)
             kwargs.setdefault("initial", initial)
         super().__init__(*args, **kwargs)
         self.collection = collection
@@ -127,12 +139,29 @@ class CollectionForm(forms.Form):
             return value
         return self.collection.machine_grades if self.collection is not None else DEFAULT_RULE
 
+    def clean_measures(self) -> list[str]:
+        entries = measure_entries(self.cleaned_data["measures"])
+        try:
+            return measures_checked(entries)
+        except ValidationError as error:
+            raise forms.ValidationError(error.message_dict["measures"]) from None
+
     def clean_cutoffs(self) -> list[int]:
         raw: str = self.cleaned_data["cutoffs"]
         parts = [part.strip() for part in raw.replace(" ", ",").split(",") if part.strip()]
         if not parts or not all(part.isdigit() for part in parts):
             raise forms.ValidationError(f"{raw!r}: write whole numbers like 5, 10, 20.")
         return [int(part) for part in parts]
+
+
+# A separator between measure names: spaces or commas, but not a comma between the
+# parameters of one name (``RBP(p=0.8,rel=2)``).
+_MEASURE_SEPARATOR = re.compile(r"[\s,]+(?![^()]*\))")
+
+
+def measure_entries(text: str) -> list[str]:
+    """The measure names typed in one field, in order."""
+    return [entry for entry in _MEASURE_SEPARATOR.split(text.strip()) if entry]
 
 
 class GradeLevelForm(forms.Form):

@@ -1,6 +1,7 @@
 """Measure names, in ir_measures' syntax (``AP(rel=2)@100``) and trec_eval's (``map_cut.100``)."""
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from annotations.metrics.measures import Measure
@@ -9,6 +10,7 @@ __all__ = [
     "FAMILIES",
     "MeasureNameError",
     "format_measure",
+    "measure_set",
     "parse_measure",
     "parse_measures",
     "parse_trec_eval",
@@ -247,3 +249,19 @@ def trec_name(measure: Measure) -> str:
     if measure.cutoff is not None and family.trec_cut is not None:
         return f"{family.trec_cut}_{measure.cutoff}"
     return format_measure(measure)
+
+
+def measure_set(entries: Iterable[str]) -> list[Measure]:
+    """The measures a collection keeps, from the names a user typed (each in ir_measures'
+    syntax or trec_eval's, as ``parse_measures`` reads it), in the order given, each once.
+    The first entry that cannot be read raises MeasureNameError naming it."""
+    kept: list[Measure] = []
+    for position, entry in enumerate(entries, start=1):
+        if not isinstance(entry, str) or not entry.strip():
+            raise MeasureNameError(f"entry {position}: {entry!r} is not a measure name; {_known()}")
+        try:
+            measures = parse_measures(entry)
+        except MeasureNameError as error:
+            raise MeasureNameError(f"entry {position}: {error}") from None
+        kept.extend(measure for measure in measures if measure not in kept)
+    return kept

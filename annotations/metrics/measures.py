@@ -11,6 +11,7 @@ __all__ = [
     "Measure",
     "average_precision",
     "bpref",
+    "depth_read",
     "err",
     "inferred_average_precision",
     "judged",
@@ -304,6 +305,25 @@ def judged(ranking_grades: Grades, k: int | None = None) -> float:
     if not top:
         return 0.0
     return sum(1 for grade in top if grade is not None) / len(top)
+
+
+# --- how much of a ranking a measure reads -------------------------------------------------
+
+# Families whose value with a cutoff k depends on the top k results alone (and, for
+# RBPResid@k, on how many of them there are): a ranking cut anywhere below k gives the same.
+_CUT_AT_K: frozenset[str] = frozenset(
+    {"AP", "P", "R", "Success", "RR", "nDCG", "ERR", "RBP", "RBPResid", "Judged"}
+)
+
+
+def depth_read(measure: Measure) -> int | None:
+    """How many of a ranking's first results the measure reads: its cutoff for the
+    families in _CUT_AT_K, 0 for NumRel (the qrels alone), None for the whole ranking."""
+    if measure.name == "NumRel":
+        return 0
+    if measure.cutoff is not None and measure.name in _CUT_AT_K:
+        return measure.cutoff
+    return None
 
 
 # --- one measure, one query ---------------------------------------------------------------

@@ -9,7 +9,10 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Q
 
+from annotations.formats import score_bytes
 from annotations.metrics import machine_grades as machine_rules
+from annotations.metrics.measure_names import MeasureNameError, format_measure, measure_set
+from annotations.metrics.measures import Measure
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -38,6 +41,9 @@ MACHINE_GRADE_CHOICES = [
     ("people", "Not scored: people only (machine grades kept for comparison)"),
 ]
 DEFAULT_CUTOFFS = [5, 10, 20]
+# Measures a collection keeps beside nDCG@k: each is 8 bytes more in every stored
+# (run, query) row and one more column computed on every judgement.
+MAX_MEASURES = 32
 DEFAULT_GRADES = [
     (0, "Not relevant", "The document has nothing useful for the query."),
     (1, "Marginally relevant", "Mentions the topic but would not satisfy the information need."),
@@ -60,6 +66,12 @@ class Collection(models.Model):
     gain = models.CharField(max_length=12, choices=GAIN_CHOICES, default="linear")
     cutoffs = models.JSONField(
         default=default_cutoffs, help_text="nDCG cutoffs k, e.g. [5, 10, 20]"
+    )
+    measures = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Measures kept beside nDCG@k, in ir_measures' syntax, e.g. "
+        '["AP", "P@10", "AP(rel=2)@100"]; empty: nDCG@k alone.',
     )
     missing_queries = models.CharField(
         max_length=4,
@@ -147,10 +159,37 @@ class Collection(models.Model):
             raise ValidationError({"cutoffs": "Cutoffs must not repeat."})
         if max(cutoffs) > 1000:
             raise ValidationError({"cutoffs": "Cutoffs above 1000 are not supported."})
+        self.measures = measures_checked(self.measures)
+
+    @property
+    def kept_measures(self) -> list[Measure]:
+        """The measures kept beside nDCG@k (stored as their ir_measures names)."""
+        return measure_set(self.measures) if self.measures else []
+
+    @property
+    def measures_layout(self) -> str:
+        """The layout of the packed values of the kept measures (`score_bytes.measures_layout`)."""
+        return score_bytes.measures_layout(self.measures) if self.measures else ""
 
     @property
     def sorted_cutoffs(self) -> list[int]:
         return sorted(int(k) for k in self.cutoffs)
+
+
+def measures_checked(entries: object) -> list[str]:
+    """A measure set as stored: each entry read (ir_measures' or trec_eval's name) and
+    written in ir_measures' syntax, each measure once; ValidationError names a bad entry."""
+    if not isinstance(entries, list):
+        raise ValidationError({"measures": "Measures must be a list of measure names."})
+    try:
+        names = [format_measure(measure) for measure in measure_set(entries)]
+    except MeasureNameError as error:
+        raise ValidationError({"measures": str(error)}) from None
+    if len(names) > MAX_MEASURES:
+        raise ValidationError(
+            {"measures": f"{len(names)} measures; keep at most {MAX_MEASURES} beside nDCG@k."}
+        )
+    return names
 
 
 class GradeLevel(models.Model):

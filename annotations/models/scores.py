@@ -47,6 +47,20 @@ class QueryScore(models.Model):
     dcg = models.BinaryField(help_text="DCG@k per cutoff (float64, little-endian)")
     judged = models.BinaryField(help_text="judged@k per cutoff (float64, little-endian)")
     ndcg_condensed = models.BinaryField(help_text="nDCG'@k per cutoff (float64, little-endian)")
+    # The collection's other measures (see `score_bytes`); the database's defaults keep a
+    # writer of nDCG alone (and a collection without other measures) as it was.
+    measures = models.TextField(
+        default="",
+        db_default="",
+        blank=True,
+        help_text="The measures of `measure_values`, ir_measures names separated by spaces",
+    )
+    measure_values = models.BinaryField(
+        default=b"",
+        db_default=b"",
+        blank=True,
+        help_text="One value per measure of `measures` (float64, little-endian)",
+    )
 
     class Meta:
         ordering = ["run_id", "query_id"]
@@ -76,13 +90,20 @@ class RunScore(models.Model):
     values in trec_eval's order (`annotations.selectors.stored_scores.run_means_at`), so they
     equal trec_eval's `all` line bit for bit. A row in the collection's current layout says
     the run's per-query values are all in that layout (a run whose cutoffs changed is
-    pending its rescore); `updated` is when one of them last moved.
+    pending its rescore), and `measures` likewise for the collection's other measures;
+    `updated` is when one of them last moved.
     """
 
     run = models.ForeignKey(
         Run, on_delete=models.CASCADE, related_name="run_scores", db_index=False
     )
     cutoffs = models.TextField(help_text="The cutoffs k of the run's scores, e.g. 5,10,20")
+    measures = models.TextField(
+        default="",
+        db_default="",
+        blank=True,
+        help_text="The layout of the other measures all the run's per-query rows hold",
+    )
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -24,6 +24,7 @@ from annotations.scores import query_plan
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
     QueryScores,
+    measures_depth,
     score_rankings,
     synchronous_commit_off,
 )
@@ -45,7 +46,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             # held it before.
             (
                 "SELECT c.id, c.gain, c.missing_queries, c.aggregation, c.cutoffs, "
-                "c.stale_judgements, c.machine_grades "
+                "c.stale_judgements, c.machine_grades, c.measures "
                 f"FROM {Collection._meta.db_table} c JOIN {query_table} q "
                 f"ON q.collection_id = c.id WHERE q.id = %s{lock}",
                 [query_id],
@@ -59,7 +60,8 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             (*selectors.effective_grades_statement(query_id=query_id), True),
             (*selectors.ranking_heads_statement(query_id=query_id), True),
             (
-                "SELECT run_id, cutoffs, ndcg, dcg, judged, ndcg_condensed "
+                "SELECT run_id, cutoffs, ndcg, dcg, judged, ndcg_condensed, "
+                "measures, measure_values "
                 f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
                 [query_id],
                 True,
@@ -96,9 +98,15 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             )
             ranking_rows = next(results)
             depth = max(collection.sorted_cutoffs)
+            # A collection whose measures read deeper than the heads (AP, R-prec...) reads
+            # the longer rankings whole in a second statement; nDCG@k alone never does.
             rankings = (
                 selectors.scoring_rankings_from_rows(
-                    ranking_rows, query_id=query_id, depth=depth, grades=grades
+                    ranking_rows,
+                    query_id=query_id,
+                    depth=depth,
+                    grades=grades,
+                    needed=measures_depth(collection.kept_measures),
                 )
                 if grades
                 else {}
@@ -106,7 +114,8 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             new = score_rankings(collection, grades, rankings)
             stored_rows, ideal_rows, run_rows = next(results), next(results), next(results)
         stored = {
-            run_id: (cutoffs, *map(bytes, columns)) for run_id, cutoffs, *columns in stored_rows
+            run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
+            for run_id, cutoffs, *columns, measures, measure_values in stored_rows
         }
         _store_query(
             collection,
@@ -122,9 +131,20 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
 
 def _collection_from_row(row: tuple[Any, ...]) -> Collection:
     """The scoring settings of a collection read by raw SQL (an instance not to be saved)."""
-    collection_id, gain, missing_queries, aggregation, cutoffs, stale_judgements, machine = row
+    (
+        collection_id,
+        gain,
+        missing_queries,
+        aggregation,
+        cutoffs,
+        stale_judgements,
+        machine,
+        measures,
+    ) = row
     if isinstance(cutoffs, str | bytes):  # JSON as text (SQLite, or jsonb loaded as text)
         cutoffs = json.loads(cutoffs)
+    if isinstance(measures, str | bytes):
+        measures = json.loads(measures)
     return Collection(
         id=collection_id,
         gain=gain,
@@ -133,6 +153,7 @@ def _collection_from_row(row: tuple[Any, ...]) -> Collection:
         cutoffs=cutoffs,
         stale_judgements=stale_judgements,
         machine_grades=machine,
+        measures=measures,
     )
 
 
@@ -181,7 +202,7 @@ def _store_query(
             bulk_update(
                 QueryScore,
                 key=("query_id", "run_id"),
-                columns=("cutoffs", *(score_bytes.QUERY_MEASURES[j] for j in moved)),
+                columns=("cutoffs", *query_plan.moved_columns_of(moved)),
                 rows=changed,
             )
         bulk_update(

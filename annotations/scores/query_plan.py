@@ -20,8 +20,11 @@ from annotations.formats import score_bytes
 from annotations.formats.score_bytes import FloatArray
 from annotations.scores.computing import QueryScores
 
-# A stored per-query row: its layout, then its packed columns in QUERY_MEASURES order.
+# A stored per-query row: its layout, then its packed columns in QUERY_MEASURES order,
+# then (when read) its measures layout and their packed values.
 StoredRow = tuple[Any, ...]
+# The position, in a set of moved columns, of the other measures' two columns.
+MEASURES_MOVED = len(score_bytes.QUERY_MEASURES)
 
 
 @dataclass
@@ -29,8 +32,9 @@ class QueryWrites:
     """The writes of one query's recomputation (rows as `bulk_*` take them).
 
     `updates` groups the updated rows by the measures that moved (positions in
-    QUERY_MEASURES): a change of the IDCG alone moves nDCG and nDCG' of every run but no
-    DCG and no judged@k, which are then not rewritten. `touched` are the runs scored in the
+    QUERY_MEASURES, and MEASURES_MOVED for the other measures' layout and values): a change
+    of the IDCG alone moves nDCG and nDCG' of every run but no DCG and no judged@k, which
+    are then not rewritten. `touched` are the runs scored in the
     current layout whose values of this query moved; `unscored` the runs whose stored row
     of this query has another layout than their RunScore says (their rescore rebuilds them).
     """
@@ -62,15 +66,22 @@ def plan_query(
     writes = QueryWrites()
     old_ids, old_matrix = stored_matrix(stored, layout)
     old_row = {run_id: i for i, run_id in enumerate(old_ids)}
-    measures = len(score_bytes.QUERY_MEASURES)
+    measures = len(score_bytes.QUERY_MEASURES) + 1
     moved_columns = np.ones((len(new.run_ids), measures), dtype=bool)  # another layout: all
     both = [(i, old_row[run_id]) for i, run_id in enumerate(new.run_ids) if run_id in old_row]
     if both:
         into, source = map(list, zip(*both, strict=True))
         # Bits, not values: the packed bytes are what is compared.
-        moved_columns[into] = (
+        moved_columns[into, :MEASURES_MOVED] = (
             new.matrix[into].view(np.uint64) != old_matrix[source].view(np.uint64)
         ).any(axis=2)
+    packed_measures = [score_bytes.float_bytes(new.measure_row(i)) for i in range(len(new.run_ids))]
+    for i, run_id in enumerate(new.run_ids):
+        if run_id in old_row:
+            was_layout, was_values = stored_measures(stored[run_id])
+            moved_columns[i, MEASURES_MOVED] = (
+                was_layout != new.measures_layout or was_values != packed_measures[i]
+            )
     # Each row's set of moved columns as a small integer, decoded once per set.
     codes = (moved_columns @ (1 << np.arange(measures))).tolist()
     sets = {c: tuple(j for j in range(measures) if c >> j & 1) for c in set(codes)}
@@ -79,14 +90,27 @@ def plan_query(
     for i, run_id in enumerate(new.run_ids):
         row = new.matrix[i]
         if run_id not in stored:
-            writes.inserts.append((run_id, query_id, layout, *score_bytes.pack_query(row)))
+            writes.inserts.append(
+                (
+                    run_id,
+                    query_id,
+                    layout,
+                    *score_bytes.pack_query(row),
+                    new.measures_layout,
+                    packed_measures[i],
+                )
+            )
             moved_runs.append(run_id)
             continue
         moved = sets[codes[i]]
         if moved:
-            updates[moved].append(
-                (query_id, run_id, layout, *(score_bytes.float_bytes(row[j]) for j in moved))
-            )
+            values: list[Any] = []
+            for j in moved:
+                if j == MEASURES_MOVED:
+                    values.extend((new.measures_layout, packed_measures[i]))
+                else:
+                    values.append(score_bytes.float_bytes(row[j]))
+            updates[moved].append((query_id, run_id, layout, *values))
             moved_runs.append(run_id)
     writes.updates = dict(updates)
     present = set(new.run_ids)
@@ -110,6 +134,24 @@ def plan_query(
         if run_layouts.get(run_id) == layout and run_id not in unscored
     ]
     return writes
+
+
+def stored_measures(row: StoredRow) -> tuple[str, bytes]:
+    """The measures layout and packed values of a stored row ("" and b"" when not read)."""
+    if len(row) <= 1 + MEASURES_MOVED:
+        return "", b""
+    return row[1 + MEASURES_MOVED], bytes(row[2 + MEASURES_MOVED])
+
+
+def moved_columns_of(moved: tuple[int, ...]) -> tuple[str, ...]:
+    """The QueryScore columns a set of moved positions rewrites."""
+    columns: list[str] = []
+    for j in moved:
+        if j == MEASURES_MOVED:
+            columns.extend(("measures", "measure_values"))
+        else:
+            columns.append(score_bytes.QUERY_MEASURES[j])
+    return tuple(columns)
 
 
 def stored_matrix(stored: Mapping[int, StoredRow], layout: str) -> tuple[list[int], FloatArray]:

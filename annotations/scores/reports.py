@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from annotations.formats import reports
 from annotations.models import Collection
 from annotations.scores.snapshots import leaderboard_read
+from annotations.selectors import measure_values
 from annotations.selectors.leaderboards import (
     ALPHA,
     CONFIDENCE,
@@ -28,6 +29,11 @@ class Report:
 
 
 def report_rows(board: Leaderboard) -> list[reports.ReportRow]:
+    """The board's rows, each with its means of the collection's other measures."""
+    kept: list[dict[int, float]] = []
+    for measure in board.collection.kept_measures:
+        means, _ = measure_values.measure_means(board.collection, measure)
+        kept.append({mean.run.id: mean.value for mean in means})
     return [
         reports.ReportRow(
             rank=row.rank,
@@ -38,6 +44,7 @@ def report_rows(board: Leaderboard) -> list[reports.ReportRow]:
             judged=row.judged,
             queries=row.queries,
             letters=row.letters,
+            measures=tuple(values.get(row.run.id) for values in kept),
         )
         for row in board.rows
     ]
@@ -53,6 +60,7 @@ def report_meta(board: Leaderboard) -> reports.ReportMeta:
         seed=significance.seed if significance else HSD_SEED,
         confidence=CONFIDENCE,
         machine_grades=board.collection.machine_grades,
+        measures=tuple(board.collection.measures),
     )
 
 

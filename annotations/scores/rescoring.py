@@ -20,6 +20,7 @@ from annotations.formats import score_bytes
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import (
+    MEASURE_COLUMNS,
     QUERY_SCORE_COLUMNS,
     RUN_SCORE_COLUMNS,
     QueryScores,
@@ -45,7 +46,12 @@ def _packed_rows(
 ) -> dict[tuple[int, int], tuple[Any, ...]]:
     """(query, run) -> the packed QueryScore values of one query's scores."""
     return {
-        (query_id, run_id): (layout, *score_bytes.pack_query(scores.matrix[i]))
+        (query_id, run_id): (
+            layout,
+            *score_bytes.pack_query(scores.matrix[i]),
+            scores.measures_layout,
+            score_bytes.float_bytes(scores.measure_row(i)),
+        )
         for i, run_id in enumerate(scores.run_ids)
     }
 
@@ -81,7 +87,9 @@ def scores_recompute_run(*, run_id: int) -> bool:
                 rows = []
         bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
         now = timezone.now()
-        bulk_insert(RunScore, RUN_SCORE_COLUMNS, [(run_id, layout, now)])
+        bulk_insert(
+            RunScore, RUN_SCORE_COLUMNS, [(run_id, layout, collection.measures_layout, now)]
+        )
         Run.objects.filter(id=run_id).update(scored_at=now)
     return True
 
@@ -95,10 +103,10 @@ def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[Any,
     """One query's stored IDCGs (k -> value) and packed scores (run -> layout, columns)."""
     ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
     stored = {
-        run_id: (cutoffs, *map(bytes, columns))
-        for run_id, cutoffs, *columns in QueryScore.objects.filter(query_id=query_id).values_list(
-            "run_id", "cutoffs", *score_bytes.QUERY_MEASURES
-        )
+        run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
+        for run_id, cutoffs, *columns, measures, measure_values in QueryScore.objects.filter(
+            query_id=query_id
+        ).values_list("run_id", "cutoffs", *score_bytes.QUERY_MEASURES, *MEASURE_COLUMNS)
     }
     return ideal, stored
 
@@ -151,7 +159,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
                     "run_id", flat=True
                 )
             },
-            fresh={(run_id,): (layout,) for run_id in run_ids},
+            fresh={(run_id,): (layout, collection.measures_layout) for run_id in run_ids},
             constants={"updated": now},
         )
         Run.objects.filter(collection=collection).update(scored_at=now)
@@ -233,7 +241,17 @@ def _per_cutoff(packed: tuple[Any, ...] | None) -> dict[int, tuple[float, ...]]:
     """k -> (ndcg, dcg, judged, ndcg_condensed) of a packed per-query row (None: absent)."""
     if packed is None:
         return {}
-    return {k: tuple(values[1:]) for k, values in score_bytes.query_values(*packed).items()}
+    columns = packed[: 1 + len(score_bytes.QUERY_MEASURES)]
+    return {k: tuple(values[1:]) for k, values in score_bytes.query_values(*columns).items()}
+
+
+def _measures_of(packed: tuple[Any, ...] | None) -> dict[str, float]:
+    """name -> value of the other measures of a packed per-query row (None: absent)."""
+    if packed is None:
+        return {}
+    names = score_bytes.measure_names_of(packed[-2])
+    values = score_bytes.floats(packed[-1]).tolist()
+    return dict(zip(names, values, strict=True))
 
 
 def _differences(collection: Collection) -> list[str]:
@@ -264,6 +282,22 @@ def _differences(collection: Collection) -> list[str]:
         for run_id in set(stored) | set(fresh_rows):
             if stored.get(run_id) == fresh_rows.get(run_id):
                 continue
+            was_measures = _measures_of(stored.get(run_id))
+            fresh_measures = _measures_of(fresh_rows.get(run_id))
+            for name in sorted(set(was_measures) | set(fresh_measures)):
+                was_value, fresh_value = was_measures.get(name), fresh_measures.get(name)
+                if (
+                    was_value is None
+                    or fresh_value is None
+                    or _bits(was_value) != _bits(fresh_value)
+                ):
+                    score_differences.append(
+                        (
+                            (run_id, query_id, 0),
+                            f"run={names[run_id]} query={qids[query_id]} {name}: stored "
+                            f"{was_value!r}, recomputed {fresh_value!r}",
+                        )
+                    )
             was_at = _per_cutoff(stored.get(run_id))
             fresh_at = _per_cutoff(fresh_rows.get(run_id))
             for k in sorted(set(was_at) | set(fresh_at)):
@@ -294,6 +328,10 @@ def _differences(collection: Collection) -> list[str]:
         if versions.get(query_id) != version:
             lines.append(f"query={qids[query_id]}: judgements changed during verification")
     return lines
+
+
+def _bits(value: float) -> bytes:
+    return score_bytes.float_bytes([value])
 
 
 # The per-query values of a packed row at one k, in the order of `_per_cutoff`.

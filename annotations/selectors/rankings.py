@@ -50,18 +50,28 @@ SCORING_PREFIX_FACTOR = 4
 _TABLE_SPAN = 1 << 22
 
 
+def _prefix(depth: int, needed: int | None) -> int | None:
+    """How many ids of each ranking scoring reads first (None: all of them)."""
+    return None if needed is None else max(depth * SCORING_PREFIX_FACTOR, needed)
+
+
 def scoring_rankings_statement(
-    *, query_id: int, depth: int, run_ids: Iterable[int] | None = None
+    *, query_id: int, depth: int, run_ids: Iterable[int] | None = None, needed: int | None = 0
 ) -> tuple[str, list[Any]] | None:
     """The read behind `scoring_rankings` (None: no run asked for); fetch it in binary."""
-    prefix = depth * SCORING_PREFIX_FACTOR
+    prefix = _prefix(depth, needed)
     substring = "substring" if connection.vendor == "postgresql" else "substr"
     table = Ranking._meta.db_table
-    # The copy of the top kept inside the row when it is deep enough, else the prefix of
-    # the whole (out-of-line) ranking.
-    column = "head" if prefix <= HEAD_IDS else "documents"
-    sql = f"SELECT run_id, size, {substring}({column}, 1, %s) FROM {table} WHERE query_id = %s"
-    params: list[Any] = [prefix * 8, query_id]
+    params: list[Any]
+    if prefix is None:
+        sql = f"SELECT run_id, size, documents FROM {table} WHERE query_id = %s"
+        params = [query_id]
+    else:
+        # The copy of the top kept inside the row when it is deep enough, else the prefix
+        # of the whole (out-of-line) ranking.
+        column = "head" if prefix <= HEAD_IDS else "documents"
+        sql = f"SELECT run_id, size, {substring}({column}, 1, %s) FROM {table} WHERE query_id = %s"
+        params = [prefix * 8, query_id]
     if run_ids is not None:
         wanted = list(run_ids)
         if not wanted:
@@ -81,16 +91,22 @@ def ranking_heads_statement(*, query_id: int) -> tuple[str, list[Any]]:
 
 
 def scoring_rankings_from_rows(
-    rows: Iterable[tuple[int, int, bytes]], *, query_id: int, depth: int, grades: Mapping[int, int]
+    rows: Iterable[tuple[int, int, bytes]],
+    *,
+    query_id: int,
+    depth: int,
+    grades: Mapping[int, int],
+    needed: int | None = 0,
 ) -> dict[int, npt.NDArray[np.int64]]:
     """Rankings (arrays of document ids) from rows of (run, size, prefix of the packed ids);
-    only the first `depth` times SCORING_PREFIX_FACTOR ids are used, and the few rankings
-    whose prefix holds too few judged documents are read whole."""
+    only the first `depth` times SCORING_PREFIX_FACTOR ids are used (at least `needed`, the
+    depth the collection's other measures read; None: all), and the few rankings whose
+    prefix holds too few judged documents, or fewer than `needed` ids, are read whole."""
     graded = np.fromiter(grades.keys(), dtype=np.int64, count=len(grades))
     values = np.fromiter(grades.values(), dtype=np.int64, count=len(grades))
     judged = graded[values >= 0]  # ndcg.is_judged
     rankings: dict[int, npt.NDArray[np.int64]] = {}
-    prefix = depth * SCORING_PREFIX_FACTOR
+    prefix = _prefix(depth, needed)
     sizes: list[int] = []
     for run_id, size, documents in rows:
         rankings[run_id] = ranking_bytes.unpack_id_array(documents, prefix)
@@ -110,7 +126,7 @@ def scoring_rankings_from_rows(
     short = [
         run_id
         for run_id, size, length, count in zip(rankings, sizes, lengths, seen, strict=True)
-        if size > length and count < depth
+        if size > length and (count < depth or needed is None or length < needed)
     ]
     if short:
         for run_id, ids in query_rankings(query_id=query_id, run_ids=short).items():
@@ -124,19 +140,23 @@ def scoring_rankings(
     depth: int,
     grades: Mapping[int, int],
     run_ids: Iterable[int] | None = None,
+    needed: int | None = 0,
 ) -> dict[int, npt.NDArray[np.int64]]:
     """Run id -> as much of each ranking as scoring at cutoffs up to `depth` needs.
 
     nDCG@k and judged@k need the top `depth` documents; the condensed list needs the first
-    `depth` judged ones. A prefix of every ranking is read (SQL substring: with uncompressed
-    storage only those bytes are fetched), then the few rankings whose prefix holds fewer
-    than `depth` judged documents are read whole.
+    `depth` judged ones; the collection's other measures the top `needed` (None: whole
+    rankings). A prefix of every ranking is read (SQL substring: with uncompressed storage
+    only those bytes are fetched), then the few rankings whose prefix holds fewer than
+    `depth` judged documents are read whole.
     """
-    statement = scoring_rankings_statement(query_id=query_id, depth=depth, run_ids=run_ids)
+    statement = scoring_rankings_statement(
+        query_id=query_id, depth=depth, run_ids=run_ids, needed=needed
+    )
     if statement is None:
         return {}
     return scoring_rankings_from_rows(
-        fetch_binary(*statement), query_id=query_id, depth=depth, grades=grades
+        fetch_binary(*statement), query_id=query_id, depth=depth, grades=grades, needed=needed
     )
 
 

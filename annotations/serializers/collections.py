@@ -13,7 +13,7 @@ from annotations.models import (
     STALE_CHOICES,
     Collection,
 )
-from annotations.serializers.fields import CutoffsField
+from annotations.serializers.fields import CutoffsField, MeasuresField
 from annotations.serializers.inputs import StrictInputMixin
 
 # The values a grade scale may hold (the scale itself is per collection).
@@ -31,6 +31,11 @@ class GradeLevelSerializer(StrictInputMixin, serializers.Serializer):
 class CollectionSerializer(serializers.ModelSerializer):
     grades = GradeLevelSerializer(many=True, read_only=True)
     cutoffs = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    measures = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="Measures kept beside nDCG@k, in ir_measures' syntax.",
+    )
     roles = serializers.SerializerMethodField(help_text="The caller's roles in the collection.")
 
     class Meta:
@@ -41,6 +46,7 @@ class CollectionSerializer(serializers.ModelSerializer):
             "description",
             "gain",
             "cutoffs",
+            "measures",
             "missing_queries",
             "aggregation",
             "stale_judgements",
@@ -67,6 +73,7 @@ class CollectionCreateSerializer(StrictInputMixin, serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, default="")
     gain = serializers.ChoiceField(choices=GAIN_CHOICES, default="linear")
     cutoffs = CutoffsField(required=False, default=[5, 10, 20])
+    measures = MeasuresField(required=False, default=list)
     missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, default="zero")
     aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, default="median")
     stale_judgements = serializers.ChoiceField(
@@ -102,6 +109,7 @@ class CollectionUpdateSerializer(StrictInputMixin, serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True)
     gain = serializers.ChoiceField(choices=GAIN_CHOICES, required=False)
     cutoffs = CutoffsField(required=False)
+    measures = MeasuresField(required=False)
     missing_queries = serializers.ChoiceField(choices=MISSING_CHOICES, required=False)
     aggregation = serializers.ChoiceField(choices=AGGREGATION_CHOICES, required=False)
     stale_judgements = serializers.ChoiceField(choices=STALE_CHOICES, required=False)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotations.formats import trec
 from annotations.models import ID_MAX_LENGTH
+from annotations.models.collections import measures_checked
 
 # What `trec.id_problem` accepts, as a regular expression both JSON Schema (ECMA 262) and
 # Python read alike: no control character (C0, DEL, C1) and none of the characters
@@ -116,6 +118,28 @@ class CutoffsField(serializers.ListField):
         super().__init__(
             child=serializers.IntegerField(min_value=1, max_value=1000), min_length=1, **kwargs
         )
+
+
+class MeasuresField(serializers.ListField):
+    """The measures a collection keeps beside nDCG@k: names in ir_measures' syntax (or
+    trec_eval's), stored in ir_measures' syntax; a name that cannot be read is a 400 naming it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "Measures kept beside nDCG@k, stored per query and live: ir_measures names "
+            "(`AP`, `P@10`, `AP(rel=2)@100`, `R@1000`, `RR`, `Rprec`, `Bpref`, `infAP`, "
+            "`nDCG`, `ERR@20`, `RBP(p=0.8)`, `Judged@10`...) or trec_eval's (`map`, "
+            "`P_10`); empty: nDCG@k only. Changing them rescores the collection.",
+        )
+        super().__init__(child=serializers.CharField(), **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        entries = super().to_internal_value(data)
+        try:
+            return measures_checked(entries)
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(error.message_dict["measures"]) from None
 
 
 @extend_schema_field({"type": "string", "format": "binary"})

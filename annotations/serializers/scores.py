@@ -104,6 +104,23 @@ class ScoresStateSerializer(serializers.Serializer):
     stamp = serializers.CharField(help_text="Changes whenever scores or judgements change.")
 
 
+class MeasureMeanSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    mean = serializers.FloatField(help_text="trec_eval's `all` value (counts summed).")
+    queries = serializers.IntegerField(help_text="The queries the mean is over.")
+
+
+class LeaderboardMeasureSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The measure, in ir_measures' syntax.")
+    trec_eval = serializers.CharField(help_text="Its name in trec_eval's output.")
+    runs = MeasureMeanSerializer(many=True, help_text="Best first, then by name.")
+    pending = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Runs whose values of the collection's measures await their rescore.",
+    )
+    shown = serializers.CharField(help_text="What is computed for this measure.")
+
+
 class LeaderboardSerializer(ScoresStateSerializer):
     collection = serializers.CharField()
     k = serializers.IntegerField()
@@ -128,6 +145,13 @@ class LeaderboardSerializer(ScoresStateSerializer):
     unscored = serializers.ListField(
         child=serializers.CharField(), help_text="Runs with no stored scores yet."
     )
+    measures = serializers.ListField(
+        child=serializers.CharField(), help_text="The measures kept beside nDCG@k."
+    )
+    measure = LeaderboardMeasureSerializer(
+        required=False,
+        help_text="Only with `measure=`: every run's mean of that measure.",
+    )
 
 
 class QueryValueSerializer(serializers.Serializer):
@@ -137,6 +161,26 @@ class QueryValueSerializer(serializers.Serializer):
     judged = serializers.FloatField()
     ndcg_condensed = serializers.FloatField()
     answered = serializers.BooleanField(help_text="False: the run gave no result (counts 0).")
+
+
+class MeasureQueryValueSerializer(serializers.Serializer):
+    qid = serializers.CharField()
+    value = serializers.FloatField()
+    answered = serializers.BooleanField(help_text="False: the run gave no result (counts 0).")
+
+
+class RunMeasureSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The measure, in ir_measures' syntax.")
+    trec_eval = serializers.CharField(help_text="Its name in trec_eval's output.")
+    pending = serializers.BooleanField(
+        help_text="True while the run's values of the collection's measures await a rescore "
+        "(mean and per_query are then null)."
+    )
+    mean = serializers.FloatField(
+        allow_null=True, help_text="trec_eval's `all` value (counts summed)."
+    )
+    queries = serializers.IntegerField()
+    per_query = MeasureQueryValueSerializer(many=True, allow_null=True)
 
 
 class RunScoresSerializer(serializers.Serializer):
@@ -157,6 +201,10 @@ class RunScoresSerializer(serializers.Serializer):
     ndcg_condensed = serializers.FloatField(allow_null=True)
     queries = serializers.IntegerField()
     per_query = QueryValueSerializer(many=True)
+    measure = RunMeasureSerializer(
+        required=False,
+        help_text="Only with `measure=`: the run's values of that measure.",
+    )
 
 
 class ComparisonRowSerializer(serializers.Serializer):

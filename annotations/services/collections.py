@@ -20,11 +20,14 @@ from annotations.models import (
     Query,
     Run,
 )
+from annotations.models.collections import measures_checked
 from annotations.scores import scores_schedule
 from annotations.scores.refresh_queue import leaderboards_refresh_after_commit
 from annotations.services import judgement_rows
 from annotations.services.members import membership_grant
 
+# gdeval's ERR: the highest grade it counts (measures.err's max_grade).
+ERR_MAX_GRADE = 4
 # The range the grade check constraints of GradeLevel and Judgement allow.
 GRADE_MIN, GRADE_MAX = -9, 99
 
@@ -44,8 +47,10 @@ def collection_create(
     assessors_see_leaderboard: bool = False,
     stale_judgements: str = "count",
     machine_grades: str = DEFAULT_RULE,
+    measures: Sequence[str] = (),
 ) -> Collection:
-    """Create a collection with its grade scale (default 0-3 with labels and definitions)."""
+    """Create a collection with its grade scale (default 0-3 with labels and definitions)
+    and the measures it keeps beside nDCG@k (ir_measures' names; none by default)."""
     collection = Collection(
         slug=slug,
         name=name or slug,
@@ -57,9 +62,11 @@ def collection_create(
         assessors_see_leaderboard=assessors_see_leaderboard,
         stale_judgements=stale_judgements,
         machine_grades=machine_grades,
+        measures=list(measures),
     )
     collection.full_clean()
     levels = _levels_checked(collection, list(grades) if grades is not None else DEFAULT_GRADES)
+    _check_measures_fit_scale(collection.measures, [level.value for level in levels])
     with transaction.atomic():
         collection.save(default_scale=False)
         GradeLevel.objects.bulk_create(levels)
@@ -138,6 +145,7 @@ def collection_grades_set(
     stored leaderboards and top-grade bounds (which read the highest grade) are computed again.
     """
     levels = _levels_checked(collection, grades)
+    _check_measures_fit_scale(collection.measures, [level.value for level in levels])
     problems = grade_scale_problems(collection=collection, values=[lv.value for lv in levels])
     if problems:
         raise ValidationError({"grades": problems})
@@ -184,6 +192,7 @@ def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
 SCORING_FIELDS = (
     "gain",
     "cutoffs",
+    "measures",
     "missing_queries",
     "aggregation",
     "stale_judgements",
@@ -196,6 +205,8 @@ def collection_update(*, collection: Collection, **changes: object) -> Collectio
     unknown = set(changes) - {"name", "description", "assessors_see_leaderboard", *SCORING_FIELDS}
     if unknown:
         raise ValidationError({field: "This setting cannot be changed." for field in unknown})
+    if "measures" in changes:  # as stored, so that another spelling is no change
+        changes["measures"] = measures_checked(changes["measures"])
     rescore = any(
         field in changes and changes[field] != getattr(collection, field)
         for field in SCORING_FIELDS
@@ -203,6 +214,8 @@ def collection_update(*, collection: Collection, **changes: object) -> Collectio
     for field, value in changes.items():
         setattr(collection, field, value)
     collection.full_clean()
+    if "measures" in changes:
+        _check_measures_fit_scale(collection.measures, grade_values(collection))
     with transaction.atomic():
         collection.save()
         if rescore:
@@ -210,6 +223,19 @@ def collection_update(*, collection: Collection, **changes: object) -> Collectio
         else:
             leaderboards_refresh_after_commit(collection_id=collection.id)
     return collection
+
+
+def _check_measures_fit_scale(measures: Sequence[str], grades: Sequence[int]) -> None:
+    """ERR (gdeval's) stops at grade ERR_MAX_GRADE: refused on a scale that goes higher."""
+    top = max(grades, default=0)
+    for name in measures:
+        if name.startswith("ERR") and top > ERR_MAX_GRADE:
+            raise ValidationError(
+                {
+                    "measures": f"measure {name!r}: ERR counts grades up to {ERR_MAX_GRADE} "
+                    f"(gdeval's), and this collection's scale goes up to {top}."
+                }
+            )
 
 
 def collection_mark_stale(*, collection: Collection) -> None:
@@ -241,6 +267,7 @@ def collection_create_with_organiser(
     assessors_see_leaderboard: bool = False,
     stale_judgements: str = "count",
     machine_grades: str = DEFAULT_RULE,
+    measures: Sequence[str] = (),
 ) -> Collection:
     """Create a collection and make its creator an organiser of it, in one transaction."""
     with transaction.atomic():
@@ -256,6 +283,7 @@ def collection_create_with_organiser(
             assessors_see_leaderboard=assessors_see_leaderboard,
             stale_judgements=stale_judgements,
             machine_grades=machine_grades,
+            measures=measures,
         )
         if public_leaderboard:
             collection_publish(collection=collection, public=True)

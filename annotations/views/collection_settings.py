@@ -21,6 +21,7 @@ SETTINGS = (
     "description",
     "gain",
     "cutoffs",
+    "measures",
     "missing_queries",
     "aggregation",
     "stale_judgements",

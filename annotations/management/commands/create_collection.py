@@ -31,6 +31,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--cutoffs", default="5,10,20", help="comma-separated k values")
         parser.add_argument(
+            "--measures",
+            default="",
+            help="measures kept beside nDCG@k, separated by spaces: ir_measures names "
+            "(AP P@10 'AP(rel=2)@100' RR) or trec_eval's (map P_10)",
+        )
+        parser.add_argument(
             "--grades", default="0-3", help="grade scale: 0-3, -2..3 or -2,-1,0,1,2,3"
         )
         parser.add_argument(
@@ -75,10 +81,12 @@ class Command(BaseCommand):
                 missing_queries=options["missing"],
                 aggregation=options["aggregation"],
                 machine_grades=options["machine_grades"],
+                measures=options["measures"].split(),
             )
         )
         levels = ", ".join(str(value) for value, _, _ in grades)
         self.stdout.write(
             f"created collection {collection.slug}: gain {collection.gain}, "
             f"cutoffs {collection.sorted_cutoffs}, grades {levels}"
+            + (f", measures {' '.join(collection.measures)}" if collection.measures else "")
         )
