@@ -20,8 +20,7 @@ from django.utils import timezone
 
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
-from annotations.services.job_queue import import_job_publish, import_jobs_start
-from annotations.services.jobs import RETRY
+from annotations.services.job_queue import RETRY, import_job_publish, import_jobs_start
 from annotations.services.upload_store import upload_delete, upload_exists
 
 if TYPE_CHECKING:
@@ -106,36 +105,35 @@ def _republish(job_ids: list[int]) -> None:
 
 
 def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
-    """Queue a failed job again with its stored upload and its options (kind, assessor,
-    replace, split_tags), for a worker. The job as it is afterwards.
+    """Queue a failed job again with its stored upload (a dataset job: its dataset) and its
+    options (kind, assessor, replace, split_tags, parts), for a worker. The job as it is afterwards.
     ValidationError when it is not failed, or its upload is gone (the job then says so)."""
 
     if job.state != ImportJob.FAILED:
         raise ValidationError(f"{job.file_name}: only a failed import can be retried.")
-    if not upload_exists(job.upload_path):
-        ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED).update(
-            upload_path="", error=UPLOAD_GONE
-        )
-        raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
-    queued = (
-        ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
-        .exclude(upload_path="")
-        .update(
-            state=ImportJob.QUEUED,
-            error="",
-            summary="",
-            bytes_done=0,
-            lines_done=0,
-            lines_total=0,
-            stage="",
-            queries_done=0,
-            queries_total=0,
-            started=None,
-            finished=None,
-            heartbeat=None,
-            retried=timezone.now(),
-            retries=F("retries") + 1,
-        )
+    failed = ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
+    if job.kind == ImportJob.DATASET:  # no upload: the dataset is read again
+        again = failed
+    else:
+        if not upload_exists(job.upload_path):
+            failed.update(upload_path="", error=UPLOAD_GONE)
+            raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
+        again = failed.exclude(upload_path="")
+    queued = again.update(
+        state=ImportJob.QUEUED,
+        error="",
+        summary="",
+        bytes_done=0,
+        lines_done=0,
+        lines_total=0,
+        stage="",
+        queries_done=0,
+        queries_total=0,
+        started=None,
+        finished=None,
+        heartbeat=None,
+        retried=timezone.now(),
+        retries=F("retries") + 1,
     )
     if not queued:
         raise ValidationError(f"{job.file_name}: it was retried or dismissed meanwhile.")
