@@ -309,3 +309,21 @@ def test_a_dataset_jobs_bar_counts_records_of_the_known_total_or_without_a_measu
     assert running.progress == (1500, 11522, "reading 1,500 of 11,522 records")
     running.lines_total = 0  # ir_datasets cannot tell without reading
     assert running.progress == (None, 1, "reading 1,500 records")
+
+
+def test_a_dataset_jobs_records_add_up_over_its_parts_as_its_streams_read_them() -> None:
+    from annotations.formats import ir_records
+    from annotations.services.job_progress import DatasetProgress
+
+    done = DatasetProgress(2 + 3)
+    queries = ir_records.Progress("queries", 2)
+    done.heard(queries)  # the part starts
+    queries.lines = 1  # its stream counts a record as the import reads it
+    assert (done.now().lines_done, done.now().lines_total) == (1, 5)
+    queries.lines = 2
+    done.heard(queries)  # the part ends
+    docs = ir_records.Progress("docs", 3)
+    done.heard(docs)
+    docs.lines = 2
+    assert (done.lines_done, done.now().stage) == (4, "parsing")
+    assert DatasetProgress(None).now().lines_total == 0  # sizes ir_datasets cannot tell
