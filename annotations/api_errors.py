@@ -25,6 +25,14 @@ class UploadTooLarge(APIException):
     default_code = "upload_too_large"
 
 
+class NotInstalled(APIException):
+    """An optional part of the platform this server was installed without."""
+
+    status_code = status.HTTP_501_NOT_IMPLEMENTED
+    default_detail = "This server was installed without what the request needs."
+    default_code = "not_installed"
+
+
 class RequestTargetTooLong(APIException):
     status_code = status.HTTP_414_REQUEST_URI_TOO_LONG
     default_detail = "The request's path and query string are longer than this server accepts."

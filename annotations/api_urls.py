@@ -63,6 +63,11 @@ urlpatterns = [
         apis.QrelsImportApi.as_view(),
         name="import-qrels",
     ),
+    path(
+        "collections/<slug:slug>/imports/ir-datasets/",
+        apis.IrDatasetImportApi.as_view(),
+        name="import-ir-datasets",
+    ),
     # Import jobs: create by upload (202), state and progress, list.
     path(
         "collections/<slug:slug>/import-jobs/",

@@ -156,6 +156,11 @@ urlpatterns = [
         name="collection-import-dismiss",
     ),
     path(
+        "collections/<slug:slug>/import/ir-datasets/",
+        imports.import_dataset,
+        name="collection-import-dataset",
+    ),
+    path(
         "collections/<slug:slug>/import/<slug:kind>/",
         imports.import_upload,
         name="collection-import-upload",

@@ -4,6 +4,7 @@ import importlib
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -353,3 +354,54 @@ def stored_upload(job: Any) -> Path:
     from django.conf import settings
 
     return Path(settings.NDCG_UPLOAD_DIR) / job.upload_path
+
+
+# --- ir_datasets ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def local_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A dataset registered in ir_datasets' registry from files in tmp_path (nothing is
+    downloaded): two TREC topics, three documents, four qrels and a run of four lines."""
+    import ir_datasets
+    from ir_datasets.datasets.base import Dataset
+    from ir_datasets.formats import TrecQrels, TrecQueries, TrecScoredDocs, TsvDocs
+    from ir_datasets.util import LocalDownload
+
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "home"))
+    (tmp_path / "topics.sgml").write_text(
+        "<top>\n<num> Number: 301\n<title> solar power\n<desc> Description:\nHow is it "
+        "stored?\n<narr> Narrative:\nBatteries count.\n</top>\n"
+        "<top>\n<num> Number: 302\n<title> river floods\n<desc> Description:\nWhere?\n"
+        "<narr> Narrative:\nForecasts do not.\n</top>\n"
+    )
+    (tmp_path / "docs.tsv").write_text("D1\tsolar batteries\nD2\tmolten salt\nD3\tthe Rhine\n")
+    (tmp_path / "qrels.txt").write_text("301 0 D1 2\n301 0 D2 1\n302 0 D3 1\n302 0 D1 0\n")
+    (tmp_path / "run.txt").write_text(
+        "301 Q0 D2 1 9.5 bm25\n301 Q0 D1 2 7.25 bm25\n302 Q0 D1 1 3.0 bm25\n302 Q0 D3 2 2.0 bm25\n"
+    )
+    name = f"ndcg-test/{uuid.uuid4().hex[:8]}"
+    ir_datasets.registry.register(
+        name,
+        Dataset(
+            TsvDocs(LocalDownload(tmp_path / "docs.tsv")),
+            TrecQueries(LocalDownload(tmp_path / "topics.sgml")),
+            TrecQrels(LocalDownload(tmp_path / "qrels.txt"), {0: "no", 1: "some", 2: "yes"}),
+            TrecScoredDocs(LocalDownload(tmp_path / "run.txt")),
+        ),
+    )
+    return name
+
+
+@pytest.fixture
+def ir_datasets_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty IR_DATASETS_HOME (returned) and no network: every download goes through a
+    proxy that refuses at once."""
+    from annotations.formats import ir_records
+
+    home = tmp_path / "irds"
+    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # nothing listens: refused at once
+    monkeypatch.setattr(ir_records._ir_datasets().util, "home_path", lambda: home)
+    return home

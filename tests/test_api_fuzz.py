@@ -78,6 +78,8 @@ STATE_400 = {
     "POST /api/v1/collections/{slug}/imports/qrels/": "the file is no qrels file; no such assessor",
     "POST /api/v1/collections/{slug}/import-jobs/": "the file is empty or not text; no such "
     "assessor",
+    "POST /api/v1/collections/{slug}/imports/ir-datasets/": "a dataset ir_datasets does not "
+    "know; a part the dataset lacks; no such assessor",
     "GET /api/v1/collections/{slug}/leaderboard/report/": "k not among the cutoffs",
     "POST /api/v1/collections/{slug}/webhooks/": "the URL's host does not resolve or is a "
     "private address; the collection has its 20 webhooks",

@@ -203,3 +203,46 @@ def test_the_job_table_holds_a_campaign_at_a_phone_s_width(  # type: ignore[no-u
         expect(running.locator(".job-stage")).to_have_text("parsing 12,000 of 1,000,000 lines")
         failed = page.locator("#import-jobs tr[data-state=failed]").first
         expect(failed.get_by_role("button", name="Retry")).to_be_visible()
+
+
+def test_a_standard_collection_is_imported_from_the_page_which_passes_axe_at_a_phone_s_width(  # type: ignore[no-untyped-def]
+    collection: Collection, browser, live_server, settings: Any, local_dataset: str
+) -> None:
+    """The *Standard collection* form at 390 px: an id and two parts ticked become a done job
+    (run in the request here, no broker) listed with its parts; the form with its errors
+    passes axe and fits the phone."""
+    from playwright.sync_api import expect
+
+    from tests.conftest import browser_page
+    from tests.test_browser_accessibility import PHONE, page_problems
+
+    settings.CELERY_BROKER_URL = ""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    organiser = UserFactory(username="cora")
+    Membership.objects.create(collection=collection, user=organiser, role="organiser")
+    with browser_page(browser, live_server, viewport=PHONE) as page:
+        page.goto("/accounts/login/")
+        page.fill("#id_username", organiser.username)
+        page.fill("#id_password", "pass-word-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        page.goto(f"/collections/{collection.slug}/import/")
+        page.locator("#import-dataset > summary").click()
+        page.fill("#id_dataset-dataset", local_dataset)
+        page.get_by_label("queries (topics)").check()
+        page.get_by_label("qrels (as judgements)").check()
+        with page.expect_navigation():
+            page.click("#import-dataset button[type=submit]")
+        expect(page.locator(".messages")).to_contain_text(f"{local_dataset}: imported (")
+        expect(page.locator("#import-dataset")).to_have_js_property("open", True)
+        row = page.locator("#import-jobs tbody tr").first
+        expect(row).to_contain_text("ir_datasets: queries, qrels")
+        expect(row).to_contain_text("qrels: 4 created")
+        assert ImportJob.objects.get(kind="dataset").state == "done"
+        problems = page_problems(page, f"/collections/{collection.slug}/import/?kind=dataset")
+        page.fill("#id_dataset-dataset", "no-such/dataset")
+        with page.expect_navigation():
+            page.click("#import-dataset button[type=submit]")
+        expect(page.locator("#import-dataset")).to_contain_text("is not a dataset ir_datasets")
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        assert not problems, "\n".join(problems)

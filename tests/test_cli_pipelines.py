@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from io import StringIO
 from pathlib import Path
 
@@ -110,39 +109,6 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
 # --- ir_datasets --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def local_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A dataset registered in ir_datasets' registry from files in tmp_path."""
-    import ir_datasets
-    from ir_datasets.datasets.base import Dataset
-    from ir_datasets.formats import TrecQrels, TrecQueries, TrecScoredDocs, TsvDocs
-    from ir_datasets.util import LocalDownload
-
-    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "home"))
-    (tmp_path / "topics.sgml").write_text(
-        "<top>\n<num> Number: 301\n<title> solar power\n<desc> Description:\nHow is it "
-        "stored?\n<narr> Narrative:\nBatteries count.\n</top>\n"
-        "<top>\n<num> Number: 302\n<title> river floods\n<desc> Description:\nWhere?\n"
-        "<narr> Narrative:\nForecasts do not.\n</top>\n"
-    )
-    (tmp_path / "docs.tsv").write_text("D1\tsolar batteries\nD2\tmolten salt\nD3\tthe Rhine\n")
-    (tmp_path / "qrels.txt").write_text("301 0 D1 2\n301 0 D2 1\n302 0 D3 1\n302 0 D1 0\n")
-    (tmp_path / "run.txt").write_text(
-        "301 Q0 D2 1 9.5 bm25\n301 Q0 D1 2 7.25 bm25\n302 Q0 D1 1 3.0 bm25\n302 Q0 D3 2 2.0 bm25\n"
-    )
-    name = f"ndcg-test/{uuid.uuid4().hex[:8]}"
-    ir_datasets.registry.register(
-        name,
-        Dataset(
-            TsvDocs(LocalDownload(tmp_path / "docs.tsv")),
-            TrecQueries(LocalDownload(tmp_path / "topics.sgml")),
-            TrecQrels(LocalDownload(tmp_path / "qrels.txt"), {0: "no", 1: "some", 2: "yes"}),
-            TrecScoredDocs(LocalDownload(tmp_path / "run.txt")),
-        ),
-    )
-    return name
-
-
 def test_a_standard_collection_loads_with_one_command(
     transactional_db: None, local_dataset: str
 ) -> None:
@@ -189,17 +155,11 @@ def test_a_dataset_part_it_lacks_or_an_unknown_id_changes_nothing(
 
 
 def test_a_dataset_not_on_disk_and_out_of_reach_names_its_files_and_imports_nothing(
-    transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    transactional_db: None, ir_datasets_offline: Path
 ) -> None:
     """Without a network (every download through a proxy that refuses), the message names the
     dataset, the files missing under IR_DATASETS_HOME with their addresses, and what to do."""
-    from annotations.formats import ir_records
-
-    home = tmp_path / "irds"
-    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
-    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # nothing listens: refused at once
-    monkeypatch.setattr(ir_records._ir_datasets().util, "home_path", lambda: home)
+    home = ir_datasets_offline
     CollectionFactory(slug="offline", cutoffs=[2])
     with pytest.raises(CommandError) as raised:
         call_command("import_ir_datasets", "offline", "vaswani", "-q", stdout=StringIO())

@@ -103,6 +103,7 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
     write_file: Callable[..., Any],
     settings: Any,
     tmp_path: Path,
+    local_dataset: str,
 ) -> None:
     schema = client.get("/api/schema/?format=json").json()
 
@@ -185,6 +186,12 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         bare = {"kind": "topics", "file": SimpleUploadedFile("t.tsv", b"q9\tnine\n")}
         call(owner, "post", f"{DEMO}/import-jobs/", 403, data=bare, format="multipart")
         call(assessor, "get", f"{DEMO}/import-jobs/", 403)
+        standard = f"{DEMO}/imports/ir-datasets/"
+        topics_only = {"dataset": local_dataset, "parts": ["queries"]}
+        job = call(organiser, "post", standard, 202, data=topics_only, format="json")
+        call(organiser, "get", job["Location"], 200)
+        call(organiser, "post", standard, 400, data={"dataset": "no-such/set"}, format="json")
+        call(owner, "post", standard, 403, data=topics_only, format="json")
         call(organiser, "get", f"{DEMO}/runs-zip/", 200)
         call(owner, "get", f"{DEMO}/runs-zip/", 403)
 

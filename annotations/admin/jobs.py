@@ -11,9 +11,9 @@ from annotations.models import ImportJob
 
 @admin.register(ImportJob)
 class ImportJobAdmin(ReadOnlyAdmin):
-    """Every upload of the import page and its outcome; a finished job may be deleted (with
-    the upload a failed job keeps for its Retry), a queued or running one not (a worker
-    holds it)."""
+    """Every upload of the import page (and standard collection read through ir_datasets) and
+    its outcome; a finished job may be deleted (with the upload a failed job keeps for its
+    Retry), a queued or running one not (a worker holds it)."""
 
     list_display = ["file_name", "collection", "kind", "state", "size", "created_by", "created"]
     list_filter = ["state", "kind", "collection"]
@@ -38,6 +38,7 @@ class ImportJobAdmin(ReadOnlyAdmin):
         "split_tags",
         "run_name",
         "description",
+        "parts",
         "assessor",
         "created_by",
         "created",

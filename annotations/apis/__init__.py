@@ -3,7 +3,11 @@ services and selectors."""
 
 from annotations.apis.catalogue import DocumentListCreateApi, QueryListCreateApi
 from annotations.apis.collections import CollectionDetailApi, CollectionListCreateApi
-from annotations.apis.import_jobs import ImportJobDetailApi, ImportJobListCreateApi
+from annotations.apis.import_jobs import (
+    ImportJobDetailApi,
+    ImportJobListCreateApi,
+    IrDatasetImportApi,
+)
 from annotations.apis.imports import DocumentsImportApi, QrelsImportApi, TopicsImportApi
 from annotations.apis.judgements import JudgementDetailApi, JudgementListCreateApi, QrelsApi
 from annotations.apis.judges import (
@@ -60,6 +64,7 @@ __all__ = [
     "DocumentsImportApi",
     "ImportJobDetailApi",
     "ImportJobListCreateApi",
+    "IrDatasetImportApi",
     "JudgeRunCancelApi",
     "JudgeRunDetailApi",
     "JudgeRunFailureListApi",

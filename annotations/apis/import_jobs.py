@@ -1,5 +1,6 @@
-"""Import jobs through the API: create one by upload (202 with the job's URL), read its state
-and progress, list a collection's jobs; the import page's services, checks and messages."""
+"""Import jobs through the API: create one by upload or from an ir_datasets id (202 with the
+job's URL), read its state and progress, list a collection's jobs; the import page's
+services, checks and messages."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations import services
+from annotations.api_errors import NotInstalled
 from annotations.apis._base import (
     RUN_WRITERS,
+    STAFF_ROLES,
     CollectionApiView,
     CollectionListApiView,
     StrictFilterSet,
@@ -28,12 +31,18 @@ from annotations.apis._base import (
     is_schema_view,
     refuse_large_body,
 )
+from annotations.formats import ir_records
 from annotations.models import Collection, ImportJob
 from annotations.permissions import ORGANISER
 from annotations.selectors.jobs import import_job_state, import_job_with_progress
-from annotations.serializers import ImportJobSerializer, ImportJobUploadSerializer
+from annotations.serializers import (
+    ImportJobSerializer,
+    ImportJobUploadSerializer,
+    IrDatasetImportSerializer,
+)
 from annotations.services.job_queue import import_jobs_start
 from annotations.services.jobs import import_job_create, upload_text_problem
+from annotations.services.standard_collections import ir_dataset_job_start
 
 LOCATION = OpenApiParameter(
     "Location",
@@ -189,3 +198,52 @@ class ImportJobDetailApi(CollectionApiView):
         if job is None:
             raise NotFound("No such import job.")
         return Response(job_body(request, job))
+
+
+class IrDatasetImportApi(CollectionApiView):
+    roles = {"POST": STAFF_ROLES}
+
+    @extend_schema(
+        summary="Import a standard collection by its ir_datasets id as a job: 202 with its URL "
+        "(organisers; as import_ir_datasets)",
+        description="The import page's *Standard collection* form in one request, and the "
+        "import_ir_datasets command's options: the dataset id and its parts are checked at "
+        "once (an id ir_datasets does not know, or a part the dataset lacks: 400, nothing "
+        "queued); the job reads the parts on a worker (downloading what is not under the "
+        "worker's IR_DATASETS_HOME) through the parsers of the file imports, all or nothing. "
+        "Poll `Location` for the records read; a dataset out of reach fails the job with "
+        "`error` naming the dataset, the files missing and how to place a local copy "
+        "(IR_DATASETS_HOME); Retry it once they are in place. Every part sends its "
+        "`import.finished` event. A server installed without ir_datasets answers 501 saying "
+        "how to add it.",
+        request=IrDatasetImportSerializer,
+        responses={
+            202: OpenApiResponse(
+                ImportJobSerializer,
+                description="Accepted: the job is queued; the body is the job and `Location` "
+                "its URL.",
+            ),
+            **documented_errors(400, 401, 403, 404, 413, 501),
+        },
+        parameters=[LOCATION],
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        if not ir_records.installed():
+            raise NotInstalled(ir_records.NOT_INSTALLED)
+        form = IrDatasetImportSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        assessor = None
+        if data.get("assessor"):
+            assessor = services.qrels_assessor(
+                collection=self.collection, username=data["assessor"]
+            )
+        job = ir_dataset_job_start(
+            collection=self.collection,
+            dataset_id=data["dataset"],
+            parts=data["parts"],
+            assessor=assessor,
+            run_name=data.get("run_name") or "",
+            created_by=calling_user(request),
+        )
+        return job_accepted(request, job)

@@ -11,6 +11,7 @@ memory. Field names follow ir_datasets' record types: a query's `title` (or its 
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +21,7 @@ from typing import Any
 
 PARTS = ("queries", "docs", "qrels", "scoreddocs")
 INSTALL = "pip install 'ndcg-platform[ir-datasets]' (make install includes it)"
+NOT_INSTALLED = f"ir_datasets is not installed: {INSTALL}"
 
 
 class UnknownDataset(ValueError):
@@ -30,12 +32,20 @@ class DatasetUnavailable(Exception):
     """ir_datasets is not installed, or a dataset's files are neither on disk nor reachable."""
 
 
+def installed() -> bool:
+    """Whether ir_datasets can be imported, asked without importing it."""
+    try:
+        return importlib.util.find_spec("ir_datasets") is not None
+    except ValueError:  # a module object without a spec stands in for it
+        return True
+
+
 def _ir_datasets() -> Any:
     """ir_datasets, an optional extra: loaded only when a standard collection is imported."""
     try:
         import ir_datasets
     except ImportError:
-        raise DatasetUnavailable(f"ir_datasets is not installed: {INSTALL}") from None
+        raise DatasetUnavailable(NOT_INSTALLED) from None
     return ir_datasets
 
 
@@ -205,6 +215,12 @@ def part_stream(
             raise unavailable(dataset_id, part, error) from None
 
     return io.BufferedReader(LineStream(read(), f"{dataset_id}/{part}", progress))
+
+
+def records_total(dataset: Any, parts: Iterable[str]) -> int | None:
+    """How many records the parts hold together, when ir_datasets knows each count."""
+    counts = [part_count(dataset, part) for part in parts]
+    return None if any(count is None for count in counts) else sum(c or 0 for c in counts)
 
 
 def part_count(dataset: Any, part: str) -> int | None:

@@ -1,4 +1,5 @@
-"""HTML forms of the import page: one per kind of file, runs several files at once."""
+"""HTML forms of the import page: one per kind of file, runs several files at once, and a
+standard collection by its ir_datasets id."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
+from annotations.formats import ir_records
 from annotations.models import Collection, ImportJob
 from annotations.selectors.judging import grading_members
 from annotations.services.jobs import upload_text_problem
@@ -157,3 +159,53 @@ class RunsForm(UploadForm):
 FORMS: dict[str, type[UploadForm]] = {
     form.kind: form for form in (TopicsForm, DocumentsForm, QrelsForm, RunsForm)
 }
+
+
+PART_LABELS = {
+    "queries": "queries (topics)",
+    "docs": "documents",
+    "qrels": "qrels (as judgements)",
+    "scoreddocs": "scored documents (as a run)",
+}
+
+
+class DatasetForm(forms.Form):
+    """A standard collection by its ir_datasets id, and which of its parts to import (the
+    import_ir_datasets command's options); checked by the service that starts its job."""
+
+    kind = ImportJob.DATASET
+    dataset = forms.CharField(
+        label="Dataset id",
+        max_length=200,
+        help_text="An id from the ir_datasets catalogue (ir-datasets.com), e.g. vaswani, "
+        "antique/test or msmarco-passage/trec-dl-2019/judged.",
+    )
+    parts = forms.MultipleChoiceField(
+        label="Parts to import",
+        choices=[(part, PART_LABELS[part]) for part in ir_records.PARTS],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="None ticked: every part the dataset has.",
+    )
+    assessor = forms.ModelChoiceField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        label="Record the qrels as",
+        empty_label=f"the import account ({IMPORT_ASSESSOR})",
+        help_text="The account whose judgements the dataset's qrels become: the import "
+        "account, or an organiser or assessor of the collection.",
+    )
+    run_name = forms.CharField(
+        label="Name of the run of scored documents",
+        max_length=200,
+        required=False,
+        help_text="Default: the dataset id.",
+    )
+
+    def __init__(self, *args: Any, collection: Collection, **kwargs: Any) -> None:
+        kwargs.setdefault("prefix", self.kind)
+        super().__init__(*args, **kwargs)
+        self.collection = collection
+        field = cast(forms.ModelChoiceField, self.fields["assessor"])
+        field.queryset = grading_members(collection=collection).order_by("username")
+        field.error_messages["invalid_choice"] = not_a_member(collection=collection)

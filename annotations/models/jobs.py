@@ -1,5 +1,5 @@
-"""Import jobs: one uploaded file imported into a collection, or a run fetched from a search
-system, its state and progress."""
+"""Import jobs: one uploaded file (or one ir_datasets dataset) imported into a collection,
+or a run fetched from a search system, its state and progress."""
 
 from __future__ import annotations
 
@@ -22,12 +22,15 @@ class ImportJob(models.Model):
     """
 
     TOPICS, DOCUMENTS, QRELS, RUN, FETCH = "topics", "documents", "qrels", "run", "fetch"
+    # A standard collection read through ir_datasets: no upload, its id in `file_name`.
+    DATASET = "dataset"
     KIND_CHOICES = [
         (TOPICS, "topics"),
         (DOCUMENTS, "documents"),
         (QRELS, "qrels"),
         (RUN, "run"),
         (FETCH, "run fetched from a search system"),
+        (DATASET, "ir_datasets dataset"),
     ]
     QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
     DISMISSED = "dismissed"
@@ -71,16 +74,26 @@ class ImportJob(models.Model):
         default=False, help_text="Runs: one run per tag of the file, in the file's order"
     )
     run_name = models.CharField(
-        max_length=ID_MAX_LENGTH, blank=True, help_text="Runs: the run's name (empty: its tag)"
+        max_length=ID_MAX_LENGTH,
+        blank=True,
+        help_text="Runs: the run's name (empty: its tag); datasets: the name of the run of "
+        "scored documents (empty: the dataset id)",
     )
     description = models.TextField(blank=True, help_text="Runs: the run's description")
+    parts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="ir_datasets: the parts to import (queries, docs, qrels, scoreddocs); "
+        "empty: every part the dataset has",
+    )
     assessor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
-        help_text="Qrels: the account the judgements are recorded as (empty: the import account)",
+        help_text="Qrels and datasets: the account the judgements are recorded as (empty: the "
+        "import account)",
     )
     system = models.ForeignKey(
         "annotations.SearchSystem",
@@ -120,7 +133,9 @@ class ImportJob(models.Model):
                 name="import_job_state_valid",
             ),
             models.CheckConstraint(
-                condition=models.Q(kind__in=["topics", "documents", "qrels", "run", "fetch"]),
+                condition=models.Q(
+                    kind__in=["topics", "documents", "qrels", "run", "fetch", "dataset"]
+                ),
                 name="import_job_kind_valid",
             ),
             models.CheckConstraint(
@@ -145,8 +160,11 @@ class ImportJob(models.Model):
 
     @property
     def retryable(self) -> bool:
-        """Failed with its upload kept (a fetch: always): Retry (and Dismiss) are offered."""
-        return self.state == self.FAILED and (bool(self.upload_path) or self.kind == self.FETCH)
+        """Failed with its upload kept (a fetch or a dataset needs none: its system asked
+        again, its files may be in place now): Retry (and Dismiss) are offered."""
+        return self.state == self.FAILED and (
+            bool(self.upload_path) or self.kind in (self.FETCH, self.DATASET)
+        )
 
     @property
     def progress(self) -> tuple[int | None, int, str]:
@@ -165,6 +183,8 @@ class ImportJob(models.Model):
             return 1, 1, "done"
         if self.state == self.RUNNING and self.stage == self.STORING:
             return None, 1, f"storing ({self.lines_done:,} lines parsed)"
+        if self.kind == self.DATASET:
+            return self._records_progress()
         total = max(self.lines_total, self.lines_done, 1)
         done = min(self.lines_done, total)
         if self.state == self.RUNNING:
@@ -181,3 +201,13 @@ class ImportJob(models.Model):
         if self.state == self.RUNNING:
             return done, total, f"asked {done:,} of {total:,} queries"
         return done, total, f"stopped after {done:,} of {total:,} queries"
+
+    def _records_progress(self) -> tuple[int | None, int, str]:
+        """A dataset's bar: records read of the parts' total, when ir_datasets knows it
+        without reading them (else a bar without a measure)."""
+        done = self.lines_done
+        lead = "reading" if self.state == self.RUNNING else "stopped after"
+        if self.lines_total:
+            total = max(self.lines_total, done, 1)
+            return done, total, f"{lead} {done:,} of {total:,} records"
+        return (None if self.state == self.RUNNING else 0), 1, f"{lead} {done:,} records"

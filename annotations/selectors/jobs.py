@@ -158,6 +158,7 @@ def import_job_state(job: ImportJob) -> dict[str, Any]:
         "id": job.id,
         "kind": job.kind,
         "file_name": job.file_name,
+        "parts": list(job.parts),
         "state": job.state,
         "stage": job.stage,
         "progress": text,

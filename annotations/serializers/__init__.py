@@ -32,6 +32,7 @@ from annotations.serializers.imports import (
     DocumentsUploadSerializer,
     ImportJobSerializer,
     ImportJobUploadSerializer,
+    IrDatasetImportSerializer,
     QrelsUploadSerializer,
     TopicsUploadSerializer,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "ImportJobUploadSerializer",
     "ImportSummarySerializer",
     "IntervalSerializer",
+    "IrDatasetImportSerializer",
     "JudgementInputSerializer",
     "JudgementSerializer",
     "LeaderboardComputingSerializer",

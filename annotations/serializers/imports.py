@@ -1,4 +1,5 @@
-"""File imports through the API: topics, documents and qrels, as the import commands read them."""
+"""File imports through the API: topics, documents and qrels, as the import commands read them,
+import jobs, and standard collections by their ir_datasets id."""
 
 from __future__ import annotations
 
@@ -44,10 +45,16 @@ class ImportJobSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
     id = serializers.IntegerField()
     kind = serializers.ChoiceField(
-        choices=["topics", "documents", "qrels", "run", "fetch"],
-        help_text="fetch: a run fetched from a search system (`file_name` names it).",
+        choices=["topics", "documents", "qrels", "run", "fetch", "dataset"],
+        help_text="The kind of file; `fetch`: a run fetched from a search system (`file_name` "
+        "names it); `dataset`: a standard collection read through ir_datasets (its id in "
+        "`file_name`, what it imports in `parts`).",
     )
-    file_name = serializers.CharField()
+    file_name = serializers.CharField(help_text="The file's name; a dataset job: its id.")
+    parts = serializers.ListField(
+        child=serializers.ChoiceField(choices=["queries", "docs", "qrels", "scoreddocs"]),
+        help_text="A dataset job: the parts it imports, in order; empty for a file.",
+    )
     state = serializers.ChoiceField(
         choices=["queued", "running", "done", "failed", "dismissed"],
         help_text="queued, running, then done (with `summary`) or failed (with `error`); "
@@ -68,15 +75,20 @@ class ImportJobSerializer(serializers.Serializer):  # type: ignore[type-arg]
     max = serializers.IntegerField(help_text="The bar's maximum in the same units.")
     size = serializers.IntegerField(help_text="Bytes of the file")
     bytes_done = serializers.IntegerField()
-    lines_done = serializers.IntegerField()
-    lines_total = serializers.IntegerField(help_text="Lines of the file (0 until it starts)")
+    lines_done = serializers.IntegerField(help_text="Lines parsed; a dataset job: records read.")
+    lines_total = serializers.IntegerField(
+        help_text="Lines of the file (0 until it starts); a dataset job: records of its parts "
+        "when ir_datasets knows them without reading (else 0)."
+    )
     queries_done = serializers.IntegerField()
     queries_total = serializers.IntegerField()
     summary = serializers.CharField(allow_blank=True)
     error = serializers.CharField(
         allow_blank=True, help_text="Why it failed: `file:line: field: problem (...)`."
     )
-    retryable = serializers.BooleanField(help_text="Failed with its upload kept (Retry).")
+    retryable = serializers.BooleanField(
+        help_text="Failed with its upload kept, or a failed dataset job (Retry)."
+    )
     created = serializers.DateTimeField(allow_null=True)
     finished = serializers.DateTimeField(allow_null=True)
     url = serializers.URLField(help_text="This job (poll it for its progress)")
@@ -108,4 +120,35 @@ class ImportJobUploadSerializer(StrictInputMixin, serializers.Serializer):  # ty
     )
     split_tags = serializers.BooleanField(
         required=False, default=False, help_text="Run: one run per tag of the file."
+    )
+
+
+class IrDatasetImportSerializer(StrictInputMixin, serializers.Serializer):  # type: ignore[type-arg]
+    """A standard collection by its ir_datasets id, and what of it to import (the
+    import_ir_datasets command's options)."""
+
+    dataset = serializers.CharField(
+        min_length=1,
+        max_length=200,
+        help_text="An ir_datasets id, e.g. `vaswani`, `antique/test` or "
+        "`msmarco-passage/trec-dl-2019/judged` (as import_ir_datasets DATASET).",
+    )
+    parts = serializers.ListField(
+        child=serializers.ChoiceField(choices=["queries", "docs", "qrels", "scoreddocs"]),
+        required=False,
+        default=list,
+        help_text="The parts to import (--parts): queries, docs, qrels (as one account's "
+        "judgements), scoreddocs (as a run); absent or empty: every part the dataset has.",
+    )
+    assessor = serializers.CharField(
+        required=False,
+        min_length=1,
+        max_length=150,
+        trim_whitespace=False,
+        help_text="Username the qrels are recorded under (--assessor): an organiser or "
+        "assessor of the collection; the import account `trec` when absent.",
+    )
+    run_name = IdField(
+        required=False,
+        help_text="Name of the run of scored documents (--run-name; default: the dataset id).",
     )

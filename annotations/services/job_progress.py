@@ -13,13 +13,14 @@ import os
 import threading
 import time
 from datetime import datetime
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, Protocol
 
 from django.conf import settings
 from django.core.cache import caches
 from django.db import connection
 from django.utils import timezone
 
+from annotations.formats import ir_records
 from annotations.models import ImportJob
 from annotations.selectors.jobs import Progress, progress_in_rows, progress_key
 
@@ -92,6 +93,46 @@ class JobProgress:
         )
 
 
+class DatasetProgress:
+    """What a running dataset job has read: the records of the parts done and of the one
+    being read (counted by its stream as the import reads it), of `lines_total` when
+    ir_datasets knows it (0 otherwise)."""
+
+    bytes_done = 0
+
+    def __init__(self, lines_total: int | None) -> None:
+        self.lines_total = lines_total or 0
+        self._parts_done = 0
+        self._reading: ir_records.Progress | None = None
+
+    def heard(self, progress: ir_records.Progress) -> None:
+        """The import's report: a part starting, its records read, or its end."""
+        if progress is not self._reading:
+            if self._reading is not None:
+                self._parts_done += self._reading.lines
+            self._reading = progress
+
+    @property
+    def lines_done(self) -> int:
+        reading = self._reading.lines if self._reading is not None else 0
+        return self._parts_done + reading
+
+    def now(self) -> Progress:
+        return Progress(
+            bytes_done=0,
+            lines_done=self.lines_done,
+            heartbeat=timezone.now(),
+            stage=ImportJob.PARSING,
+            lines_total=self.lines_total,
+        )
+
+
+class ProgressSource(Protocol):
+    """What a running job has done, asked by its ProgressWriter."""
+
+    def now(self) -> Progress: ...
+
+
 def import_job_progress_write(*, job: ImportJob, now: Progress, attempt: datetime) -> None:
     """Record a job's progress and heartbeat outside the import's transaction (call it from
     a thread of its own: its connection is not the import's); `attempt` is when this run
@@ -120,7 +161,7 @@ class ProgressWriter(threading.Thread):
     per line), and the heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS whatever the
     import does."""
 
-    def __init__(self, job: ImportJob, done: JobProgress, attempt: datetime) -> None:
+    def __init__(self, job: ImportJob, done: ProgressSource, attempt: datetime) -> None:
         super().__init__(name=f"import-job-{job.id}-progress", daemon=True)
         self.job, self.done, self.attempt = job, done, attempt
         self.finished = threading.Event()

@@ -12,9 +12,13 @@ from django.utils import timezone
 
 from annotations import publishing
 from annotations.models import ImportJob
-from annotations.services.jobs import NOT_QUEUED
 
 logger = logging.getLogger(__name__)
+
+RETRY = "Press Retry to import it again."
+NOT_QUEUED = (
+    f"The job could not be queued (the broker is unreachable); nothing was imported. {RETRY}"
+)
 
 
 def import_jobs_start(*, jobs: list[ImportJob]) -> None:

@@ -20,8 +20,7 @@ from django.utils import timezone
 
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import import_job_progress_read, progress_in_rows, progress_key
-from annotations.services.job_queue import import_job_publish, import_jobs_start
-from annotations.services.jobs import RETRY
+from annotations.services.job_queue import RETRY, import_job_publish, import_jobs_start
 from annotations.services.upload_store import upload_delete, upload_exists
 
 if TYPE_CHECKING:
@@ -106,20 +105,21 @@ def _republish(job_ids: list[int]) -> None:
 
 
 def import_job_retry(*, job: ImportJob, by: User | None) -> ImportJob:
-    """Queue a failed job again with its stored upload and its options (kind, assessor,
-    replace, split_tags), for a worker. The job as it is afterwards.
+    """Queue a failed job again with its stored upload (a dataset job: its dataset) and its
+    options (kind, assessor, replace, split_tags, parts), for a worker. The job as it is afterwards.
     ValidationError when it is not failed, or its upload is gone (the job then says so)."""
 
     if job.state != ImportJob.FAILED:
         raise ValidationError(f"{job.file_name}: only a failed import can be retried.")
-    fetch = job.kind == ImportJob.FETCH  # a fetch has no upload: it asks its system again
-    if not fetch and not upload_exists(job.upload_path):
-        ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED).update(
-            upload_path="", error=UPLOAD_GONE
-        )
-        raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
     failed = ImportJob.objects.filter(id=job.id, state=ImportJob.FAILED)
-    queued = (failed if fetch else failed.exclude(upload_path="")).update(
+    if job.kind in (ImportJob.FETCH, ImportJob.DATASET):  # no upload: asked or read again
+        again = failed
+    else:
+        if not upload_exists(job.upload_path):
+            failed.update(upload_path="", error=UPLOAD_GONE)
+            raise ValidationError(f"{job.file_name}: {UPLOAD_GONE}")
+        again = failed.exclude(upload_path="")
+    queued = again.update(
         state=ImportJob.QUEUED,
         error="",
         summary="",

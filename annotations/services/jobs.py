@@ -1,5 +1,5 @@
-"""Import jobs: store an upload, run its import with its progress in the units of the work
-(lines parsed, rows stored) and a heartbeat.
+"""Import jobs: store an upload (or name an ir_datasets dataset), run its import with its
+progress in the units of the work (lines parsed, rows stored, records read) and a heartbeat.
 
 Starting jobs (a worker's queue) is in `job_queue`; failing the jobs whose worker stopped,
 Retry and Dismiss in `job_recovery`."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
@@ -24,6 +24,7 @@ from annotations.models.webhooks import IMPORT_FAILED
 from annotations.services.imports import documents_import, import_told, topics_import
 from annotations.services.job_progress import (
     CountingReader,
+    DatasetProgress,
     JobProgress,
     ProgressWriter,
     lines_count,
@@ -35,6 +36,7 @@ from annotations.services.judgements import (
 )
 from annotations.services.run_storage import RunCheck
 from annotations.services.runs import run_files_import
+from annotations.services.standard_collections import ir_dataset_import, ir_dataset_records
 from annotations.services.upload_store import upload_delete, upload_open, upload_save
 
 if TYPE_CHECKING:
@@ -42,12 +44,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-RETRY = "Press Retry to import it again."
-
-
-NOT_QUEUED = (
-    f"The job could not be queued (the broker is unreachable); nothing was imported. {RETRY}"
-)
 # --- creating and running jobs ------------------------------------------------------------
 
 # How much of a file is looked at before it is queued: enough to tell text from anything else.
@@ -196,7 +192,72 @@ def import_job_run(*, job_id: int) -> str:
         return "missing"
     if not claimed or found.started != now:
         return found.state
+    if found.kind == ImportJob.DATASET:
+        return _run_dataset(found, now)
     return _run_claimed(found, now)
+
+
+def _dataset_error(job: ImportJob, error: ValidationError) -> str:
+    """A dataset job's failure in the command's words: a dataset out of reach is told by
+    its own message (naming the dataset, the files missing and where to place them)."""
+    if hasattr(error, "error_dict") and set(error.error_dict) == {"dataset"}:
+        return f"{' '.join(error.messages)} (nothing was imported)"
+    return f"{job.file_name}: {_validation_text(error)} (nothing was imported)"
+
+
+def _run_dataset(job: ImportJob, attempt: datetime) -> str:
+    """A dataset job: its parts read through ir_datasets (downloading what is not under
+    IR_DATASETS_HOME) and imported as `import_ir_datasets` imports them, with the job's
+    "done" in the same transaction."""
+    held = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=attempt)
+    parts = list(job.parts) or None
+    done = DatasetProgress(None)
+    writer: ProgressWriter | None = None
+    try:
+        if parts is not None:
+            done = DatasetProgress(ir_dataset_records(dataset_id=job.file_name, parts=parts))
+        held.update(lines_total=done.lines_total, stage=ImportJob.PARSING)
+        writer = ProgressWriter(job, done, attempt)
+        writer.start()
+        with transaction.atomic():
+            imported = ir_dataset_import(
+                collection=job.collection,
+                dataset_id=job.file_name,
+                parts=parts,
+                assessor=job.assessor,
+                run_name=job.run_name or None,
+                progress=done.heard,
+                changed_by=job.created_by,
+                job_id=job.id,
+            )
+            finished = timezone.now()
+            marked = held.update(
+                state=ImportJob.DONE,
+                summary="; ".join(imported.lines()),
+                lines_done=done.lines_done,
+                stage="",
+                finished=finished,
+                heartbeat=finished,
+            )
+            if not marked:
+                raise _Abandoned
+    except _Abandoned:
+        return ImportJob.FAILED
+    except TrecFormatError as error:  # a record the platform's parsers refuse
+        return _finish_failed(job, f"{error} (nothing was imported)", done, attempt=attempt)
+    except ValidationError as error:  # out of reach, or refused by an import's checks
+        return _finish_failed(job, _dataset_error(job, error), done, attempt=attempt)
+    except IntegrityError as error:
+        text = f"{job.file_name}: the database refused the import ({error}); nothing was imported"
+        return _finish_failed(job, text, done, attempt=attempt)
+    except Exception as error:  # never leave a job running: say what happened
+        logger.exception("import job %s failed", job.id)
+        text = f"{job.file_name}: the import failed ({type(error).__name__}); nothing was imported"
+        return _finish_failed(job, text, done, attempt=attempt)
+    finally:
+        if writer is not None:
+            writer.stop()
+    return ImportJob.DONE
 
 
 def _run_claimed(job: ImportJob, attempt: datetime) -> str:
@@ -269,10 +330,20 @@ def _run_claimed(job: ImportJob, attempt: datetime) -> str:
     return ImportJob.DONE
 
 
+class _Counted(Protocol):
+    """What a job read before it failed."""
+
+    @property
+    def bytes_done(self) -> int: ...
+
+    @property
+    def lines_done(self) -> int: ...
+
+
 def _finish_failed(
     job: ImportJob,
     error: str,
-    reader: CountingReader | None = None,
+    reader: _Counted | None = None,
     *,
     attempt: datetime,
     keep_upload: bool = True,

@@ -30,7 +30,7 @@ from annotations import publishing
 from annotations.formats import search_answers, trec
 from annotations.models import Document, FetchFailure, ImportJob, Run, SearchSystem
 from annotations.services.imports import documents_upsert
-from annotations.services.jobs import NOT_QUEUED
+from annotations.services.job_queue import NOT_QUEUED
 from annotations.services.runs import run_store
 from annotations.services.search_client import (
     Pace,

@@ -1,4 +1,5 @@
-"""The import page of a collection (organisers): uploads become import jobs, with progress."""
+"""The import page of a collection (organisers): uploads (and standard collections named by
+their ir_datasets id) become import jobs, with progress."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.forms.imports import FORMS, UploadForm
+from annotations.formats import ir_records
+from annotations.forms.imports import FORMS, DatasetForm, UploadForm
 from annotations.models import Collection, ImportJob
 from annotations.selectors.jobs import (
     JobsPage,
@@ -26,6 +28,7 @@ from annotations.services.job_recovery import (
     import_job_retry,
 )
 from annotations.services.jobs import import_job_create
+from annotations.services.standard_collections import ir_dataset_job_start
 from annotations.views._collection import acting_user, organised_collection
 
 # The session remembers the jobs of the organiser's last upload for its summary line.
@@ -56,20 +59,27 @@ def _batch(request: HttpRequest, collection: Collection) -> dict[str, object] | 
 def _page(
     request: HttpRequest,
     collection: Collection,
-    bound: UploadForm | None = None,
+    bound: UploadForm | DatasetForm | None = None,
     *,
     status: int = 200,
     refused: str = "",
 ) -> HttpResponse:
     forms = {kind: form_class(collection=collection) for kind, form_class in FORMS.items()}
-    if bound is not None:
+    dataset_form = DatasetForm(collection=collection)
+    if isinstance(bound, DatasetForm):
+        dataset_form = bound
+    elif bound is not None:
         forms[bound.kind] = bound
     listed: JobsPage = import_jobs_page(collection=collection, page=_page_number(request))
     opened = bound.kind if bound is not None else request.GET.get("kind", ImportJob.RUN)
     context = {
         "collection": collection,
         "forms": forms,
-        "opened": opened if opened in FORMS else ImportJob.RUN,
+        "dataset_form": dataset_form,
+        # Asked without importing it; the form is offered only where a job could read one.
+        "ir_datasets_installed": ir_records.installed(),
+        "ir_datasets_install": ir_records.INSTALL,
+        "opened": opened if opened in FORMS or opened == ImportJob.DATASET else ImportJob.RUN,
         "listed": listed,
         "waiting": [job for job in listed.jobs if job.active or job.retryable],
         "finished": [job for job in listed.jobs if not (job.active or job.retryable)],
@@ -139,6 +149,34 @@ def _import_upload(request: HttpRequest, collection: Collection, kind: str) -> H
     return redirect(f"{reverse('collection-imports', args=[collection.slug])}?kind={kind}")
 
 
+@login_required
+@require_POST
+def import_dataset(request: HttpRequest, slug: str) -> HttpResponse:
+    """A standard collection by its ir_datasets id, as an import job (the dataset and its
+    parts checked first, as import_ir_datasets checks them)."""
+    collection = organised_collection(request, slug)
+    form = DatasetForm(request.POST, collection=collection)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = ir_dataset_job_start(
+                collection=collection,
+                dataset_id=data["dataset"],
+                parts=data["parts"],
+                assessor=data["assessor"],
+                run_name=data["run_name"],
+                created_by=acting_user(request),
+            )
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            job.refresh_from_db()
+            _report(request, job)
+            target = reverse("collection-imports", args=[collection.slug])
+            return redirect(f"{target}?kind={ImportJob.DATASET}")
+    return _page(request, collection, form, status=400)
+
+
 # A multi-file upload names at most this many of its failures in the notices (the job table
 # lists them all).
 _FAILURES_NAMED = 5
@@ -199,7 +237,8 @@ def import_job_dismiss_view(request: HttpRequest, slug: str, job_id: int) -> Htt
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        messages.info(request, f"{job.file_name}: dismissed; its upload is deleted.")
+        upload = "; its upload is deleted" if job.kind != ImportJob.DATASET else ""
+        messages.info(request, f"{job.file_name}: dismissed{upload}.")
     return redirect("collection-imports", slug=collection.slug)
 
 

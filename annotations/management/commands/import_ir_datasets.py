@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import CommandError
-
 from annotations.formats import ir_records
 from annotations.management.commands._base import (
     CollectionCommand,
@@ -22,7 +20,8 @@ class Command(CollectionCommand):
         "Import a dataset ir_datasets knows (e.g. msmarco-passage/trec-dl-2019/judged): its "
         "queries with their fields, documents, qrels (as one assessor's judgements) and "
         "scored documents (as a run), streamed through the same imports as files, all or "
-        "nothing. ir_datasets downloads what it does not have in IR_DATASETS_HOME."
+        "nothing (the import page and the API run the same import as a job). ir_datasets "
+        "downloads what it does not have in IR_DATASETS_HOME."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -48,9 +47,6 @@ class Command(CollectionCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         collection = collection_get(options["slug"])
         parts = [part.strip() for part in options["parts"].split(",") if part.strip()]
-        unknown = [part for part in parts if part not in ir_records.PARTS]
-        if unknown:
-            raise CommandError(f"--parts: unknown {', '.join(unknown)} (of {ir_records.PARTS})")
         assessor = None
         if options["assessor"]:
             assessor = run_reporting_errors(
