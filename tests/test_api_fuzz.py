@@ -91,6 +91,11 @@ STATE_400 = {
     "unset; the endpoint refuses",
     "POST /api/v1/collections/{slug}/judges/{name}/runs/": "no such pool; the key's variable "
     "is unset; a run is active",
+    "POST /api/v1/collections/{slug}/systems/": "the name is taken; a template that is no "
+    "http(s) URL or no JSON, or names a field the platform does not fill; a header without a "
+    "name; the host does not resolve or is a private address",
+    "PATCH /api/v1/collections/{slug}/systems/{name}/": "a template that is no http(s) URL or "
+    "no JSON, or names a field the platform does not fill; a header without a name",
     # The judging campaign.
     "POST /api/v1/collections/{slug}/pools/": "the pool name is taken; a run or qid the "
     "collection lacks; a budget without order=impact",
