@@ -95,7 +95,7 @@ test: $(STAMP)
 ## Ten broker outages of 5-60 s under load (the suite's variant: 5-15 s): every worker
 ## alive, every queue read again, every score converged
 test-broker-outages: $(STAMP)
-	NDCG_OUTAGE_SECONDS=5-60 $(BIN)/python -m pytest tests/test_broker_outage.py -k outages -n 0 -p no:cacheprovider $(PYTEST_ARGS)
+	TEST_OUTAGE_SECONDS=5-60 $(BIN)/python -m pytest tests/test_broker_outage.py -k outages -n 0 -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Web, workers and broker on hosts of their own (network namespaces, root): the workers'
 ## host cut off the broker for 30 s (the suite's variant: 10 s) while assessors judge
@@ -110,7 +110,7 @@ test-model: install-model
 ## requests per operation as organiser, assessor, owner and anonymous; every boundary once
 FUZZ_EXAMPLES ?= 300
 fuzz: $(STAMP)
-	NDCG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) NDCG_FUZZ_ROLES=organiser,assessor,owner,anonymous \
+	TEST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) TEST_FUZZ_ROLES=organiser,assessor,owner,anonymous \
 		$(BIN)/python -m pytest tests/test_api_fuzz.py -n 2 -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)

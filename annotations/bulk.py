@@ -328,7 +328,7 @@ def execute(sql: str, params: Sequence[Any]) -> None:
 def cursor() -> Iterator[Any]:
     """A cursor for the platform's own SQL text (``%s`` parameters). On PostgreSQL it binds
     on the server: the parameters travel apart from the text, so psycopg prepares a
-    statement once a connection has run it `NDCG_DB_PREPARE_THRESHOLD` times, and
+    statement once a connection has run it a few times (settings: `prepare_threshold`), and
     PostgreSQL no longer parses and plans a judgement's statements on every grade. Errors
     are Django's, as from `connection.cursor()`, which it is elsewhere."""
     if connection.vendor != "postgresql":

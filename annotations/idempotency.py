@@ -6,7 +6,7 @@ stored with it; if it does not, nothing is. A retry with the same key and the sa
 (method, path, query string and body) answers the stored status and body again without a
 second effect (header ``Idempotent-Replayed: true``); the same key with a different request
 answers 422. Only successful answers are stored: an error changed nothing, so a retry runs
-again. Records are kept for NDCG_IDEMPOTENCY_HOURS, per caller (two callers' keys never meet).
+again. Records are kept for KEEP_HOURS, per caller (two callers' keys never meet).
 
 A retry that arrives while the first request is still running waits for it (the key's row is
 locked by its transaction) and then replays its answer.
@@ -19,7 +19,6 @@ import re
 from datetime import timedelta
 from typing import Any, cast
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import connection
@@ -36,6 +35,9 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # The answer headers a replay repeats.
 KEPT_HEADERS = ("Content-Type", "Location", "Retry-After")
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as the IETF draft's examples
+# A stored answer is kept this long: a client retries within minutes, or after an outage
+# within the day; the IETF draft leaves the period to the server, and Stripe's is the same.
+KEEP_HOURS = 24
 
 
 class KeyReused(APIException):
@@ -103,7 +105,7 @@ def _replay(record: IdempotentResponse) -> HttpResponse:
 
 
 def _threshold() -> Any:
-    return timezone.now() - timedelta(hours=settings.NDCG_IDEMPOTENCY_HOURS)
+    return timezone.now() - timedelta(hours=KEEP_HOURS)
 
 
 def _expired(user: User | None = None) -> Any:
@@ -195,6 +197,6 @@ def store(record: IdempotentResponse, response: HttpResponse) -> None:
 
 
 def purge_expired() -> int:
-    """Delete the records older than NDCG_IDEMPOTENCY_HOURS (the periodic sweep)."""
+    """Delete the records older than KEEP_HOURS (the periodic sweep)."""
     deleted, _ = _expired().delete()
     return int(deleted)

@@ -23,10 +23,16 @@ from django.http import HttpRequest, HttpResponse
 
 log = logging.getLogger("annotations.security")
 
+# An account is refused from every address once its failures reach NDCG_LOGIN_FAILURES from
+# this many addresses: more than one, so that no single address can lock a person out of
+# the others; few, so that guessing from many addresses still meets the lock soon.
+ACCOUNT_ADDRESSES = 4
+
 
 class LockoutHandler(AxesDatabaseHandler):
     """Locks a (username, address) pair after NDCG_LOGIN_FAILURES failures within the
-    cool-off, and a username from every address after NDCG_LOGIN_FAILURES_PER_ACCOUNT."""
+    cool-off, and a username from every address after that many from each of
+    ACCOUNT_ADDRESSES addresses."""
 
     def get_failures(self, request: HttpRequest, credentials: dict | None = None) -> int:
         # AXES_LOCKOUT_PARAMETERS is [["username", "ip_address"], "username"]: pair, account
@@ -41,7 +47,7 @@ class LockoutHandler(AxesDatabaseHandler):
             .annotate(total=Sum("failures_since_start"))
             .values_list("total", flat=True)
         )
-        if account >= settings.NDCG_LOGIN_FAILURES_PER_ACCOUNT:
+        if account >= ACCOUNT_ADDRESSES * limit:
             # the account is locked from everywhere: report the pair's limit as reached
             return max(int(pair), limit)
         return int(pair)

@@ -9,6 +9,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
 from rest_framework import serializers
 
+from annotations.idempotency import KEEP_HOURS
 from annotations.serializers.fields import NUL, string_pattern
 from annotations.serializers.inputs import StrictInputMixin
 
@@ -44,7 +45,7 @@ _IDEMPOTENCY_KEY = {
     "description": "Makes the write safe to retry: a retry with the same key and the same "
     "request answers the first successful answer again (with `Idempotent-Replayed: true`) "
     "and writes nothing; the key with a different request is a 422. Per caller, kept for "
-    "NDCG_IDEMPOTENCY_HOURS (24 by default). 1 to 255 visible ASCII characters.",
+    f"{KEEP_HOURS} hours. 1 to 255 visible ASCII characters.",
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
 }
 _KEY_REUSED = "The Idempotency-Key was already used by the caller for a different request."

@@ -50,7 +50,7 @@ def refresh_leaderboards(collection_id: int) -> int:
     """After a recomputation: store the collection's leaderboard rows at the new scores stamp
     (their significance passes queued as tasks of their own), then the impact of judging
     (re-prioritising impact-ordered assignments) and flip marks. Derived data: on the
-    NDCG_DERIVED_QUEUE, never ahead of a recomputation."""
+    "derived" queue, never ahead of a recomputation."""
     done = refresh_work.leaderboards_refresh_task(collection_id=collection_id)
     if done is None:  # another worker is refreshing the collection; queued again for after
         return 0
@@ -61,7 +61,7 @@ def refresh_leaderboards(collection_id: int) -> int:
 @shared_task(name="annotations.tasks.refresh_significance")
 def refresh_significance(collection_id: int) -> int:
     """The all-pairs significance of one cutoff whose letters are behind its rows (queued
-    again for the next); paced, on the NDCG_DERIVED_QUEUE."""
+    again for the next); paced, on the "derived" queue."""
     return refresh_work.significance_task(collection_id=collection_id) or 0
 
 
@@ -91,7 +91,7 @@ def import_jobs_sweep() -> int:
 @shared_task(name="annotations.tasks.idempotency_purge")
 def idempotency_purge() -> int:
     """Periodic (celery beat): forget the stored answers of writes older than their keys'
-    NDCG_IDEMPOTENCY_HOURS."""
+    keep (`idempotency.KEEP_HOURS`)."""
     return idempotency.purge_expired()
 
 

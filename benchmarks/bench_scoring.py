@@ -217,8 +217,10 @@ def tasks_in_process() -> None:
     from celery import current_app
     from django.conf import settings
 
+    from annotations.scores import refresh_pacing
+
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.0  # an eager task asked for later is not run
+    refresh_pacing.DEBOUNCE_SECONDS = 0.0  # an eager task asked for later is not run
     current_app.conf.task_always_eager = True
 
 

@@ -46,7 +46,7 @@ def measure(shape: str) -> dict[str, float | int | str]:
     from annotations.metrics.hsd import randomised_tukey_hsd
 
     runs, queries = (int(part) for part in shape.split("x"))
-    budget = 500_000_000  # scores.significance.DEFAULT_BUDGET
+    budget = 500_000_000  # scores.significance.HSD_BUDGET
     cells = runs * queries
     permutations = (
         10_000 if cells * 10_000 <= budget else max(1_000, budget // cells // 1000 * 1000)

@@ -1,4 +1,9 @@
-"""Settings, all read from the environment; bad values stop the process with a clear message."""
+"""Settings: what an operator sets, read from the environment once, with its default here.
+
+A bad value stops the process with a message naming the variable. Internal sizes, periods
+and queue names are constants in the code that uses them, each with its reason; the README's
+Configuration table lists every variable read here (tests/test_settings_documented.py).
+"""
 
 import json
 import os
@@ -31,19 +36,6 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
     if value < minimum:
-        raise ImproperlyConfigured(f"{name}={raw!r} must be at least {minimum}")
-    return value
-
-
-def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
-    if not value >= minimum:  # also refuses nan
         raise ImproperlyConfigured(f"{name}={raw!r} must be at least {minimum}")
     return value
 
@@ -143,10 +135,11 @@ except Exception as exc:  # dj_database_url raises several types for malformed U
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # The platform's own hot statements (a judgement's rows, a recomputation's reads) run on
     # server-binding cursors: psycopg prepares each on the server once a connection has run
-    # it this many times, so PostgreSQL no longer parses and plans it on every grade. 0
-    # turns this off (a connection pooler in transaction mode that cannot keep them).
-    _prepare = env_int("NDCG_DB_PREPARE_THRESHOLD", 5)
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = _prepare or None
+    # it a few times, so PostgreSQL no longer parses and plans it on every grade.
+    # `?prepare_threshold=0` in DATABASE_URL turns this off (a connection pooler in
+    # transaction mode that cannot keep prepared statements).
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["prepare_threshold"] = _options.get("prepare_threshold", 5) or None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several writers (server, import commands) share the file: wait instead of failing.
     # Write-ahead logging: pages (the import page polling its jobs) read while a long import
@@ -183,7 +176,6 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # Mail (SMTP) only with DJANGO_EMAIL_HOST set: then set-password links of new accounts are
 # also mailed; without it they are only shown to the organiser who created the account.
 EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "")
-NDCG_SEND_MAIL = bool(EMAIL_HOST)
 if EMAIL_HOST:
     EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 587, minimum=1)
     EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
@@ -226,27 +218,17 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # Login throttling (django-axes, annotations/lockouts.py): after NDCG_LOGIN_FAILURES failed
-# logins for one account from one address, or NDCG_LOGIN_FAILURES_PER_ACCOUNT for one account
-# from anywhere, further attempts are refused for NDCG_LOGIN_COOLOFF_MINUTES. Never per
-# address alone: made-up usernames lock out nobody else. Refused attempts are not failures,
-# and one address counts at most NDCG_LOGIN_FAILURES towards the account's total: locking an
-# account out of every address takes failures from several addresses. Staff see the attempts
-# in the admin.
+# logins for one account from one address, or that many from each of several addresses for
+# one account (lockouts.ACCOUNT_ADDRESSES), further attempts are refused for
+# NDCG_LOGIN_COOLOFF_MINUTES. Never per address alone: made-up usernames lock out nobody
+# else. Refused attempts are not failures, and one address counts at most
+# NDCG_LOGIN_FAILURES towards the account's total. Staff see the attempts in the admin.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_HANDLER = "annotations.lockouts.LockoutHandler"
 AXES_FAILURE_LIMIT = env_int("NDCG_LOGIN_FAILURES", 5, minimum=1)
-NDCG_LOGIN_FAILURES_PER_ACCOUNT = env_int(
-    "NDCG_LOGIN_FAILURES_PER_ACCOUNT", 4 * AXES_FAILURE_LIMIT, minimum=1
-)
-if NDCG_LOGIN_FAILURES_PER_ACCOUNT <= AXES_FAILURE_LIMIT:
-    raise ImproperlyConfigured(
-        f"NDCG_LOGIN_FAILURES_PER_ACCOUNT={NDCG_LOGIN_FAILURES_PER_ACCOUNT} must be more than "
-        f"NDCG_LOGIN_FAILURES={AXES_FAILURE_LIMIT}: else one address could lock the account "
-        "out of every other"
-    )
 AXES_COOLOFF_TIME = env_int("NDCG_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
 # An attempt refused while locked out is not recorded: it neither counts as a failure nor
 # extends the cool-off (axes' default records it as one).
@@ -257,9 +239,6 @@ AXES_LOCKOUT_CALLABLE = "annotations.api_errors.lockout_response"
 # Behind a reverse proxy: the number of proxies, so that the client's own address is read
 # from X-Forwarded-For (a warning is logged when that header arrives and this is 0).
 AXES_IPWARE_PROXY_COUNT = env_int("NDCG_PROXY_COUNT", 0)
-
-# API writes sent with an Idempotency-Key keep their answer this long for retries.
-NDCG_IDEMPOTENCY_HOURS = env_int("NDCG_IDEMPOTENCY_HOURS", 24, minimum=1)
 
 # Uploads (run files through the API) are streamed to disk above this size and refused above
 # NDCG_MAX_UPLOAD_MB.
@@ -302,24 +281,6 @@ STORAGES = {
         else {"BACKEND": "annotations.services.upload_store.UploadDirectory"}
     ),
 }
-# Import jobs. A running job writes a heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS
-# (with its progress, twice a second while that moves); one whose heartbeat is older than
-# NDCG_IMPORT_DEAD_SECONDS is failed by the sweep (its worker stopped) and offered again with
-# Retry. A job still queued after NDCG_IMPORT_STALE_SECONDS (its task lost) is queued again,
-# and so is a judge run no worker looked at for as long; that limit also stands for running
-# jobs where other processes cannot see the heartbeat (SQLite without a shared coordination
-# cache).
-NDCG_IMPORT_HEARTBEAT_SECONDS = env_int("NDCG_IMPORT_HEARTBEAT_SECONDS", 10, minimum=1)
-NDCG_IMPORT_DEAD_SECONDS = env_int("NDCG_IMPORT_DEAD_SECONDS", 45, minimum=2)
-NDCG_IMPORT_STALE_SECONDS = env_int("NDCG_IMPORT_STALE_SECONDS", 300, minimum=1)
-# The API's synchronous file imports (topics, documents, qrels, run files) answer 202 with
-# an import job's URL for a file over this many MB instead of importing it in the request.
-NDCG_API_IMPORT_JOB_MB = env_int("NDCG_API_IMPORT_JOB_MB", 10, minimum=1)
-if NDCG_IMPORT_DEAD_SECONDS <= NDCG_IMPORT_HEARTBEAT_SECONDS:
-    raise ImproperlyConfigured(
-        f"NDCG_IMPORT_DEAD_SECONDS={NDCG_IMPORT_DEAD_SECONDS} must be more than "
-        f"NDCG_IMPORT_HEARTBEAT_SECONDS={NDCG_IMPORT_HEARTBEAT_SECONDS}"
-    )
 
 # Background work (recomputations, leaderboard refreshes, imports, webhooks, judges' runs)
 # runs on Celery workers in every configuration. Production sets CELERY_BROKER_URL (Redis);
@@ -363,10 +324,6 @@ if EMBEDDED_BROKER:
         control_folder=str(_CONTROL_DIR),
         polling_interval=0.1,
     )
-NDCG_SWEEP_SECONDS = env_int("NDCG_SWEEP_SECONDS", 60, minimum=1)
-# Runs per page of the leaderboard page (its table, CI plot and flip marks); `?page=all`
-# shows every run, the downloads and the API always hold every run.
-NDCG_LEADERBOARD_PAGE_RUNS = env_int("NDCG_LEADERBOARD_PAGE_RUNS", 100, minimum=1)
 # `load_demo` writes the demo accounts here and `serve_demo` prints them.
 NDCG_DEMO_ACCOUNTS_FILE = os.environ.get("NDCG_DEMO_ACCOUNTS_FILE") or str(
     BASE_DIR / "demo-accounts.txt"
@@ -400,70 +357,46 @@ CACHES = {
     "default": {"BACKEND": _LOCMEM},
     "coordination": _COORDINATION,
 }
-# Scores before derived data: recomputations stay on the default queue ("celery"); the
-# leaderboard snapshots, impact and flip marks go to NDCG_DERIVED_QUEUE and import jobs to
-# NDCG_IMPORTS_QUEUE, each served by a worker of its own (see docs/operations.md), so a
-# judgement's recomputation never waits behind them. An empty name keeps the task on the
-# default queue. A refresh starts NDCG_REFRESH_DEBOUNCE_SECONDS after the first change of
-# a burst and runs one at a time per collection.
-NDCG_DERIVED_QUEUE = os.environ.get("NDCG_DERIVED_QUEUE", "derived")
-NDCG_IMPORTS_QUEUE = os.environ.get("NDCG_IMPORTS_QUEUE", "imports")
-# Calls out to addresses organisers chose (webhook deliveries, machine judges' runs) go to
-# NDCG_OUTBOUND_QUEUE, served by a worker of its own (`make worker-outbound`), so that slow
-# targets never hold up a leaderboard or an import. Webhooks (docs/operations.md): each
-# attempt waits at most NDCG_WEBHOOK_TIMEOUT_SECONDS for the receiver; a failed one is tried
-# again after each of NDCG_WEBHOOK_RETRY_SECONDS in turn, then given up. Targets that resolve
-# to private, loopback or link-local addresses are refused unless
-# NDCG_WEBHOOK_ALLOW_PRIVATE=true. Delivered and failed deliveries are kept
-# NDCG_WEBHOOK_KEEP_DAYS for the delivery log.
-NDCG_OUTBOUND_QUEUE = os.environ.get("NDCG_OUTBOUND_QUEUE", "outbound")
-NDCG_WEBHOOK_TIMEOUT_SECONDS = env_float("NDCG_WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
-NDCG_WEBHOOK_RETRY_SECONDS = [
-    float(value)
-    for value in env_list("NDCG_WEBHOOK_RETRY_SECONDS", ["5", "30", "120", "600", "3600", "21600"])
-]
+
+# Targets that resolve to private, loopback or link-local addresses are refused unless
+# allowed: a webhook's with NDCG_WEBHOOK_ALLOW_PRIVATE=true, a machine judge's (a model
+# server on this machine or a private network: vLLM, Ollama, a llama.cpp server) with
+# NDCG_JUDGE_ALLOW_PRIVATE=true.
 NDCG_WEBHOOK_ALLOW_PRIVATE = env_bool("NDCG_WEBHOOK_ALLOW_PRIVATE", False)
-# Machine judges' endpoints follow the same rule: a model server on this machine or a
-# private network (vLLM, Ollama, a llama.cpp server) needs NDCG_JUDGE_ALLOW_PRIVATE=true.
 NDCG_JUDGE_ALLOW_PRIVATE = env_bool("NDCG_JUDGE_ALLOW_PRIVATE", False)
 # And search systems' endpoints: an engine on this machine or a private network
 # (Elasticsearch, OpenSearch, Solr behind the firewall) needs NDCG_SEARCH_ALLOW_PRIVATE=true.
 NDCG_SEARCH_ALLOW_PRIVATE = env_bool("NDCG_SEARCH_ALLOW_PRIVATE", False)
-NDCG_WEBHOOK_KEEP_DAYS = env_int("NDCG_WEBHOOK_KEEP_DAYS", 14, minimum=1)
-NDCG_REFRESH_DEBOUNCE_SECONDS = env_float("NDCG_REFRESH_DEBOUNCE_SECONDS", 0.5, minimum=0.0)
-# Under a steady stream of judgements a collection's refreshes take at most this share of a
-# derived worker's time: after a refresh of d seconds the next waits d * (1/share - 1).
-NDCG_REFRESH_MAX_SHARE = env_float("NDCG_REFRESH_MAX_SHARE", 0.5, minimum=0.05)
-# The all-pairs significance passes: under steady judging one leaderboard's passes take at
-# most this share of the derived worker's time: after a pass of d seconds the next over
-# newer rows waits d * (1/share - 1).
-NDCG_SIGNIFICANCE_MAX_SHARE = env_float("NDCG_SIGNIFICANCE_MAX_SHARE", 0.2, minimum=0.05)
+
+# Scores before derived data: recomputations stay on the default queue ("celery"); the
+# leaderboard snapshots, impact and flip marks go to "derived" and import jobs to "imports",
+# each served by a worker of its own (see docs/operations.md), so a judgement's
+# recomputation never waits behind them. Calls out to addresses organisers chose (webhook
+# deliveries, machine judges' runs) go to "outbound" (`make worker-outbound`), so that slow
+# targets never hold up a leaderboard or an import. The Makefile's workers name the same
+# queues.
 CELERY_TASK_ROUTES = {
     name: {"queue": queue}
     for name, queue in (
-        ("annotations.tasks.refresh_leaderboards", NDCG_DERIVED_QUEUE),
-        ("annotations.tasks.refresh_significance", NDCG_DERIVED_QUEUE),
-        ("annotations.tasks.idempotency_purge", NDCG_DERIVED_QUEUE),
-        ("annotations.tasks.import_job_run", NDCG_IMPORTS_QUEUE),
-        ("annotations.tasks.judge_run_execute", NDCG_OUTBOUND_QUEUE),
-        ("annotations.tasks.system_fetch_run", NDCG_OUTBOUND_QUEUE),
-        ("annotations.tasks.webhooks_send", NDCG_OUTBOUND_QUEUE),
-        ("annotations.tasks.webhooks_sweep", NDCG_OUTBOUND_QUEUE),
+        ("annotations.tasks.refresh_leaderboards", "derived"),
+        ("annotations.tasks.refresh_significance", "derived"),
+        ("annotations.tasks.idempotency_purge", "derived"),
+        ("annotations.tasks.import_job_run", "imports"),
+        ("annotations.tasks.judge_run_execute", "outbound"),
+        ("annotations.tasks.system_fetch_run", "outbound"),
+        ("annotations.tasks.webhooks_send", "outbound"),
+        ("annotations.tasks.webhooks_sweep", "outbound"),
     )
-    if queue
 }
 CELERY_BEAT_SCHEDULE = {
-    "scores-sweep-stale": {
-        "task": "annotations.tasks.scores_sweep_stale",
-        "schedule": float(NDCG_SWEEP_SECONDS),
-    },
-    # A third of the dead limit (15 s by default: a stopped worker's job fails within a minute).
-    "import-jobs-sweep": {
-        "task": "annotations.tasks.import_jobs_sweep",
-        "schedule": max(1.0, NDCG_IMPORT_DEAD_SECONDS / 3),
-    },
-    # Judge runs whose task was lost (queued for NDCG_IMPORT_STALE_SECONDS) or whose worker
-    # stopped (silent longer than their judge's longest pair): queued again.
+    # Pending scores a lost task left behind, and leaderboards left behind the scores: healed
+    # within a minute of the broker's return.
+    "scores-sweep-stale": {"task": "annotations.tasks.scores_sweep_stale", "schedule": 60.0},
+    # A third of the dead limit (services/job_recovery.py: DEAD_SECONDS), so that a stopped
+    # worker's job fails within a minute.
+    "import-jobs-sweep": {"task": "annotations.tasks.import_jobs_sweep", "schedule": 15.0},
+    # Judge runs whose task was lost (queued too long) or whose worker stopped (silent
+    # longer than their judge's longest pair): queued again.
     "judge-runs-sweep": {"task": "annotations.tasks.judge_runs_sweep", "schedule": 60.0},
     "idempotency-purge": {"task": "annotations.tasks.idempotency_purge", "schedule": 3600.0},
     # Deliveries whose wake was lost (broker down), retries due, the log's old rows.
@@ -496,6 +429,7 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
     ],
+    # Per process (the "default" cache): a cap against runaway scripts, not a quota.
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("NDCG_THROTTLE_ANON", "60/minute"),
         "user": os.environ.get("NDCG_THROTTLE_USER", "6000/minute"),

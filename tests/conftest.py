@@ -15,6 +15,7 @@ from django.core.handlers.wsgi import WSGIHandler
 
 from annotations import services
 from annotations.models import Collection
+from annotations.scores import refresh_pacing
 from annotations.selectors.impact_held import impact_inputs_forget
 from tests.factories import CollectionFactory, UserFactory
 
@@ -39,12 +40,12 @@ q1 Q0 d6 6 1.0 example
 
 
 @pytest.fixture(autouse=True)
-def _leaderboards_follow_every_change(settings: Any) -> None:
+def _leaderboards_follow_every_change(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests read a leaderboard right after each change: its refresh is not debounced (an
     eager task asked for later is not run) and significance passes do not rest (their own
     tests set both)."""
-    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.0
-    settings.NDCG_SIGNIFICANCE_MAX_SHARE = 1.0
+    monkeypatch.setattr(refresh_pacing, "DEBOUNCE_SECONDS", 0.0)
+    monkeypatch.setattr(refresh_pacing, "SIGNIFICANCE_SHARE", 1.0)
 
 
 @pytest.fixture(autouse=True)

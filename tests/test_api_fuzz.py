@@ -4,7 +4,7 @@ body; valid requests accepted and invalid ones refused; unsupported methods answ
 Allow; authentication enforced where the schema asks for it. The coverage phase (every
 boundary of every parameter and field, missing ones, undeclared methods) runs as organiser,
 the role that reaches every operation's validation; random requests run as each role.
-Bounded here; `make fuzz` runs it longer (NDCG_FUZZ_EXAMPLES, NDCG_FUZZ_ROLES)."""
+Bounded here; `make fuzz` runs it longer (TEST_FUZZ_EXAMPLES, TEST_FUZZ_ROLES)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ from annotations import services
 from annotations.models import Membership
 from tests.factories import UserFactory
 
-EXAMPLES = int(os.environ.get("NDCG_FUZZ_EXAMPLES", "10"))
-ROLES = os.environ.get("NDCG_FUZZ_ROLES", "organiser,assessor,anonymous").split(",")
+EXAMPLES = int(os.environ.get("TEST_FUZZ_EXAMPLES", "10"))
+ROLES = os.environ.get("TEST_FUZZ_ROLES", "organiser,assessor,anonymous").split(",")
 COVERAGE_ROLE = "organiser"
 load_all_checks()
 # Every registered check (max_response_time is a setting, not one of them).

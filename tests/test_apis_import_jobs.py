@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from annotations import services
+from annotations.apis import import_jobs
 from annotations.models import ImportJob, Judgement, Membership, Query, Run
 from annotations.selectors.exports import run_text
 from annotations.selectors.run_archive import archive_name
@@ -188,9 +189,9 @@ def test_roles_reading_jobs_and_the_list_paged(users: dict[str, Any]) -> None:
 
 
 def test_large_files_to_the_synchronous_endpoints_answer_202_with_a_job(
-    users: dict[str, Any], settings: Any
+    users: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.NDCG_API_IMPORT_JOB_MB = 1
+    monkeypatch.setattr(import_jobs, "JOB_MB", 1)
     big_qrels = b"".join(b"q%d 0 d%d 1\n" % (i % 30, i) for i in range(120_000))
     assert len(big_qrels) > 1024 * 1024
     body = {"file": SimpleUploadedFile("big.qrels", big_qrels)}

@@ -122,7 +122,7 @@ def test_a_judgement_answers_201_at_once_with_the_broker_down_and_the_sweep_heal
 
 
 # Ten stops of the broker under load, each 5-15 s here and in CI; `make test-broker-outages`
-# runs the issue's full range (NDCG_OUTAGE_SECONDS=5-60). One outage lasts the range's top
+# runs the issue's full range (TEST_OUTAGE_SECONDS=5-60). One outage lasts the range's top
 # (past Celery's longest wait between reconnection attempts at 5-60 s); the stops sum to at
 # most OUTAGE_BUDGET_SECONDS.
 OUTAGES = 10
@@ -139,10 +139,10 @@ SIDE_TASKS = [
 
 
 def _outage_seconds(rng: random.Random) -> list[float]:
-    low, _, high = os.environ.get("NDCG_OUTAGE_SECONDS", "5-15").partition("-")
+    low, _, high = os.environ.get("TEST_OUTAGE_SECONDS", "5-15").partition("-")
     shortest, longest = float(low), float(high)
     if longest + (OUTAGES - 1) * shortest > OUTAGE_BUDGET_SECONDS:
-        raise ValueError(f"NDCG_OUTAGE_SECONDS={low}-{high} cannot fit {OUTAGE_BUDGET_SECONDS} s")
+        raise ValueError(f"TEST_OUTAGE_SECONDS={low}-{high} cannot fit {OUTAGE_BUDGET_SECONDS} s")
     while True:
         seconds = [longest] + [rng.uniform(shortest, longest) for _ in range(OUTAGES - 1)]
         if sum(seconds) <= OUTAGE_BUDGET_SECONDS:
@@ -263,7 +263,10 @@ def procfile_workers(
         "CELERY_BROKER_URL": own_redis.url,
         "DATABASE_URL": database_url(),
         "NDCG_UPLOAD_DIR": str(settings.NDCG_UPLOAD_DIR),
-        "NDCG_SWEEP_SECONDS": "2",  # the sweep heals what an outage left pending
+        # the project's settings (not the tests': their tasks run eagerly), the sweep that
+        # heals what an outage left pending every 2 s (tests/worker_settings.py)
+        "DJANGO_SETTINGS_MODULE": "tests.worker_settings",
+        "TEST_SWEEP_SECONDS": "2",
         "BEAT_SCHEDULE": str(tmp_path / "beat-schedule"),
         "C_FORCE_ROOT": "1",
     }
@@ -312,7 +315,7 @@ def test_every_worker_outlives_ten_broker_outages_under_load_and_every_score_con
     tmp_path: Path,
 ) -> None:
     collection = pooled_collection
-    seed = int(os.environ.get("NDCG_OUTAGE_SEED") or random.randrange(10**6))
+    seed = int(os.environ.get("TEST_OUTAGE_SEED") or random.randrange(10**6))
     rng = random.Random(seed)
     outages = _outage_seconds(rng)
     # The web side as in production: the broker's Redis also holds the coordination marks.

@@ -49,14 +49,20 @@ def _import(page, section: str, files: list[tuple[str, str]]) -> None:  # type: 
 
 
 def test_a_whole_campaign_runs_in_the_browser(  # type: ignore[no-untyped-def]
-    transactional_db: None, page, login, browser, settings: Any, tmp_path: Any
+    transactional_db: None,
+    page,
+    login,
+    browser,
+    settings: Any,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from playwright.sync_api import expect
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
     settings.CELERY_BROKER_URL = ""
-    settings.NDCG_LEADERBOARD_POLL_MS = 250
+    monkeypatch.setattr("annotations.views.scores.POLL_MS", 250)
     UserFactory(username="olga", is_staff=True)
     login("olga")
 

@@ -12,11 +12,11 @@ pytestmark = pytest.mark.browser
 
 
 def test_the_dashboard_refreshes_by_itself_after_a_judgement(  # type: ignore[no-untyped-def]
-    trial: Collection, page, login, settings: Any
+    trial: Collection, page, login, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from playwright.sync_api import expect
 
-    settings.NDCG_DASHBOARD_POLL_MS = 250
+    monkeypatch.setattr("annotations.views.dashboards.POLL_MS", 250)
     users = get_user_model().objects
     alice = users.get(username="alice")
     pool, _ = services.pool_build(collection=trial, name="main", depth=2)

@@ -12,11 +12,16 @@ from tests.stored import run_score
 
 @pytest.mark.browser
 def test_leaderboard_refreshes_by_itself_after_a_judgement(  # type: ignore[no-untyped-def]
-    worked_example: Collection, page, login, settings: Any, assessor: Any
+    worked_example: Collection,
+    page,
+    login,
+    settings: Any,
+    assessor: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from playwright.sync_api import expect
 
-    settings.NDCG_LEADERBOARD_POLL_MS = 250
+    monkeypatch.setattr("annotations.views.scores.POLL_MS", 250)
     organiser = UserFactory(username="olga")
     Membership.objects.create(collection=worked_example, user=organiser, role="organiser")
     login("olga")

@@ -126,13 +126,13 @@ def test_plot_matrix_and_heat_map_render_pass_axe_and_fit_a_phone(  # type: igno
 
 
 def test_a_long_ranking_pages_and_finds_runs_at_a_phones_width(  # type: ignore[no-untyped-def]
-    campaign: Collection, browser, live_server, settings: Any
+    campaign: Collection, browser, live_server, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from playwright.sync_api import expect
 
     from tests.conftest import browser_page, log_in
 
-    settings.NDCG_LEADERBOARD_PAGE_RUNS = 10
+    monkeypatch.setattr("annotations.views.leaderboard_pages.PAGE_RUNS", 10)
     with browser_page(browser, live_server, viewport=PHONE) as page:
         log_in(page, "olga")
         page.goto(f"/collections/{campaign.slug}/leaderboard/?k=10")
@@ -167,7 +167,7 @@ def test_a_long_ranking_pages_and_finds_runs_at_a_phones_width(  # type: ignore[
 
 
 def test_the_run_search_keeps_what_is_typed_while_the_table_refreshes(  # type: ignore[no-untyped-def]
-    campaign: Collection, browser, live_server, settings: Any
+    campaign: Collection, browser, live_server, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from playwright.sync_api import expect
 
@@ -175,8 +175,8 @@ def test_the_run_search_keeps_what_is_typed_while_the_table_refreshes(  # type: 
     from annotations.models import Judgement
     from tests.conftest import browser_page, log_in
 
-    settings.NDCG_LEADERBOARD_PAGE_RUNS = 10
-    settings.NDCG_LEADERBOARD_POLL_MS = 250
+    monkeypatch.setattr("annotations.views.leaderboard_pages.PAGE_RUNS", 10)
+    monkeypatch.setattr("annotations.views.scores.POLL_MS", 250)
     with browser_page(browser, live_server, viewport=PHONE) as page:
         log_in(page, "olga")
         page.goto(f"/collections/{campaign.slug}/leaderboard/?k=10")

@@ -282,7 +282,7 @@ def test_the_platforms_own_statements_are_prepared_once_a_connection_repeats_the
     from annotations.bulk import cursor
 
     threshold = settings.DATABASES["default"]["OPTIONS"]["prepare_threshold"]
-    assert threshold == 5  # NDCG_DB_PREPARE_THRESHOLD's default
+    assert threshold == 5  # settings.py's, unless DATABASE_URL names one
     probe = "SELECT %s::int + 1 AS prepared_probe"
 
     def prepared() -> int:

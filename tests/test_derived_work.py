@@ -44,9 +44,9 @@ def published(
 
 
 def test_a_burst_of_changes_queues_one_refresh_that_starts_after_the_debounce(
-    trial: Collection, published: list[dict[str, Any]], settings: Any
+    trial: Collection, published: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.5
+    monkeypatch.setattr(refresh_pacing, "DEBOUNCE_SECONDS", 0.5)
     for _ in range(5):
         refresh_queue.leaderboards_refresh_schedule(collection_id=trial.id)
     assert published == [{"collection": trial.id, "retry": False, "countdown": 0.5}]
@@ -67,8 +67,8 @@ def test_a_refresh_while_another_runs_is_queued_again_for_after_it(
 def test_under_steady_judging_a_refresh_rests_as_long_as_the_last_one_ran(
     trial: Collection, published: list[dict[str, Any]], settings: Any, monkeypatch: Any
 ) -> None:
-    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.5
-    settings.NDCG_REFRESH_MAX_SHARE = 0.5
+    monkeypatch.setattr(refresh_pacing, "DEBOUNCE_SECONDS", 0.5)
+    monkeypatch.setattr(refresh_pacing, "REFRESH_SHARE", 0.5)
     clock = [1000.0]
     monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
     # after a quiet spell a refresh of 4 s leaves no rest (a burst is not delayed) ...
@@ -100,8 +100,10 @@ def test_under_steady_judging_a_refresh_rests_as_long_as_the_last_one_ran(
 def test_a_burst_after_a_pause_is_not_held_back_by_the_last_bursts_rest(
     trial: Collection, published: list[dict[str, Any]], settings: Any, monkeypatch: Any
 ) -> None:
-    settings.NDCG_REFRESH_DEBOUNCE_SECONDS = 0.5
-    settings.NDCG_REFRESH_MAX_SHARE = 0.25  # a rest three times as long as the refresh
+    monkeypatch.setattr(refresh_pacing, "DEBOUNCE_SECONDS", 0.5)
+    monkeypatch.setattr(
+        refresh_pacing, "REFRESH_SHARE", 0.25
+    )  # a rest three times as long as the refresh
     clock = [1000.0]
     monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
     refresh_pacing.refresh_done(collection_id=trial.id, seconds=2.0)
@@ -179,7 +181,9 @@ def test_each_significance_task_runs_one_cutoff_and_queues_the_next(
 def test_a_pass_over_newer_rows_waits_out_the_last_passs_rest(
     trial: Collection, passes: list[dict[str, Any]], settings: Any, monkeypatch: Any
 ) -> None:
-    settings.NDCG_SIGNIFICANCE_MAX_SHARE = 0.2  # rest four times as long as a pass ran
+    monkeypatch.setattr(
+        refresh_pacing, "SIGNIFICANCE_SHARE", 0.2
+    )  # rest four times as long as a pass ran
     clock = [1000.0]
     monkeypatch.setattr(refresh_pacing.time, "time", lambda: clock[0])
     snapshots.leaderboards_refresh_rows(collection=trial)
@@ -198,11 +202,11 @@ def test_a_pass_over_newer_rows_waits_out_the_last_passs_rest(
     assert refresh_work.significance_task(collection_id=trial.id) == trial.sorted_cutoffs[1]
 
 
-def test_the_rest_follows_the_share_and_is_bounded(settings: Any) -> None:
-    settings.NDCG_REFRESH_MAX_SHARE = 0.25  # three times as long as it ran
+def test_the_rest_follows_the_share_and_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(refresh_pacing, "REFRESH_SHARE", 0.25)  # three times as long as it ran
     assert refresh_pacing.rest_seconds(2.0) == 6.0
     assert refresh_pacing.rest_seconds(100.0) == refresh_pacing.MAX_REST_SECONDS
-    settings.NDCG_REFRESH_MAX_SHARE = 1.0  # no rest
+    monkeypatch.setattr(refresh_pacing, "REFRESH_SHARE", 1.0)  # no rest
     assert refresh_pacing.rest_seconds(2.0) == 0.0
 
 

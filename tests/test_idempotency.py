@@ -14,6 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotations import services
+from annotations.idempotency import KEEP_HOURS
 from annotations.models import (
     Collection,
     IdempotentResponse,
@@ -142,8 +143,7 @@ def test_bad_keys_are_a_400_and_expired_keys_are_forgotten(idem: Any, settings: 
         assert response.status_code == 400, bad
         assert "Idempotency-Key" in response.json()["error"]["fields"]
     assert _judge(alice, "old", 1).status_code == 201
-    IdempotentResponse.objects.update(created=timezone.now() - timedelta(hours=25))
-    settings.NDCG_IDEMPOTENCY_HOURS = 24
+    IdempotentResponse.objects.update(created=timezone.now() - timedelta(hours=KEEP_HOURS + 1))
     again = _judge(alice, "old", 1)
     assert again.status_code == 200 and "Idempotent-Replayed" not in again  # ran again
     from annotations.idempotency import purge_expired

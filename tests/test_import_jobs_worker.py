@@ -1,5 +1,6 @@
 """Import jobs on a real Celery worker with Redis: progress while it runs, and a killed worker."""
 
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import Collection, ImportJob, Judgement, Query
+from annotations.services import job_recovery
 from annotations.services.job_recovery import WORKER_STOPPED, import_jobs_sweep
 from annotations.services.jobs import import_job_create
 from tests.conftest import celery_broker, require_component
@@ -48,8 +50,9 @@ def worker(collection: Collection, settings, tmp_path: Path) -> Iterator[subproc
         require_component(f"Redis is not reachable at {BROKER}")
     settings.NDCG_UPLOAD_DIR = tmp_path / "uploads"
     queue = f"ndcg-test-imports-{os.getpid()}"
+    heartbeat = {"annotations.services.job_progress.HEARTBEAT_SECONDS": 1}
     process = worker_start(
-        queue, {"NDCG_IMPORT_HEARTBEAT_SECONDS": "1"}, without=["DJANGO_CACHE_URL"]
+        queue, {"TEST_WORKER_CONSTANTS": json.dumps(heartbeat)}, without=["DJANGO_CACHE_URL"]
     )
     settings.CELERY_BROKER_URL = BROKER
     settings.CACHES = {
@@ -128,9 +131,13 @@ def test_a_worker_runs_the_job_and_the_page_sees_its_progress(
 
 
 def test_a_killed_worker_leaves_the_job_failed_and_nothing_imported(
-    collection: Collection, organiser: Client, worker: subprocess.Popen[bytes], settings
+    collection: Collection,
+    organiser: Client,
+    worker: subprocess.Popen[bytes],
+    settings,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # type: ignore[no-untyped-def]
-    settings.NDCG_IMPORT_DEAD_SECONDS = 3
+    monkeypatch.setattr(job_recovery, "DEAD_SECONDS", 3)
     job = _upload(organiser, _qrels(800_000))
     _poll(organiser, _running_with_progress, 120)
     os.kill(worker.pid, signal.SIGKILL)
@@ -147,12 +154,15 @@ def test_a_killed_worker_leaves_the_job_failed_and_nothing_imported(
 
 
 def test_a_job_whose_task_the_broker_lost_is_queued_again_and_imported(
-    collection: Collection, organiser: Client, worker: subprocess.Popen[bytes], settings
-) -> None:  # type: ignore[no-untyped-def]
+    collection: Collection,
+    organiser: Client,
+    worker: subprocess.Popen[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The job is stored but its task never reaches the broker (as after a Redis restart
-    # without persistence); once it has waited NDCG_IMPORT_STALE_SECONDS, the sweep (the
-    # beat's) queues it again and the worker runs it.
-    settings.NDCG_IMPORT_STALE_SECONDS = 5
+    # without persistence); once it has waited STALE_SECONDS, the sweep (the beat's) queues
+    # it again and the worker runs it.
+    monkeypatch.setattr(job_recovery, "STALE_SECONDS", 5)
     job = import_job_create(
         collection=collection,
         kind="qrels",

@@ -15,6 +15,7 @@ from django.utils.html import escape
 
 from annotations.models import Collection, Document, ImportJob, Judgement, Query, Run
 from annotations.services.job_queue import NOT_QUEUED
+from annotations.services import job_recovery
 from annotations.services.job_recovery import WORKER_STOPPED, import_jobs_sweep
 from annotations.services.jobs import CountingReader, import_job_create
 from tests.conftest import celery_broker, stored_upload
@@ -283,9 +284,9 @@ def _job(collection: Collection, upload_dir: Path, **fields: object) -> ImportJo
 
 
 def test_a_running_job_not_heard_of_is_failed_by_the_sweep_and_the_page_says_so(
-    trial: Collection, olga: Client, upload_dir: Path, settings
-) -> None:  # type: ignore[no-untyped-def]
-    settings.NDCG_IMPORT_STALE_SECONDS = 60
+    trial: Collection, olga: Client, upload_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(job_recovery, "STALE_SECONDS", 60)
     old = timezone.now() - timedelta(seconds=61)
     stale = _job(trial, upload_dir, state="running", started=old, heartbeat=old)
     alive = _job(trial, upload_dir, state="running", started=old, heartbeat=timezone.now())
@@ -307,13 +308,13 @@ def test_a_running_job_not_heard_of_is_failed_by_the_sweep_and_the_page_says_so(
 
 
 def test_a_job_queued_too_long_is_queued_again_once_per_period(
-    trial: Collection, upload_dir: Path, settings, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+    trial: Collection, upload_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A broker that lost the task (a Redis restarted without persistence) must not leave the
     # job queued for ever: the sweep queues it again, at most once per stale period, and
     # keeps it (a second delivery of a claimed job does nothing).
 
-    settings.NDCG_IMPORT_STALE_SECONDS = 60
+    monkeypatch.setattr(job_recovery, "STALE_SECONDS", 60)
     published: list[int] = []
     from annotations import publishing
 

@@ -34,6 +34,7 @@ from annotations.models import (
 from annotations.services import judges as judges_service
 from annotations.services.judge_client import UNAVAILABLE, EndpointFailed, ask
 from annotations.services.judges import (
+    QUEUED_STALE_SECONDS,
     judge_create,
     judge_run_cancel,
     judge_run_retry,
@@ -567,7 +568,7 @@ def test_a_run_whose_task_was_lost_is_queued_again_by_the_sweep(
         assert tasks.judge_runs_sweep() == 0  # queued only just now: not lost yet
         run.refresh_from_db()
         assert (run.state, run.pairs_done) == ("queued", 0)
-        past = timezone.now() - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS + 1)
+        past = timezone.now() - timedelta(seconds=QUEUED_STALE_SECONDS + 1)
         JudgeRun.objects.filter(id=run.id).update(created=past)
         assert tasks.judge_runs_sweep() == 1
         run = _finished(run)

@@ -105,7 +105,11 @@ def test_the_page_says_being_computed_and_serves_the_table_once_stored(
 
 @pytest.mark.browser
 def test_in_a_browser_the_notice_gives_way_to_the_table_by_itself(  # type: ignore[no-untyped-def]
-    queued: list[dict[str, Any]], settings: Any, browser, live_server
+    queued: list[dict[str, Any]],
+    settings: Any,
+    browser,
+    live_server,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """At a phone's width, axe clean, then replaced by the table without a reload."""
     from axe_playwright_python.sync_playwright import Axe
@@ -114,7 +118,7 @@ def test_in_a_browser_the_notice_gives_way_to_the_table_by_itself(  # type: igno
     from tests.conftest import browser_page
 
     trial = Collection.objects.get(slug="trial")
-    settings.NDCG_LEADERBOARD_POLL_MS = 250
+    monkeypatch.setattr("annotations.views.scores.POLL_MS", 250)
     with browser_page(browser, live_server, viewport={"width": 390, "height": 844}) as page:
         page.goto("/accounts/login/")
         page.fill("#id_username", "olga")

@@ -23,9 +23,9 @@ DOCS = [f"d{i}" for i in range(1, 9)]
 
 
 @pytest.fixture(autouse=True)
-def _small_pages(settings: Any) -> None:
+def _small_pages(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.NDCG_LEADERBOARD_PAGE_RUNS = 3
+    monkeypatch.setattr("annotations.views.leaderboard_pages.PAGE_RUNS", 3)
 
 
 @pytest.fixture
@@ -116,8 +116,10 @@ def test_a_search_shows_the_matching_runs_with_their_ranks(board_of_seven: Colle
     assert "<script>" not in none.split('id="leaderboard-slice"')[1].split("</form>")[0]
 
 
-def test_a_board_within_one_page_has_no_pager(board_of_seven: Collection, settings: Any) -> None:
-    settings.NDCG_LEADERBOARD_PAGE_RUNS = 100
+def test_a_board_within_one_page_has_no_pager(
+    board_of_seven: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("annotations.views.leaderboard_pages.PAGE_RUNS", 100)
     html = _page("")
     assert _table_ranks(html) == list(range(1, RUNS + 1)) and 'id="leaderboard-slice"' not in html
 

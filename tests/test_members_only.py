@@ -22,6 +22,7 @@ from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from annotations import services
+from annotations.apis import import_jobs
 from annotations.models import (
     Assignment,
     AssignmentItem,
@@ -238,7 +239,7 @@ def _qrels(**fields: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", IMPORT_OUTSIDERS)
 def test_the_qrels_api_imports_as_no_outsider_and_answers_alike(
-    trial: Collection, theirs: Collection, settings: Any, name: str
+    trial: Collection, theirs: Collection, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     olga = api("olga")
     response = olga.post(f"{API}/imports/qrels/", _qrels(assessor=name), format="multipart")
@@ -249,7 +250,8 @@ def test_the_qrels_api_imports_as_no_outsider_and_answers_alike(
     )
     assert response.status_code == 400, response.content
     assert response.json()["error"]["fields"] == {"assessor": [refusal(name)]}
-    settings.NDCG_API_IMPORT_JOB_MB = 0  # every file a job: the synchronous endpoint's job path
+    # every file a job: the synchronous endpoint's job path
+    monkeypatch.setattr(import_jobs, "JOB_MB", 0)
     response = olga.post(f"{API}/imports/qrels/", _qrels(assessor=name), format="multipart")
     assert response.status_code == 400, response.content
     assert response.json()["error"]["fields"] == {"assessor": [refusal(name)]}

@@ -31,7 +31,7 @@ from rest_framework.test import APIClient
 
 from annotations import events, services
 from annotations.models import Collection, JudgeRun, MachineJudge, WebhookDelivery
-from annotations.services import outbound
+from annotations.services import outbound, webhooks
 from annotations.services.judge_client import NOT_A_COMPLETION, EndpointFailed, ask
 from annotations.services.judges import judge_run_start
 from annotations.services.outbound import (
@@ -519,10 +519,10 @@ def dripping(handler: BaseHTTPRequestHandler, server: Server) -> None:
 
 
 def test_an_answer_dripping_in_ends_at_the_whole_calls_deadline(
-    trial: Collection, settings: Any
+    trial: Collection, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.NDCG_WEBHOOK_ALLOW_PRIVATE = True
-    settings.NDCG_WEBHOOK_TIMEOUT_SECONDS = 0.5
+    monkeypatch.setattr(webhooks, "TIMEOUT_SECONDS", 0.5)
     with serving(dripping) as server:
         hook = subscription_create(collection=trial, url=server.url + "/hook", created_by=None)
         events.emit(collection_id=trial.id, event_type="version.tagged", data={})

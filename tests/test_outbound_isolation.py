@@ -88,7 +88,7 @@ def test_a_collection_with_slow_receivers_delays_anothers_deliveries_by_at_most_
     of another collection: the other's goes second, and the slow collection stops after two
     attempts' time in this call (the rest stay due for the next)."""
     settings.NDCG_WEBHOOK_ALLOW_PRIVATE = True
-    settings.NDCG_WEBHOOK_TIMEOUT_SECONDS = 0.1
+    monkeypatch.setattr(webhooks, "TIMEOUT_SECONDS", 0.1)
     other = CollectionFactory(slug="other")
     slow = webhooks.subscription_create(
         collection=trial, url="http://127.0.0.1:9/slow", events=[], created_by=None
@@ -111,7 +111,7 @@ def test_a_collection_with_slow_receivers_delays_anothers_deliveries_by_at_most_
     def send(delivery: WebhookDelivery) -> None:
         sent.append(delivery.subscription.url.rsplit("/", 1)[1])
         if delivery.subscription_id == slow.id:
-            time.sleep(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS)  # as an attempt timing out
+            time.sleep(webhooks.TIMEOUT_SECONDS)  # as an attempt timing out
         WebhookDelivery.objects.filter(id=delivery.id).update(
             state=WebhookDelivery.DELIVERED, claimed=None
         )

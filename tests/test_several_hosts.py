@@ -152,7 +152,7 @@ def hosts(transactional_db: None, tmp_path: Path, settings: Any) -> Iterator[dic
             "CELERY_BROKER_URL": f"redis://{broker}:6379/0",
             # one uploads storage for every host (here a directory all of them mount)
             "NDCG_UPLOAD_DIR": str(settings.NDCG_UPLOAD_DIR),
-            "NDCG_SWEEP_SECONDS": "2",
+            "TEST_SWEEP_SECONDS": "2",  # the workers' beat sweeps every 2 s
             "DJANGO_ALLOWED_HOSTS": network.addresses["web"],
             "NDCG_THROTTLE_USER": "1000000/minute",
             "HOST": network.addresses["web"],
@@ -163,6 +163,8 @@ def hosts(transactional_db: None, tmp_path: Path, settings: Any) -> Iterator[dic
         }
         for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
             environment.pop(name, None)
+        # the project's settings with the tests' worker tuning (tests/worker_settings.py)
+        workers_environment = {**environment, "DJANGO_SETTINGS_MODULE": "tests.worker_settings"}
         gunicorn = str(Path(sys.executable).parent / "gunicorn")
         processes["web"] = network.start(
             "web",
@@ -176,7 +178,7 @@ def hosts(transactional_db: None, tmp_path: Path, settings: Any) -> Iterator[dic
             arguments = shlex.split(command)
             arguments[1:1] = ["--assume-old=.venv/.installed-serve"]
             processes[name] = network.start(
-                "workers", arguments, environment, tmp_path / f"{name}.log"
+                "workers", arguments, workers_environment, tmp_path / f"{name}.log"
             )
         _listening(network.addresses["web"], 8000, 60, processes["web"])
         yield {"network": network, "processes": processes, "logs": tmp_path}

@@ -27,6 +27,7 @@ from annotations.models import (
 )
 from annotations.scores import scores_updated_emit
 from annotations.selectors.webhooks import subscriptions_with_log
+from annotations.services import webhooks
 from annotations.services.versions import qrels_version_tag
 from annotations.services.webhooks import (
     deliveries_send_due,
@@ -200,10 +201,10 @@ def test_a_burst_of_leaderboard_refreshes_is_one_delivery_per_cutoff_and_none_un
 
 
 @pytest.fixture
-def quick_retries(settings) -> None:  # type: ignore[no-untyped-def]
+def quick_retries(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     settings.NDCG_WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on 127.0.0.1
-    settings.NDCG_WEBHOOK_RETRY_SECONDS = [0.2, 0.2, 0.2]
-    settings.NDCG_WEBHOOK_TIMEOUT_SECONDS = 2.0
+    monkeypatch.setattr(webhooks, "RETRY_SECONDS", (0.2, 0.2, 0.2))
+    monkeypatch.setattr(webhooks, "TIMEOUT_SECONDS", 2.0)
 
 
 def test_deliveries_are_signed_retried_with_the_same_id_and_given_up(

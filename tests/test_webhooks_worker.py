@@ -3,6 +3,7 @@ judgement's transaction wrote, retries a failed one, and the request never waits
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -32,8 +33,10 @@ def worker(transactional_db: None, settings) -> Iterator[subprocess.Popen[bytes]
         # The worker's own retries go to the queue it reads, as a webhooks worker's do.
         {
             "NDCG_WEBHOOK_ALLOW_PRIVATE": "true",
-            "NDCG_WEBHOOK_RETRY_SECONDS": "0.3,0.3,0.3",
-            "NDCG_OUTBOUND_QUEUE": queue,
+            "TEST_WORKER_CONSTANTS": json.dumps(
+                {"annotations.services.webhooks.RETRY_SECONDS": [0.3, 0.3, 0.3]}
+            ),
+            "TEST_WORKER_QUEUE": queue,
         },
         without=["DJANGO_CACHE_URL"],
     )

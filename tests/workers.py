@@ -49,8 +49,9 @@ def worker_start(
     environment = {
         **os.environ,
         "C_FORCE_ROOT": "1",
-        # the project's settings, not the tests' (whose tasks run eagerly)
-        "DJANGO_SETTINGS_MODULE": "ndcg_platform.settings",
+        # the project's settings, not the tests' (whose tasks run eagerly), with the
+        # constants a test tunes (tests/worker_settings.py)
+        "DJANGO_SETTINGS_MODULE": "tests.worker_settings",
         "CELERY_BROKER_URL": BROKER,
         "DATABASE_URL": database_url(),
         # the uploads storage the test's web side stores into (as every worker is configured)

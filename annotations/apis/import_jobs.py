@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from django.urls import reverse
@@ -51,8 +50,12 @@ LOCATION = OpenApiParameter(
     response=[202],
     description="The import job's URL: GET it for its state and progress.",
 )
+# A file over this many MB sent to a synchronous import endpoint becomes an import job: its
+# import could otherwise run near the server's request timeout (gunicorn's), and a job
+# reports its progress and survives a dropped connection.
+JOB_MB = 10
 LARGE_AS_JOB = (
-    " A file over NDCG_API_IMPORT_JOB_MB (10 MB by default) is not imported in the request: "
+    f" A file over {JOB_MB} MB is not imported in the request: "
     "the answer is a 202 with its import job (as POST import-jobs/) and its URL in `Location`."
 )
 ACCEPTED = OpenApiResponse(
@@ -87,8 +90,8 @@ def upload_refused(upload: UploadedFile) -> None:
 
 def runs_in_a_job(upload: UploadedFile) -> bool:
     """Whether a synchronous import endpoint takes this upload as a job instead (a file over
-    NDCG_API_IMPORT_JOB_MB), so that no request runs near the server's timeout."""
-    return (upload.size or 0) > int(settings.NDCG_API_IMPORT_JOB_MB) * 1024 * 1024
+    JOB_MB), so that no request runs near the server's timeout."""
+    return (upload.size or 0) > JOB_MB * 1024 * 1024
 
 
 def job_start(

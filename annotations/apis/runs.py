@@ -109,7 +109,7 @@ class RunWriting(CollectionApiView):
     def as_job(
         self, request: Request, form: dict[str, Any], *, run_name: str | None, replace: bool
     ) -> Response | None:
-        """A file over NDCG_API_IMPORT_JOB_MB is taken as an import job (202), not imported
+        """A file over `import_jobs.JOB_MB` is taken as an import job (202), not imported
         in the request; None for a smaller one."""
         upload = form["file"]
         if not runs_in_a_job(upload):

@@ -1,8 +1,8 @@
 """API tokens: exchange a username and password for the caller's token, or revoke it.
 
 Logins here count towards the same lockout as the login page (django-axes): after
-NDCG_LOGIN_FAILURES failures for one account from one address, or
-NDCG_LOGIN_FAILURES_PER_ACCOUNT for it from several, the endpoint answers 429 in the error
+NDCG_LOGIN_FAILURES failures for one account from one address, or that many from each of
+several addresses (`lockouts.ACCOUNT_ADDRESSES`), the endpoint answers 429 in the error
 shape until the cool-off has passed. A new password revokes the account's token
 (annotations/signals.py).
 """

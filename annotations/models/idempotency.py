@@ -11,7 +11,7 @@ class IdempotentResponse(models.Model):
 
     Stored in the write's own transaction, so that a committed write always has its answer
     here and a write that was rolled back never does; a retry with the same key and the same
-    request replays it. Kept for NDCG_IDEMPOTENCY_HOURS.
+    request replays it. Kept for a day (`annotations.idempotency.KEEP_HOURS`).
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")

@@ -6,8 +6,8 @@ due again as soon as the last one ends, and the derived worker would compute lea
 all the time, on the cores the web workers and the recomputations need. So after a refresh
 that took `d` seconds and started soon after the one before it ended (back to back: the
 judgements did not pause) the next one of the collection waits until `d * (1 / share - 1)`
-seconds have passed since it ended (NDCG_REFRESH_MAX_SHARE, 0.5 by default: rest as long
-as it ran), never less than the debounce. A burst after a quiet spell is not delayed: its
+seconds have passed since it ended (REFRESH_SHARE: rest as long as it ran), never less
+than the debounce. A burst after a quiet spell is not delayed: its
 first refresh, and the one right after it for the burst's last judgements, do not rest,
 and a rest left by the last burst is dropped when the judgements had paused (a
 recomputation asks for a refresh more than a second after the previous one ended, and
@@ -29,6 +29,16 @@ logger = logging.getLogger(__name__)
 
 # A refresh never waits longer than this for the previous one's rest.
 MAX_REST_SECONDS = 30.0
+# A refresh starts this long after the first change of a burst, so that the burst's later
+# judgements are in it: one refresh per burst rather than one per judgement, while a page
+# still follows a grade within a second.
+DEBOUNCE_SECONDS = 0.5
+# Under steady judging a collection's rows refreshes take at most this share of a derived
+# worker's time, and a leaderboard's significance passes (far costlier, and shown marked
+# as being recomputed meanwhile) a smaller one: the cores stay with the web workers and
+# the recomputations, which assessors wait for.
+REFRESH_SHARE = 0.5
+SIGNIFICANCE_SHARE = 0.2
 
 
 def _rest_key(collection_id: int) -> str:
@@ -37,8 +47,8 @@ def _rest_key(collection_id: int) -> str:
 
 def rest_seconds(seconds: float, *, share: float | None = None) -> float:
     """How long the collection rests after a refresh that took `seconds`, so that its
-    refreshes take at most `share` of the time (NDCG_REFRESH_MAX_SHARE by default)."""
-    share = float(settings.NDCG_REFRESH_MAX_SHARE if share is None else share)
+    refreshes take at most `share` of the time (REFRESH_SHARE by default)."""
+    share = REFRESH_SHARE if share is None else share
     if share >= 1.0 or seconds <= 0:
         return 0.0
     return min(MAX_REST_SECONDS, seconds * (1.0 / share - 1.0))
@@ -64,7 +74,7 @@ def refresh_done(*, collection_id: int, seconds: float) -> None:
         previous = coordination.get(_ended_key(collection_id))
         coordination.set(_ended_key(collection_id), now, timeout=int(2 * MAX_REST_SECONDS))
         started = now - seconds
-        window = rest + float(settings.NDCG_REFRESH_DEBOUNCE_SECONDS) + BACK_TO_BACK_SLACK_SECONDS
+        window = rest + DEBOUNCE_SECONDS + BACK_TO_BACK_SLACK_SECONDS
         if isinstance(previous, int | float) and started - float(previous) <= window:
             coordination.set(_rest_key(collection_id), now + rest, timeout=max(1, int(rest) + 1))
     except Exception:  # unpaced: costs time, not data
@@ -118,7 +128,7 @@ def rest_dropped_after_pause(*, collection_id: int) -> bool:
 
 # The significance passes are the derived worker's own tasks
 # (`scores.refresh_work`): after a pass of `d` seconds the collection's next one waits
-# `d * (1 / NDCG_SIGNIFICANCE_MAX_SHARE - 1)`, unless its rows are those the last pass ran
+# `d * (1 / SIGNIFICANCE_SHARE - 1)`, unless its rows are those the last pass ran
 # on (the other cutoffs of one burst's rows follow each other without a rest).
 
 
@@ -147,7 +157,7 @@ def significance_pass_done(*, collection_id: int, stamp: str, seconds: float) ->
     """After a worker's significance pass over rows at `stamp` that took `seconds`."""
     if not settings.NDCG_COORDINATION_SHARED:
         return
-    rest = rest_seconds(seconds, share=settings.NDCG_SIGNIFICANCE_MAX_SHARE)
+    rest = rest_seconds(seconds, share=SIGNIFICANCE_SHARE)
     with contextlib.suppress(Exception):  # unpaced: costs time, not data
         caches["coordination"].set(
             _pass_key(collection_id),

@@ -4,7 +4,7 @@ A collection's leaderboard snapshots are refreshed by the derived worker in
 two kinds of task, queued here and run by `scores.refresh_work`:
 
 - the **rows refresh** (``refresh_leaderboards``): every cutoff's rows whose stamp is
-  behind the scores, in one task, debounced (NDCG_REFRESH_DEBOUNCE_SECONDS after the first
+  behind the scores, in one task, debounced (`refresh_pacing.DEBOUNCE_SECONDS` after the first
   change of a burst), one at a time per collection and paced under steady judging
   (`refresh_pacing`, on the rows' own time). It is what makes a leaderboard current, so it
   never waits for the statistics;
@@ -12,7 +12,7 @@ two kinds of task, queued here and run by `scores.refresh_work`:
   cutoff whose rows it has not seen, then queued again for the next. One cutoff per task,
   so a rows refresh queued meanwhile on the same worker runs after at most one cutoff's
   pass; one at a time per collection, resting after each pass so that under steady judging
-  the passes take at most NDCG_SIGNIFICANCE_MAX_SHARE of the worker's time. Pages show the
+  the passes take at most `refresh_pacing.SIGNIFICANCE_SHARE` of the worker's time. Pages show the
   last pass's letters, marked as being recomputed, meanwhile.
 
 A cache key marks each kind as queued until the worker starts it, so a burst queues one of
@@ -64,13 +64,13 @@ def significance_running_key(collection_id: int) -> str:
 
 
 def refresh_debounce() -> float:
-    return float(settings.NDCG_REFRESH_DEBOUNCE_SECONDS)
+    return refresh_pacing.DEBOUNCE_SECONDS
 
 
 def leaderboards_refresh_schedule(*, collection_id: int, delay: float | None = None) -> None:
     """Queue one rows refresh of the collection's snapshots on a worker, however often asked.
 
-    It starts NDCG_REFRESH_DEBOUNCE_SECONDS after the first change of a burst (or after
+    It starts `refresh_pacing.DEBOUNCE_SECONDS` after the first change of a burst (or after
     `delay`), so the burst's later changes are in it, and not before the last refresh's
     rest is over (`refresh_pacing`); after a pause in the judgements a recomputation's ask
     drops that rest and queues one now, whatever is queued for the rest's end.

@@ -87,7 +87,7 @@ def significance_task(*, collection_id: int) -> int | None:
     time per collection; then queued again while another cutoff is behind. Over rows newer
     than the last pass's it first waits out that pass's rest (queued again for its end,
     returning None), so under steady judging the passes take at most
-    NDCG_SIGNIFICANCE_MAX_SHARE of the worker. Returns the cutoff computed (0: none)."""
+    `refresh_pacing.SIGNIFICANCE_SHARE` of the worker. Returns the cutoff computed (0: none)."""
     refresh_queue.forget(refresh_queue.significance_key(collection_id))
     collection = Collection.objects.filter(id=collection_id).first()
     behind = significance_behind(collection) if collection is not None else None

@@ -13,8 +13,8 @@ serves what is stored, one row, and never computes, stores or queues anything:
 
 The all-pairs significance (randomised Tukey HSD, `scores.significance`) is a second pass
 the worker runs after the rows are stored, as tasks of their own (`scores.refresh_work`);
-one leaderboard's passes take at most ``NDCG_SIGNIFICANCE_MAX_SHARE`` of the worker's time
-under steady judging, and the letters of the last pass are served meanwhile, marked as being
+one leaderboard's passes take at most ``refresh_pacing.SIGNIFICANCE_SHARE`` of the worker's
+time under steady judging, and the letters of the last pass are served meanwhile, marked as being
 recomputed. The top-grade bounds are the costly part of the rows, cached per query
 (`scores.bounds_cache`).
 """

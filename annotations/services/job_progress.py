@@ -15,7 +15,6 @@ import time
 from datetime import datetime
 from typing import IO, BinaryIO, Protocol
 
-from django.conf import settings
 from django.core.cache import caches
 from django.db import connection
 from django.utils import timezone
@@ -27,6 +26,13 @@ from annotations.selectors.jobs import Progress, progress_in_rows, progress_key
 logger = logging.getLogger(__name__)
 
 PROGRESS_SECONDS = 0.5  # how often a running job writes its progress while it moves
+# A running job writes its heartbeat at least this often, whatever the import does: well
+# inside the sweep's dead limit (job_recovery.DEAD_SECONDS), so that a live job missing one
+# beat is never taken for dead.
+HEARTBEAT_SECONDS = 10
+# Progress kept in the coordination cache outlives the longest silence the sweep tolerates
+# (job_recovery.STALE_SECONDS), so a live job's progress is never lost to expiry.
+PROGRESS_KEEP_SECONDS = 3600
 
 
 class CountingReader:
@@ -151,14 +157,13 @@ def import_job_progress_write(*, job: ImportJob, now: Progress, attempt: datetim
                 ],
             )  # fmt: skip
         return
-    timeout = max(3600, settings.NDCG_IMPORT_STALE_SECONDS * 4)
-    caches["coordination"].set(progress_key(job), now.cached(), timeout=timeout)
+    caches["coordination"].set(progress_key(job), now.cached(), timeout=PROGRESS_KEEP_SECONDS)
 
 
 class ProgressWriter(threading.Thread):
     """While the import runs, writes the job's progress and
     heartbeat every PROGRESS_SECONDS while the progress moves (a bounded rate, never once
-    per line), and the heartbeat at least every NDCG_IMPORT_HEARTBEAT_SECONDS whatever the
+    per line), and the heartbeat at least every HEARTBEAT_SECONDS whatever the
     import does."""
 
     def __init__(self, job: ImportJob, done: ProgressSource, attempt: datetime) -> None:
@@ -167,7 +172,7 @@ class ProgressWriter(threading.Thread):
         self.finished = threading.Event()
 
     def run(self) -> None:
-        heartbeat = float(settings.NDCG_IMPORT_HEARTBEAT_SECONDS)
+        heartbeat = float(HEARTBEAT_SECONDS)
         written: object = None
         last = time.monotonic()
         try:

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 WORKER_STOPPED = f"The worker stopped while importing this file; nothing was imported. {RETRY}"
+# A running job silent this long is failed: its worker stopped. Several heartbeats
+# (job_progress.HEARTBEAT_SECONDS) long, so a busy worker is never taken for a stopped one;
+# with the beat's sweep every third of it (settings: CELERY_BEAT_SCHEDULE), a stopped
+# worker's job fails within a minute.
+DEAD_SECONDS = 45
+# A job still queued this long is queued again (its task was lost with a broker that did
+# not persist it); long enough that a busy imports queue's jobs are not queued twice.
+STALE_SECONDS = 300
 UPLOAD_GONE = (
     "The stored upload is gone, so this file cannot be imported again; nothing was imported. "
     "Upload the file again."
@@ -36,27 +44,26 @@ UPLOAD_GONE = (
 
 
 def _dead_seconds() -> int:
-    """How long a running job may be silent: NDCG_IMPORT_DEAD_SECONDS where every process
-    sees its heartbeat (on its row, or in a shared coordination cache), else no less than
-    NDCG_IMPORT_STALE_SECONDS (a process that cannot see a live job's heartbeat would
-    otherwise fail it)."""
-    dead = settings.NDCG_IMPORT_DEAD_SECONDS
+    """How long a running job may be silent: DEAD_SECONDS where every process sees its
+    heartbeat (on its row, or in a shared coordination cache), else no less than
+    STALE_SECONDS (a process that cannot see a live job's heartbeat would otherwise fail
+    it)."""
     if progress_in_rows() or settings.NDCG_COORDINATION_SHARED:
-        return dead
-    return max(dead, settings.NDCG_IMPORT_STALE_SECONDS)
+        return DEAD_SECONDS
+    return max(DEAD_SECONDS, STALE_SECONDS)
 
 
 def import_jobs_sweep(*, collection: Collection | None = None) -> int:
-    """Fail the running jobs whose heartbeat is older than NDCG_IMPORT_DEAD_SECONDS (the
-    worker stopped), their uploads kept for Retry, and queue again the jobs still queued
-    after NDCG_IMPORT_STALE_SECONDS (at most once per that time): a broker that lost its
+    """Fail the running jobs whose heartbeat is older than DEAD_SECONDS (the worker
+    stopped), their uploads kept for Retry, and queue again the jobs still queued after
+    STALE_SECONDS (at most once per that time): a broker that lost its
     task (a Redis restarted without persistence) would leave one waiting for ever, and a
     second delivery of a job already claimed does nothing. Nothing of a failed job was
     imported: a job's import commits only together with its "done", and an import that
     outlives its job's failure rolls back (`import_job_run`). The count failed."""
     now = timezone.now()
     dead = now - timedelta(seconds=_dead_seconds())
-    stale = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
+    stale = now - timedelta(seconds=STALE_SECONDS)
     running = ImportJob.objects.filter(state=ImportJob.RUNNING, heartbeat__lt=dead)
     waiting = ImportJob.objects.alias(since=Coalesce("retried", "created")).filter(
         state=ImportJob.QUEUED, since__lt=stale
@@ -95,11 +102,11 @@ def _fail_unless_held(job_id: int, *, dead: datetime, now: datetime) -> int:
 
 
 def _republish(job_ids: list[int]) -> None:
-    """Queue these jobs' tasks again, each at most once per NDCG_IMPORT_STALE_SECONDS."""
+    """Queue these jobs' tasks again, each at most once per STALE_SECONDS."""
 
-    timeout = settings.NDCG_IMPORT_STALE_SECONDS
     for job_id in job_ids:
-        if caches["coordination"].add(f"import-job-republished:{job_id}", 1, timeout=timeout):
+        key = f"import-job-republished:{job_id}"
+        if caches["coordination"].add(key, 1, timeout=STALE_SECONDS):
             logger.warning("import job %s still queued: queued again", job_id)
             import_job_publish(job_id)
 

@@ -25,7 +25,6 @@ from datetime import timedelta
 from itertools import islice
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.cache import caches
 from django.core.exceptions import ValidationError
@@ -357,6 +356,10 @@ FAILURES_IN_A_ROW = 10
 # Beyond the longest a pair can take (`judge_client.pair_seconds`), how long a running run
 # may be silent before the sweep counts its worker as stopped.
 SILENT_MARGIN = timedelta(minutes=5)
+# A run still queued this long with no worker looking at it is queued again: its task was
+# lost with a broker that did not persist it. A waiting run's own task looks every
+# WAIT_SECONDS, so only a lost one stays unseen this long.
+QUEUED_STALE_SECONDS = 300
 
 
 def _start(run_id: int) -> str | None:
@@ -494,14 +497,14 @@ def silent_limit(judge: MachineJudge) -> timedelta:
 
 def judge_runs_sweep() -> int:
     """Queue again the runs whose task was lost: queued with no worker looking at them for
-    NDCG_IMPORT_STALE_SECONDS (a broker that lost the message would leave them queued for
+    QUEUED_STALE_SECONDS (a broker that lost the message would leave them queued for
     ever; each queued again at most once per that time), and running with no heartbeat for
     longer than their judge's `silent_limit` (the worker stopped): those go back to queued
     (cancelled, if that was asked), and their next start asks only what the cache does not
     hold. A second delivery of a run
     already started does nothing. The count queued again."""
     now = timezone.now()
-    stale = now - timedelta(seconds=settings.NDCG_IMPORT_STALE_SECONDS)
+    stale = now - timedelta(seconds=QUEUED_STALE_SECONDS)
     requeued: list[int] = []
     for run in JudgeRun.objects.filter(state=JudgeRun.RUNNING).select_related("judge"):
         silent = now - silent_limit(run.judge)
@@ -521,9 +524,9 @@ def judge_runs_sweep() -> int:
         .filter(state=JudgeRun.QUEUED, since__lt=stale)
         .values_list("id", flat=True)
     )
-    timeout = settings.NDCG_IMPORT_STALE_SECONDS
     for run_id in list(waiting):
-        if caches["coordination"].add(f"judge-run-republished:{run_id}", 1, timeout=timeout):
+        key = f"judge-run-republished:{run_id}"
+        if caches["coordination"].add(key, 1, timeout=QUEUED_STALE_SECONDS):
             logger.warning("judge run %s still queued: queued again", run_id)
             requeued.append(run_id)
     for run_id in requeued:

@@ -331,9 +331,10 @@ def account_password_link(*, user: User, collection: Collection, actor: User | N
 
 
 def account_password_link_send(*, user: AbstractBaseUser, url: str, collection: Collection) -> bool:
-    """Mail the set-password link when mail is configured and the account has an address."""
+    """Mail the set-password link when mail is configured (DJANGO_EMAIL_HOST) and the
+    account has an address."""
     address = getattr(user, "email", "")
-    if not settings.NDCG_SEND_MAIL or not address:
+    if not settings.EMAIL_HOST or not address:
         return False
     send_mail(
         subject=f"Your account for {collection.name}",

@@ -3,8 +3,8 @@
 Deliveries are signed as the Standard Webhooks spec says (`webhook-id`,
 `webhook-timestamp`, `webhook-signature`: v1, HMAC-SHA256 over `id.timestamp.body`, by the
 `standardwebhooks` package). A 2xx answer delivers; anything else (an error status, a
-redirect, a timeout, a refused target) is tried again after each of
-NDCG_WEBHOOK_RETRY_SECONDS in turn (longer when the receiver sends Retry-After), then
+redirect, a timeout, a refused target) is tried again after each of RETRY_SECONDS in
+turn (longer when the receiver sends Retry-After), then
 given up as failed. At least once: a receiver deduplicates by `webhook-id`.
 """
 
@@ -41,6 +41,17 @@ MAX_RETRY_AFTER = timedelta(days=1)
 MAX_SUBSCRIPTIONS = 20
 # Only the status and headers of an answer count; its body is never read.
 ANSWER_BYTES = 64 * 1024
+# One attempt waits this long for the receiver: a receiver is expected to acknowledge at
+# once and work afterwards (as GitHub's and Stripe's webhooks expect), and a slow one must
+# not hold an outbound thread from the other collections' deliveries.
+TIMEOUT_SECONDS = 5.0
+# The waits before each retry of a failed delivery, growing so that a receiver down for
+# hours still gets the event, without hammering one that is down; after the last the
+# delivery is failed (a receiver's longer Retry-After wins).
+RETRY_SECONDS = (5.0, 30.0, 120.0, 600.0, 3600.0, 21600.0)
+# Delivered and failed deliveries stay in the delivery log this long: long enough for an
+# organiser to look into a receiver's failures, short enough that the log stays small.
+KEEP_DAYS = 14
 
 
 def _rule() -> Rule:
@@ -89,13 +100,13 @@ def subscription_delete(subscription: WebhookSubscription) -> None:
 
 
 def _claim_seconds() -> float:
-    return 2 * float(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS) + 5
+    return 2 * TIMEOUT_SECONDS + 5
 
 
 def _collection_seconds() -> float:
     """How long one collection's deliveries may take of one sending call: two attempts that
     run to the timeout (the others' turns come before its third)."""
-    return 2 * float(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS)
+    return 2 * TIMEOUT_SECONDS
 
 
 def deliveries_send_due(*, limit: int = BATCH) -> float | None:
@@ -166,7 +177,7 @@ def _send(delivery: WebhookDelivery) -> None:
     status: int | None = None
     error = ""
     retry_after: timedelta | None = None
-    seconds = float(settings.NDCG_WEBHOOK_TIMEOUT_SECONDS)
+    seconds = TIMEOUT_SECONDS
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
@@ -206,7 +217,7 @@ def _record(
     if status is not None and 200 <= status < 300:
         fields.update(state=WebhookDelivery.DELIVERED, delivered=now, last_error="")
     else:
-        schedule = settings.NDCG_WEBHOOK_RETRY_SECONDS
+        schedule = RETRY_SECONDS
         if attempts > len(schedule):
             fields["state"] = WebhookDelivery.FAILED
         else:
@@ -231,7 +242,7 @@ def retry_after_of(raw: str | None, moment: datetime) -> timedelta | None:
 
 def deliveries_sweep() -> float | None:
     """Periodic: send what is due (a wake lost with the broker) and forget old log rows."""
-    keep = timezone.now() - timedelta(days=settings.NDCG_WEBHOOK_KEEP_DAYS)
+    keep = timezone.now() - timedelta(days=KEEP_DAYS)
     WebhookDelivery.objects.filter(~Q(state=WebhookDelivery.PENDING), created__lt=keep).delete()
     return deliveries_send_due()
 

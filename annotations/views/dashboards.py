@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -13,7 +12,7 @@ from annotations.selectors.pace import PACE_WINDOW
 from annotations.views._collection import collection_for
 
 # How often an open dashboard asks whether anything changed (a few aggregates).
-DEFAULT_POLL_MS = 5000
+POLL_MS = 5000
 
 
 @login_required
@@ -26,7 +25,7 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "access": access,
         "k": k,
         "dashboard": dashboards.dashboard_read(collection=collection, k=k),
-        "poll_ms": getattr(settings, "NDCG_DASHBOARD_POLL_MS", DEFAULT_POLL_MS),
+        "poll_ms": POLL_MS,
         "pace_window": PACE_WINDOW,
     }
     return render(request, "annotations/dashboards/dashboard.html", context)

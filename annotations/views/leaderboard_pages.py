@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.core.paginator import Paginator
 
 if TYPE_CHECKING:
@@ -14,7 +13,7 @@ if TYPE_CHECKING:
 
 # Runs per page: the table, the CI plot and the flip marks of 100 runs are about 160 kB;
 # all 500 of a large campaign on one page were 800 kB (``?page=all`` still shows them).
-DEFAULT_PAGE_RUNS = 100
+PAGE_RUNS = 100
 SEARCH_MAX_LENGTH = 200
 
 
@@ -58,17 +57,12 @@ class LeaderboardSlice:
         return self.first_rank_index + len(self.rows) - 1 if self.first_rank_index else 0
 
 
-def page_runs() -> int:
-    value = getattr(settings, "NDCG_LEADERBOARD_PAGE_RUNS", DEFAULT_PAGE_RUNS)
-    return max(1, int(value))
-
-
 def leaderboard_slice(
     rows: list[LeaderboardRow], *, page: str | None, search: str | None
 ) -> LeaderboardSlice:
     """The rows of `page` (a number, ``all``, or anything else: the first page; past the end:
     the last) or, when `search` is given, every row whose run name contains it (any case)."""
-    per_page = page_runs()
+    per_page = PAGE_RUNS
     pages = max(1, -(-len(rows) // per_page))
     wanted = (search or "").strip()[:SEARCH_MAX_LENGTH]
     if wanted:

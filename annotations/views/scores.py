@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from django.conf import settings
 from django.contrib import messages
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from annotations.selectors.leaderboards import Leaderboard
 
 # How often an open leaderboard asks whether scores changed (a few aggregate queries).
-DEFAULT_POLL_MS = 3000
+POLL_MS = 3000
 
 
 @login_first
@@ -111,7 +110,7 @@ def _leaderboard_live(
         "state": board.state if board else None,
         "retry_after": leaderboard_reads.RETRY_AFTER_SECONDS,
         "access": access,
-        "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),
+        "poll_ms": POLL_MS,
         "machine_judged": collection.machine_judges.exists(),
     }
     return render_to_string("annotations/scores/_leaderboard_live.html", context, request), board

@@ -25,14 +25,7 @@ def worker_command() -> list[str]:
     """One worker for every queue the tasks are routed to, with the periodic sweeps (beat)
     inside it; its banner left out, so that the accounts stay in sight."""
     queues = dict.fromkeys(
-        name
-        for name in (
-            "celery",
-            settings.NDCG_DERIVED_QUEUE,
-            settings.NDCG_IMPORTS_QUEUE,
-            settings.NDCG_OUTBOUND_QUEUE,
-        )
-        if name
+        ["celery", *(route["queue"] for route in settings.CELERY_TASK_ROUTES.values())]
     )
     schedule = settings.VAR_DIR / "celery" / "beat-schedule"
     schedule.parent.mkdir(parents=True, exist_ok=True)
