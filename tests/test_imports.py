@@ -14,8 +14,8 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from annotations.models import Collection, Document, ImportJob, Judgement, Query, Run
-from annotations.services.job_queue import NOT_QUEUED
 from annotations.services import job_recovery
+from annotations.services.job_queue import NOT_QUEUED
 from annotations.services.job_recovery import WORKER_STOPPED, import_jobs_sweep
 from annotations.services.jobs import CountingReader, import_job_create
 from tests.conftest import celery_broker, stored_upload
