@@ -100,7 +100,7 @@ test-broker-outages: $(STAMP)
 ## Web, workers and broker on hosts of their own (network namespaces, root): the workers'
 ## host cut off the broker for 30 s (the suite's variant: 10 s) while assessors judge
 test-several-hosts: $(STAMP)
-	NDCG_CUT_SECONDS=30 $(BIN)/python -m pytest tests/test_several_hosts.py -n 0 -p no:cacheprovider $(PYTEST_ARGS)
+	TEST_CUT_SECONDS=30 $(BIN)/python -m pytest tests/test_several_hosts.py -n 0 -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Opt-in: a machine judge on a real small model (builds llama-cpp-python, a few minutes once)
 test-model: install-model

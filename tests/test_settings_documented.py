@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CODE = [ROOT / "ndcg_platform", ROOT / "annotations"]
 NAME = re.compile(r"NDCG_[A-Z0-9_]+")
 # A family of variables the operator names (a judge's key): documented as one row.
-FAMILY = "NDCG_JUDGE_KEY_"
+# Families of variables read by a prefix: machine judges' keys and search systems' secrets.
+FAMILIES = ("NDCG_JUDGE_KEY_", "NDCG_SEARCH_KEY_")
+FAMILY = FAMILIES[0]
 # Where a variable is set or explained for users and operators (the decision records and
 # the changelog are history, and may name variables that are gone).
 MENTIONS = [
@@ -35,7 +37,8 @@ def _modules() -> Iterator[tuple[Path, ast.Module]]:
 
 
 def _variable(name: str) -> str:
-    return f"{FAMILY}<NAME>" if name.startswith(FAMILY) else name
+    family = next((prefix for prefix in FAMILIES if name.startswith(prefix)), None)
+    return f"{family}<NAME>" if family else name
 
 
 def read_in_code() -> set[str]:

@@ -43,7 +43,7 @@ from tests.workers import ROOT, database_url
 
 pytestmark = pytest.mark.celery
 
-CUT_SECONDS = float(os.environ.get("NDCG_CUT_SECONDS", "10"))
+CUT_SECONDS = float(os.environ.get("TEST_CUT_SECONDS", "10"))
 HOSTS = ("broker", "workers", "web")
 
 

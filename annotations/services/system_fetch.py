@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 # engine is down or refuses every request, and asking the rest would only spend attempts.
 FAILURES_IN_A_ROW = 10
 # How often a running fetch writes its progress and heartbeat (well under the sweep's
-# NDCG_IMPORT_DEAD_SECONDS), and looks for a cancel.
+# job_recovery.DEAD_SECONDS), and looks for a cancel.
 PROGRESS_SECONDS = 2.0
 CANCELLED = "Cancelled after {done:,} of {total:,} queries; nothing was stored."
 _URL_LENGTH = 2000  # Document.url
