@@ -125,3 +125,35 @@ def test_a_query_mean_is_over_the_runs_with_stored_means(judged: Collection, mis
     (row,) = query_rows(collection=judged, queries=[q1], k=5)
     bm25 = next(run for run in query_overview(query=q1, k=5).runs if run.run.name == "bm25")
     assert row.mean_ndcg == bm25.ndcg
+
+
+def test_the_rows_read_once_per_state_follow_every_judgement_pool_and_title(
+    judged: Collection, django_capture_on_commit_callbacks: Capture
+) -> None:
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    olga = _client("olga")
+
+    def q1_row() -> str:
+        html = olga.get("/collections/trial/queries/?k=5").content.decode()
+        start = html.index('data-qid="q1"')
+        return html[start : html.index("</tr>", start)]
+
+    assert '<td class="num">2</td>' in q1_row()  # two grades
+    assert "not pooled" in q1_row()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.judgement_record(
+            query=judged.queries.get(qid="q1"),
+            document=judged.documents.get(docno="d2"),
+            assessor=users.get(username="alice"),
+            grade=2,
+            source="form",
+        )
+    assert '<td class="num">3</td>' in q1_row()  # the new grade shows at once
+    services.pool_build(
+        collection=judged, name="main", depth=2, created_by=users.get(username="olga")
+    )
+    assert "not pooled" not in q1_row() and "pooled judged" in q1_row()
+    Query.objects.filter(collection=judged, qid="q1").update(title="A new title")
+    assert "A new title" in q1_row()

@@ -57,3 +57,23 @@ def test_the_overview_serves_the_stored_leaderboard_and_says_when_it_is_behind(
     assert "being computed" in body and "0.7850" not in body
     assert not LeaderboardSnapshot.objects.filter(collection=worked_example).exists()
     assert Judgement.objects.filter(query__collection=worked_example).exists()
+
+
+def test_the_overview_counts_follow_new_documents_and_judgements(
+    client: Client, worked_example: Collection
+) -> None:
+    from annotations.models import Document
+
+    owner = UserFactory(username="owner")
+    MembershipFactory(collection=worked_example, user=owner, role=Membership.OWNER)
+    client.force_login(owner)
+
+    def counts() -> str:
+        body = client.get(f"/collections/{worked_example.slug}/").content.decode()
+        start = body.index('<p class="meta">')
+        return body[start : body.index("</p>", start)]
+
+    documents = worked_example.documents.count()
+    assert f"{documents} documents" in counts()
+    Document.objects.create(collection=worked_example, docno="a-new-one")
+    assert f"{documents + 1} documents" in counts()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.core.cache import cache
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 
 from annotations.formats import score_bytes
 from annotations.models import (
@@ -21,7 +23,13 @@ from annotations.models import (
     Query,
     Run,
 )
+from annotations.selectors.scores_state import scores_state
 from annotations.selectors.stored_scores import stored_rows_at
+
+# Rows of one page of queries, kept per process for as long as nothing they show moved: a
+# page's judged counts read every judgement of its queries (a Robust04-sized page: 100
+# queries, 120,000 judgements), which people reload while they judge.
+CACHE_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,23 @@ def queries_listed(*, collection: Collection, search: str = "") -> QuerySet[Quer
     if search:
         queries = queries.filter(Q(qid__icontains=search) | Q(title__icontains=search))
     return queries
+
+
+def query_rows_read(*, collection: Collection, queries: Sequence[Query], k: int) -> list[QueryRow]:
+    """`query_rows`, computed once per state of what they show: the scores stamp (every
+    judgement, run and score) and the pools' entries."""
+    pools = PoolEntry.objects.filter(pool__collection=collection).aggregate(
+        n=Count("id"), last=Max("id")
+    )
+    stamp = scores_state(collection=collection).stamp
+    ids = hashlib.sha256(",".join(str(query.id) for query in queries).encode()).hexdigest()[:16]
+    key = f"query-rows:{collection.id}:{k}:{stamp}:{pools['n']}:{pools['last']}:{ids}"
+    rows = cache.get(key)
+    if not isinstance(rows, list):
+        rows = query_rows(collection=collection, queries=queries, k=k)
+        cache.set(key, rows, CACHE_SECONDS)
+    # titles as they are now (a topics import may retitle a query without moving a score)
+    return [replace(row, title=query.title) for row, query in zip(rows, queries, strict=True)]
 
 
 def query_rows(*, collection: Collection, queries: Sequence[Query], k: int) -> list[QueryRow]:

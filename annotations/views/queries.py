@@ -30,7 +30,7 @@ def queries(request: HttpRequest, slug: str) -> HttpResponse:
         "k": k,
         "search": search,
         "page": page,
-        "rows": query_lists.query_rows(collection=collection, queries=list(page), k=k),
+        "rows": query_lists.query_rows_read(collection=collection, queries=list(page), k=k),
     }
     return render(request, "annotations/queries/list.html", context)
 
