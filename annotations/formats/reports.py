@@ -285,9 +285,8 @@ def _measure_groups(rows: Sequence[ReportRow], meta: ReportMeta) -> list[list[in
     groups: list[list[int]] = []
     used = room
     for position, name in enumerate(meta.measures):
-        cells = [
-            _fixed(row.measures[position]) for row in rows if row.measures[position] is not None
-        ]
+        values = [row.measures[position] for row in rows]
+        cells = [_fixed(value) for value in values if value is not None]
         width = max([_latex_width(name), *map(_latex_width, cells)]) + _GAP_WIDTH
         if used + width > room and (not groups or groups[-1]):
             groups.append([])

@@ -195,8 +195,8 @@ def measure_board(collection: Collection, measure: Measure) -> MeasureBoard:
 
     Computed when read, from the stored per-query values, once per process and scores stamp
     (a cache entry, nothing in the database); CIs computed at an earlier stamp are kept for
-    the runs whose values did not move. tests/test_measure_pages.py times it at 110 runs x
-    249 queries."""
+    the runs whose values did not move (``benchmarks/bench_measure_board.py`` times it at 110
+    runs x 249 queries)."""
     stamp = scores_state(collection=collection).stamp
     name = format_measure(measure)
     layout = hashlib.sha256(f"{collection.measures_layout}|{name}".encode()).hexdigest()[:16]
