@@ -75,6 +75,9 @@ def populated(transactional_db: None, tmp_path: Path, settings: Any) -> dict[str
     settings.NDCG_WEBHOOK_ALLOW_PRIVATE = True
     call_command("load_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
     collection = Collection.objects.get(slug="demo")
+    # Kept measures: the pages and answers that show them are read too.
+    services.collection_update(collection=collection, measures=["AP", "P@5", "NumRet"])
+    collection.refresh_from_db()
     organiser = UserFactory(username="olga")
     services.membership_grant(collection=collection, user=organiser, role=Membership.ORGANISER)
     staff = UserFactory(username="sam")
@@ -189,6 +192,13 @@ def extras(slug: str) -> list[str]:
         f"{c}/leaderboard/report/?as=csv",
         f"{c}/leaderboard/report/?as=latex",
         f"{c}/compare/?a=example&b=bm25",
+        f"{c}/leaderboard/?k=5&measure=AP",
+        f"{c}/leaderboard/?k=5&measure=NumRet&side=all",
+        f"{c}/leaderboard/?k=5&side=all",
+        f"{c}/leaderboard/?k=5&measure=ERR@20",
+        f"{c}/leaderboard/state/?k=5&measure=AP",
+        f"{c}/compare/?a=example&b=bm25&measure=P@5",
+        f"{api}/compare/?a=example&b=bm25&measure=AP",
         f"{c}/exports/scores/?scores-format=csv",
         f"{c}/import/?kind=qrels",
         f"{api}/leaderboard/?k=5",

@@ -309,7 +309,7 @@ def test_latex_caption_states_the_grades_scored(rule: str, stated: str) -> None:
 _ENGINE = shutil.which("pdflatex") or shutil.which("lualatex")
 
 
-def _compiled(tmp_path: Path, rows: list[ReportRow]) -> str:
+def _compiled(tmp_path: Path, rows: list[ReportRow], meta: ReportMeta = META) -> str:
     """Compile the rows' table in an ``article`` (a 345 pt text width); pdfLaTeX's log."""
     if _ENGINE is None:
         require_component(
@@ -324,7 +324,7 @@ def _compiled(tmp_path: Path, rows: list[ReportRow]) -> str:
             encoding,
             r"\usepackage{booktabs}",
             r"\begin{document}",
-            leaderboard_latex(rows, META),
+            leaderboard_latex(rows, meta),
             r"\end{document}",
             "",
         ]
@@ -381,4 +381,33 @@ def test_latex_table_with_150_character_names_fits_the_page(tmp_path: Path) -> N
     assert "Names cut with" in text
     log = _compiled(tmp_path, rows)
     # Nothing sticks out by more than a glyph's overhang: every score column is on the page.
+    assert not [points for points in _overfull(log) if points > 3], log[-3000:]
+
+
+def test_latex_other_measures_follow_in_tables_that_fit_the_page(tmp_path: Path) -> None:
+    """Each kept measure gets a column of its own, in tables below the leaderboard's of as
+    many columns as fit a one-column page; the long names cut as in the first table."""
+    measures = ("AP", "P@10", "RR", "nDCG", "Bpref", "RBP(p=0.8)@100", "NumRet(rel=1)", "ERR@20")
+    meta = ReportMeta(**{**META.__dict__, "measures": measures})
+    names = [*LONG_NAMES, "run01", "sixteen-letters!"]
+    rows = [
+        ReportRow(
+            rank, name, 0.5 - rank / 100, 0.1, 0.6, 1.0, 249, "ab"[rank % 2],
+            measures=tuple(
+                None if (rank, position) == (2, 1) else 1234.0 if position == 6 else rank / 7
+                for position in range(len(measures))
+            ),
+        )
+        for rank, name in enumerate(names, start=1)
+    ]  # fmt: skip
+    text = leaderboard_latex(rows, meta)
+    heads = [
+        line for line in text.splitlines() if line.startswith("Rank & Run & ") and "CI" not in line
+    ]
+    shown = [name for head in heads for name in head[len("Rank & Run & ") : -3].split(" & ")]
+    assert shown == [latex_escape(name) for name in measures]  # every measure, once, in order
+    assert len(heads) > 1  # more than one table: eight columns do not fit beside the names
+    assert r"\ldots\textsuperscript{2} & 0.2857 & -- & 0.2857 & " in text  # pending: --
+    assert "1234.0000" in text and "other measures" in text
+    log = _compiled(tmp_path, rows, meta)
     assert not [points for points in _overfull(log) if points > 3], log[-3000:]

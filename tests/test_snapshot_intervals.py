@@ -85,7 +85,7 @@ def test_kept_intervals_equal_resampling_every_run_on_random_data(
     after[3][query_ids[0]] = -0.0 if after[3][query_ids[0]] == 0.0 else after[3][query_ids[0]]
 
     asked.clear()  # the calls of `_intervals` alone
-    kept = leaderboards._intervals(
+    kept = leaderboards.intervals_kept(
         list(after), {run: _vector(v) for run, v in after.items()}, known
     )
     assert _bits(kept) == _bits(_scratch(after))  # type: ignore[arg-type]

@@ -453,6 +453,8 @@ class CompareApi(CollectionApiView):
 
     @extend_schema(
         summary="Compare two runs at k: per-query differences, p-value, wins/ties/losses",
+        description="nDCG@k's per-query values, or with `measure=` those of a kept measure "
+        "(the paired differences, the randomization test and wins/ties/losses over them).",
         parameters=[
             OpenApiParameter(
                 "a", ID_SCHEMA, required=True, description="The first run's name, as it is."
@@ -461,11 +463,13 @@ class CompareApi(CollectionApiView):
                 "b", ID_SCHEMA, required=True, description="The second run's name, as it is."
             ),
             K_PARAMETER,
+            MEASURE_PARAMETER,
         ],
         responses={200: ComparisonSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         k = cutoff_of(self.collection, request)
+        measure = measure_of(self.collection, request)
         runs: dict[str, Run] = {}
         problems: dict[str, list[str]] = {}
         for key in ("a", "b"):
@@ -485,12 +489,13 @@ class CompareApi(CollectionApiView):
         if hidden:  # a system owner compares only runs whose scores they may read
             raise NotFound(f"No such run: {hidden[0]!r}.")
         # Cached under the scores stamp, as for the compare page: the test runs once per change.
-        comparison = compare_page.comparison_cached(a=runs["a"], b=runs["b"], k=k)
+        comparison = compare_page.comparison_cached(a=runs["a"], b=runs["b"], k=k, measure=measure)
         body = {
             "collection": self.collection.slug,
             "k": k,
             "a": comparison.a.name,
             "b": comparison.b.name,
+            "measure": comparison.measure_label,
             "pending": comparison.pending,
             "machine_grades": self.collection.machine_grades,
             "queries": len(comparison.rows),

@@ -271,6 +271,54 @@ def _latex_breakable(name: str, every: int = 8) -> str:
     return r"\allowbreak{}".join(latex_escape(piece) for piece in pieces)
 
 
+# What a Rank column and the space between two columns take (pt) in the tables of the
+# other measures, beside the Run column; the page's text width they are packed into.
+_RANK_WIDTH = 15.0
+_GAP_WIDTH = 8.0
+_TEXT_WIDTH = 345.0
+
+
+def _measure_groups(rows: Sequence[ReportRow], meta: ReportMeta) -> list[list[int]]:
+    """The other measures' columns (positions in ``meta.measures``) in tables of as many as
+    fit the text width beside Rank and Run, each as wide as its header or widest number."""
+    room = _TEXT_WIDTH - _RANK_WIDTH - _NAME_WIDTH - 2 * _GAP_WIDTH
+    groups: list[list[int]] = []
+    used = room
+    for position, name in enumerate(meta.measures):
+        values = [row.measures[position] for row in rows]
+        cells = [_fixed(value) for value in values if value is not None]
+        width = max([_latex_width(name), *map(_latex_width, cells)]) + _GAP_WIDTH
+        if used + width > room and (not groups or groups[-1]):
+            groups.append([])
+            used = 0.0
+        groups[-1].append(position)
+        used += width
+    return groups
+
+
+def _measure_tables(rows: Sequence[ReportRow], meta: ReportMeta, names: Sequence[str]) -> list[str]:
+    """The booktabs tables of the other measures' means below the leaderboard's: Rank and Run
+    (cut as above), then as many measure columns as fit the page (``_measure_groups``), 4
+    decimals, "--" where a run's values are pending."""
+    lines: list[str] = []
+    for group in _measure_groups(rows, meta):
+        lines += [
+            r"\par\medskip",
+            f"\\begin{{tabular}}{{rl{'r' * len(group)}}}",
+            r"\toprule",
+            "Rank & Run & "
+            + " & ".join(latex_escape(meta.measures[position]) for position in group)
+            + r" \\",
+            r"\midrule",
+        ]
+        for row, name in zip(rows, names, strict=True):
+            values = [row.measures[position] for position in group]
+            cells = ["--" if value is None else _fixed(value) for value in values]
+            lines.append(" & ".join([str(int(row.rank)), name, *cells]) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}"]
+    return lines
+
+
 def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
     """The leaderboard as a LaTeX ``table`` with a booktabs ``tabular``.
 
@@ -320,6 +368,11 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
             f" Grades scored, judged@{meta.k} included: "
             f"{latex_escape(RULE_STATEMENTS[meta.machine_grades])}."
         )
+    if meta.measures:
+        caption += (
+            " Below, each run's mean of the collection's other measures (trec\\_eval's "
+            "\\texttt{all} value; no interval or test)."
+        )
     if any(_latex_width(row.run) > _NAME_WIDTH for row in rows):
         caption += r" Names cut with \ldots{} are given whole below the table."
     lines = [
@@ -335,6 +388,7 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
         r"\midrule",
     ]
     keys: dict[str, int] = {}  # cut name -> its number in the key
+    names: list[str] = []  # each row's Run cell
     for row in rows:
         mean = _fixed(row.mean)
         if row.mean == best:
@@ -347,6 +401,7 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
             name = _latex_cut(row.run, keys.setdefault(row.run, len(keys) + 1))
         else:
             name = latex_escape(row.run)
+        names.append(name)
         cells = [
             str(int(row.rank)),
             name,
@@ -357,6 +412,7 @@ def leaderboard_latex(rows: Sequence[ReportRow], meta: ReportMeta) -> str:
         ]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += _measure_tables(rows, meta, names)
     if keys:
         lines += [r"\par\smallskip", r"{\footnotesize\raggedright"]
         lines += [

@@ -185,7 +185,7 @@ class KnownIntervals:
         return kept
 
 
-def _intervals(
+def intervals_kept(
     with_values: Sequence[int],
     vectors: Mapping[int, RunVector],
     known: KnownIntervals | None,
@@ -288,7 +288,7 @@ def leaderboard_compute(
         else:
             vectors[run[0]] = (every[mask[r]].tolist(), matrix.values[r, 0, mask[r]])
     with_values = [scored[r][0] for r in order if counts[r]]
-    intervals = _intervals(with_values, vectors, known)
+    intervals = intervals_kept(with_values, vectors, known)
     rows: list[LeaderboardRow] = []
     for rank, r in enumerate(order, start=1):
         run_id, name, owner, _, scored_at = scored[r]

@@ -219,6 +219,11 @@ class ComparisonSerializer(serializers.Serializer):
     k = serializers.IntegerField()
     a = serializers.CharField()
     b = serializers.CharField()
+    measure = serializers.CharField(
+        help_text="What is compared: `nDCG@k`, or the kept measure asked by `measure=` "
+        "(ir_measures' name; means are trec_eval's `all` over the queries both runs count; "
+        "judged@k stays nDCG@k's)."
+    )
     pending = serializers.BooleanField()
     machine_grades = serializers.ChoiceField(
         choices=MACHINE_GRADE_CHOICES, help_text=MACHINE_GRADES_HELP

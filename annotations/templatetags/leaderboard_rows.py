@@ -17,8 +17,11 @@ from annotations.converters import id_to_segment
 from annotations.templatetags.run_names import cut_name_markup
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from annotations.formats.charts import ForestItem, ForestPlot
     from annotations.selectors.leaderboards import Leaderboard, LeaderboardRow
+    from annotations.selectors.measure_values import MeasureBoard
 
 register = template.Library()
 
@@ -43,25 +46,37 @@ def _fixed(value: float | None, places: int) -> str:
 
 @register.simple_tag
 def leaderboard_rows(
-    board: Leaderboard, rows: list[LeaderboardRow], run_links: str, username: str, k: int
+    board: Leaderboard,
+    rows: list[LeaderboardRow],
+    run_links: str,
+    username: str,
+    k: int,
+    extras: Sequence[MeasureBoard] = (),
 ) -> SafeString:
     """The ``<tr>`` of each of `rows` (the shown slice of `board`) as
     ``_leaderboard_table.html`` lays them out: a pick box where the viewer may compare the run
     (``run_links`` "all", or "own" and their own run), the name linked where they may open it.
-    Every text is escaped (``html.escape``, what autoescape applies to a string)."""
+    Every text is escaped (``html.escape``, what autoescape applies to a string). ``extras``:
+    boards of kept measures whose means follow as one column each (empty: pending)."""
     # reverse() once: each run's URL is its name's path segment quoted as reverse() quotes
     # it (RFC 3986 sub-delimiters and /~:@ kept) between the same prefix and suffix.
     prefix, _, suffix = reverse("run-detail", args=[board.collection.slug, _MARK]).partition(_MARK)
-    parts = [_row(row, (prefix, suffix), run_links, username, k) for row in rows]
+    means = [{row.run.id: row.mean for row in extra.rows} for extra in extras]
+    parts = [_row(row, (prefix, suffix), run_links, username, k, means) for row in rows]
     if not rows:
-        columns = 10 if run_links != "none" else 9
+        columns = (10 if run_links != "none" else 9) + len(means)
         empty = "No run matches this search." if board.rows else "No scored runs yet."
         parts.append(f'<tr><td colspan="{columns}">{empty}</td></tr>')
     return mark_safe("".join(parts))  # every value is escaped or a number
 
 
 def _row(
-    row: LeaderboardRow, around: tuple[str, str], run_links: str, username: str, k: int
+    row: LeaderboardRow,
+    around: tuple[str, str],
+    run_links: str,
+    username: str,
+    k: int,
+    means: Sequence[dict[int, float]] = (),
 ) -> str:
     name = html.escape(row.run.name)
     own = row.run.owner == username
@@ -96,6 +111,7 @@ def _row(
     )
     cells.append(f'<td class="num">{_fixed(row.ndcg_condensed, 4)}</td>')
     cells.append(f'<td class="num">{row.queries}</td>')
+    cells += [f'<td class="num measure">{_fixed(mean.get(row.run.id), 4)}</td>' for mean in means]
     marked = ' class="below-best"' if row.below_best else ""
     return f'\n    <tr data-run="{name}"{marked}>\n      ' + "\n      ".join(cells) + "\n    </tr>"
 

@@ -7,8 +7,10 @@ from django.shortcuts import render
 
 from annotations import selectors
 from annotations.formats import charts
+from annotations.metrics.measure_names import format_measure
+from annotations.metrics.measures import Measure
 from annotations.models import Run
-from annotations.selectors import compare_page
+from annotations.selectors import compare_page, measure_values
 from annotations.views._collection import login_first, readable_collection
 
 
@@ -17,9 +19,16 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     """Pick two runs (`a`, `b`, or two `run` values from the leaderboard's checkboxes)."""
     collection, access = readable_collection(request, slug, sees="any_run_scores")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
+    problems: list[str] = []
+    measure: Measure | None = None
+    asked = request.GET.get("measure", "").strip()[:200]
+    if asked:
+        try:
+            measure = measure_values.kept_measure(collection, asked)
+        except measure_values.UnknownMeasure as error:
+            problems.append(f"{error} Comparing nDCG@k.")
     choices = [run for run in selectors.runs_of(collection=collection) if access.run_scores(run)]
     picked = [name for name in request.GET.getlist("run") if name]
-    problems: list[str] = []
     if picked and len(picked) != 2:
         problems.append(f"Pick two runs to compare ({len(picked)} picked).")
         picked = []
@@ -43,11 +52,14 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
         if runs["a"].id == runs["b"].id:
             problems.append("Pick two different runs.")
         else:
-            comparison = compare_page.comparison_cached(a=runs["a"], b=runs["b"], k=k)
+            comparison = compare_page.comparison_cached(
+                a=runs["a"], b=runs["b"], k=k, measure=measure
+            )
     context = {
         "collection": collection,
         "access": access,
         "k": k,
+        "measure": format_measure(measure) if measure is not None else "",
         "choices": choices,
         "name_a": names["a"],
         "name_b": names["b"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.core.cache import cache
@@ -16,9 +17,18 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotations import selectors, services
+from annotations.metrics.measure_names import format_measure
 from annotations.models import Collection, Query, Run
 from annotations.scores import leaderboard_reads, snapshots
-from annotations.selectors import impact, judging, query_scores, scores_state, stored_scores
+from annotations.selectors import (
+    impact,
+    judging,
+    leaderboards,
+    measure_values,
+    query_scores,
+    scores_state,
+    stored_scores,
+)
 from annotations.views import leaderboard_pages, significance
 from annotations.views._collection import login_first, readable_collection
 
@@ -41,7 +51,15 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     collection, access = readable_collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     page, search = _page_asked(request)
-    stored = leaderboard_reads.stored_read(collection=collection, k=k)
+    measure, measure_error = _measure_asked(request, collection)
+    side = request.GET.get("side") == "all" and bool(collection.measures)
+    shown_with = {"measure": measure or "", "side": "all" if side else ""}
+    if measure:
+        return _measure_leaderboard(
+            request, collection=collection, k=k, access=access, name=measure, side=side
+        )
+    extras = measure_values.kept_means(collection) if side else []
+    stored = leaderboard_reads.stored_read(collection=collection, k=k) if not side else None
     # What differs between viewers of one board: which runs they may open and pick, and the
     # page of the ranking (a search's answer is not kept).
     viewer = request.user.get_username() if access.run_links == "own" else ""
@@ -53,7 +71,13 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
     live = cache.get(served) if served else None
     if live is None:
         live, board = _leaderboard_live(
-            request, collection=collection, k=k, access=access, page=page, search=search
+            request,
+            collection=collection,
+            k=k,
+            access=access,
+            page=page,
+            search=search,
+            extras=extras,
         )
         as_stored = (
             stored is not None
@@ -69,6 +93,95 @@ def leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
         "is_member": access.member,
         "is_organiser": access.organiser,
         "machine_rules_link": access.organiser and collection.machine_judges.exists(),
+        "measure_error": measure_error,
+        **_measure_choice(shown_with),
+    }
+    return render(request, "annotations/scores/leaderboard.html", context)
+
+
+def _measure_asked(request: HttpRequest, collection: Collection) -> tuple[str, str]:
+    """The kept measure the leaderboard is asked to rank by, in ir_measures' spelling (empty:
+    nDCG@k), and why an asked one is not shown (an error read out at the top)."""
+    asked = request.GET.get("measure", "").strip()[:200]
+    if not asked:
+        return "", ""
+    try:
+        return format_measure(measure_values.kept_measure(collection, asked)), ""
+    except measure_values.UnknownMeasure as error:
+        return "", f"{error} Showing nDCG@k."
+
+
+def _measure_choice(shown_with: dict[str, str]) -> dict[str, object]:
+    """What the page's links keep of the measure choice (the cutoff links keep it)."""
+    kept = "".join(f"&{key}={quote(value)}" for key, value in shown_with.items() if value)
+    return {"measure": shown_with["measure"], "side": bool(shown_with["side"]), "keep": kept}
+
+
+def _measure_leaderboard(
+    request: HttpRequest,
+    *,
+    collection: Collection,
+    k: int,
+    access: Access,
+    name: str,
+    side: bool,
+) -> HttpResponse:
+    """The leaderboard ranked by a kept measure: each run's mean, its bootstrap CI and, with
+    ``side``, every other kept measure's mean beside it (computed from the stored values,
+    once per process and scores stamp: ``measure_values.measure_board``)."""
+    board = measure_values.measure_board(collection, measure_values.kept_measure(collection, name))
+    extras = (
+        [other for other in measure_values.kept_means(collection) if other.name != name]
+        if side
+        else []
+    )
+    if side:  # nDCG@k's stored means beside the measure's
+        ndcg = snapshots.leaderboard_read(collection=collection, k=k)
+        ndcg_means = {row.run.id: row.ndcg for row in ndcg.rows} if ndcg else {}
+    else:
+        ndcg_means = {}
+    username = request.user.get_username()
+    rows = [
+        {
+            "row": row,
+            "link": access.run_links == "all"
+            or (access.run_links == "own" and row.run.owner == username),
+            "ndcg": ndcg_means.get(row.run.id),
+            "extras": [other.mean_of(row.run.id) for other in extras],
+        }
+        for row in board.rows
+    ]
+    live = render_to_string(
+        "annotations/scores/_measure_live.html",
+        {
+            "collection": collection,
+            "k": k,
+            "board": board,
+            "rows": rows,
+            "extras": extras,
+            "side": side,
+            "access": access,
+            "columns": (access.run_links != "none")
+            + 4
+            - board.summed
+            + (1 + len(extras) if side else 0)
+            + 1,
+            "resamples": leaderboards.BOOTSTRAP_RESAMPLES,
+            "seed": leaderboards.BOOTSTRAP_SEED,
+            "confidence": round(100 * leaderboards.CONFIDENCE),
+            "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),
+        },
+        request,
+    )
+    context = {
+        "collection": collection,
+        "k": k,
+        "live": mark_safe(live),  # rendered from the project's own template
+        "is_member": access.member,
+        "is_organiser": access.organiser,
+        "machine_rules_link": False,
+        "measure_error": "",
+        **_measure_choice({"measure": name, "side": "all" if side else ""}),
     }
     return render(request, "annotations/scores/leaderboard.html", context)
 
@@ -92,6 +205,7 @@ def _leaderboard_live(
     access: Access,
     page: str = "1",
     search: str = "",
+    extras: list[measure_values.MeasureBoard] | None = None,
 ) -> tuple[str, Leaderboard | None]:
     """The rendered body and the board it shows (None: being computed)."""
     board = snapshots.leaderboard_read(collection=collection, k=k)
@@ -112,6 +226,8 @@ def _leaderboard_live(
         "access": access,
         "poll_ms": POLL_MS,
         "machine_judged": collection.machine_judges.exists(),
+        "extras": extras or [],
+        "extras_stamp": extras[0].stamp if extras else "",
     }
     return render_to_string("annotations/scores/_leaderboard_live.html", context, request), board
 
@@ -123,10 +239,15 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     collection, _ = readable_collection(request, slug, sees="leaderboard")
     state = scores_state.scores_state(collection=collection)
     k = selectors.cutoff_from(collection, request.GET.get("k"))
+    # A table ranked by a kept measure, or with their means beside nDCG@k's, is computed
+    # from the stored values: it is new with every scores stamp.
+    live_values = bool(request.GET.get("measure") or request.GET.get("side"))
     return JsonResponse(
         {
             "stamp": state.stamp,
-            "table": leaderboard_reads.table_stamp(collection=collection, k=k, state=state),
+            "table": state.stamp
+            if live_values
+            else leaderboard_reads.table_stamp(collection=collection, k=k, state=state),
             "pending": state.pending,
             "pending_queries": state.pending_queries,
             "pending_runs": state.pending_runs,
@@ -160,11 +281,30 @@ def run_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
             "k": k,
         }
 
+    measure_names = list(collection.measures)
+    tables: list[measure_values.RunMeasureTable] = []
+
+    def measure_table() -> measure_values.RunMeasureTable:
+        if not tables:
+            tables.append(measure_values.run_measure_table(collection, run))
+        return tables[0]
+
+    def per_query_rows() -> list[dict[str, object]]:
+        """Each query's row with its values of the kept measures."""
+        by_qid = measure_table().per_query if measure_names else {}
+        blank: list[float | None] = [None] * len(measure_names)
+        return [
+            {"row": row, "measures": by_qid.get(row.qid, blank)} for row in run_values().per_query
+        ]
+
     context = {
         "collection": collection,
         "run": run,
         "k": k,
         "scores": run_values,  # templates call callables: read only if rendered
+        "per_query_rows": per_query_rows,
+        "measure_names": measure_names,
+        "measure_table": measure_table,
         "chart": chart,
         "is_member": access.member,
         "access": access,
@@ -195,6 +335,17 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
             600,
         ),
     )
+    measure_names = list(collection.measures)
+
+    def query_runs() -> list[dict[str, object]]:
+        """Every run's row with its values of the kept measures (read only if rendered)."""
+        _, by_run = measure_values.query_measure_values(collection, query.id)
+        runs_shown = cast(query_scores.QueryOverview, overview).runs
+        return [
+            {"row": row, "measures": by_run.get(row.run.id) or [None] * len(measure_names)}
+            for row in runs_shown
+        ]
+
     answered = set(order.answered)
     default = [*order.answered, *(name for name in order.names if name not in answered)]
     name_a = request.GET.get("a") or (default[0] if default else "")
@@ -222,6 +373,8 @@ def query_detail(request: HttpRequest, slug: str, qid: str) -> HttpResponse:
         "query": query,
         "k": k,
         "overview": overview,
+        "query_runs": query_runs,
+        "measure_names": measure_names,
         "pending": order.pending,
         "idcg": order.idcg,
         "name_a": name_a,

@@ -10,7 +10,7 @@
     data: {
       labels: data.labels,
       datasets: [{
-        label: data.a + " − " + data.b + " (nDCG@" + data.k + ")",
+        label: data.a + " − " + data.b + " (" + (data.measure || "nDCG@" + data.k) + ")",
         data: data.differences,
         backgroundColor: data.differences.map(function (value) {
           return value > 0 ? "#2957c4" : value < 0 ? "#b3541e" : "#5b6475";
