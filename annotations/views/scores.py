@@ -169,7 +169,7 @@ def _measure_leaderboard(
             "resamples": leaderboards.BOOTSTRAP_RESAMPLES,
             "seed": leaderboards.BOOTSTRAP_SEED,
             "confidence": round(100 * leaderboards.CONFIDENCE),
-            "poll_ms": getattr(settings, "NDCG_LEADERBOARD_POLL_MS", DEFAULT_POLL_MS),
+            "poll_ms": POLL_MS,
         },
         request,
     )
