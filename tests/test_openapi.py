@@ -376,7 +376,8 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         call(organiser, "patch", f"{systems}bm25/", 200, data={"depth": 5}, format="json")
         call(organiser, "patch", f"{systems}bm25/", 400, data={"id_path": "a["}, format="json")
         tried = call(organiser, "post", f"{systems}bm25/try/", 200).json()
-        assert [item["qid"] for item in tried] == ["q1", "q2", "q3"]
+        first = collection.queries.order_by("qid").values_list("qid", flat=True)[:3]
+        assert [item["qid"] for item in tried] == list(first)
         fetches = f"{systems}bm25/fetches/"
         queued = call(organiser, "post", fetches, 202, data={"run": "b1"}, format="json")
         fetch = f"{fetches}{queued.json()['id']}/"
