@@ -94,9 +94,10 @@ def _ndcg_vectors(
     stored = stored_ndcg(collection, [run.id for run in runs], k)
     out: dict[int, tuple[list[float], float]] = {}
     for run in runs:
-        if run.scored_at is None or run.id not in stored:
+        if run.scored_at is None:
             continue
-        values = list(query_vector(collection, ids, stored[run.id]).values())
+        # A scored run without stored rows has no evaluated query it answered.
+        values = list(query_vector(collection, ids, stored.get(run.id, {})).values())
         out[run.id] = (values, ordered_mean(values))
     return out
 
