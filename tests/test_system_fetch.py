@@ -20,9 +20,9 @@ from annotations.models import (
 )
 from annotations.selectors.qrels import run_rows
 from annotations.selectors.stored_scores import stored_ndcg
+from annotations.selectors.system_history import system_history
 from annotations.services import job_recovery, system_fetch
 from annotations.services.imports import QueryFields, documents_ensure, queries_store
-from annotations.selectors.system_history import system_history
 from annotations.services.system_fetch import system_fetch_cancel, system_fetch_start
 from annotations.services.system_schedule import system_fetches_sweep
 from annotations.services.systems import system_create, system_try, system_update

@@ -302,6 +302,9 @@ def test_the_pages_show_the_history_what_changed_and_send_the_new_top_k_to_judgi
     assert "0.1667" in page and "1.0000" in page
     ap = client.get(reverse("system-history", args=["lab", "engine"]) + "?measure=AP")
     assert "Mean AP over time" in ap.content.decode()
+    unknown = client.get(reverse("system-history", args=["lab", "engine"]) + "?measure=RBP")
+    assert "not kept by this collection" in unknown.content.decode()
+    assert "Mean nDCG@3 over time" in unknown.content.decode()
     state = client.get(reverse("system-history-state", args=["lab", "engine"])).json()
     assert state["active"] is False and 'id="history-runs"' in state["html"]
     changes = client.get(reverse("system-changes", args=["lab", "engine"])).content.decode()
@@ -341,3 +344,12 @@ def test_a_collection_keeps_its_systems_runs_linked_and_unlinked_on_delete(
     run.refresh_from_db()
     assert run.system_id is None  # the run stays, a plain run
     assert Collection.objects.get(slug="lab").runs.count() == 1
+
+
+def test_beat_sweeps_the_schedules_every_few_minutes() -> None:
+    from annotations import tasks
+    from ndcg_platform.settings import CELERY_BEAT_SCHEDULE
+
+    entry = CELERY_BEAT_SCHEDULE["system-fetches-sweep"]
+    assert entry["task"] == tasks.system_fetches_sweep.name
+    assert float(entry["schedule"]) <= 300.0

@@ -32,14 +32,14 @@ from annotations.selectors.system_history import (
 )
 from annotations.serializers.fields import ID_SCHEMA
 from annotations.serializers.systems import (
-    ChangeSerializer,
     FetchCreateSerializer,
     FetchFailureSerializer,
     FetchSerializer,
-    HistorySerializer,
     SearchSystemSerializer,
     SearchSystemUpdateSerializer,
     SearchSystemWriteSerializer,
+    SystemChangeSerializer,
+    SystemHistorySerializer,
     SystemTriedSerializer,
 )
 from annotations.services.job_recovery import import_job_retry
@@ -240,7 +240,7 @@ class SystemHistoryApi(_SystemApiView):
         summary="The system's runs in fetch order with the mean nDCG@k (or a kept measure) "
         "of each and its bootstrap CI: the system's score over time",
         parameters=[MAIN_K_PARAMETER, MEASURE_PARAMETER],
-        responses={200: HistorySerializer, **documented_errors(400, 401, 403, 404)},
+        responses={200: SystemHistorySerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
         system = self.system(name)
@@ -252,7 +252,7 @@ class SystemHistoryApi(_SystemApiView):
             "seed": BOOTSTRAP_SEED, "pending": history.pending,
             "main_k": main_cutoff(self.collection), "points": history.points,
         }  # fmt: skip
-        return Response(HistorySerializer(body).data)
+        return Response(SystemHistorySerializer(body).data)
 
 
 class SystemChangesApi(_SystemApiView):
@@ -270,7 +270,7 @@ class SystemChangesApi(_SystemApiView):
             ),
             MAIN_K_PARAMETER,
         ],
-        responses={200: ChangeSerializer, **documented_errors(400, 401, 403, 404)},
+        responses={200: SystemChangeSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
         system = self.system(name)
@@ -283,7 +283,7 @@ class SystemChangesApi(_SystemApiView):
         old = self._run(system, "previous") or previous_run(new)
         if old is None or old.id == new.id:
             raise ValidationError({"previous": ["The run has no earlier run to compare with."]})
-        return Response(ChangeSerializer(runs_changed(old=old, new=new, k=k)).data)
+        return Response(SystemChangeSerializer(runs_changed(old=old, new=new, k=k)).data)
 
     def _run(self, system: SearchSystem, key: str) -> Run | None:
         name = self.request.query_params.get(key)

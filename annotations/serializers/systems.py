@@ -136,7 +136,7 @@ class FetchFailureSerializer(serializers.ModelSerializer):  # type: ignore[type-
         read_only_fields = fields
 
 
-class HistoryPointSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SystemHistoryPointSerializer(serializers.Serializer):  # type: ignore[type-arg]
     run = serializers.CharField(source="run.name")
     fetched = serializers.DateTimeField(help_text="When the fetch stored the run")
     mean = serializers.FloatField(
@@ -147,7 +147,7 @@ class HistoryPointSerializer(serializers.Serializer):  # type: ignore[type-arg]
     queries = serializers.IntegerField(help_text="The queries the mean is over")
 
 
-class HistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
     collection = serializers.CharField(source="system.collection.slug")
     system = serializers.CharField(source="system.name")
     measure = serializers.CharField(help_text='"nDCG@10", or a kept measure (`measure=`)')
@@ -159,19 +159,19 @@ class HistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
     main_k = serializers.IntegerField(
         help_text="The cutoff of the collection's main measure, nDCG@k, regressions are judged on"
     )
-    runs = HistoryPointSerializer(
+    runs = SystemHistoryPointSerializer(
         source="points", many=True, help_text="The latest 120 runs, oldest (first fetched) first"
     )
 
 
-class ChangedQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SystemChangedQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     qid = serializers.CharField()
     score = serializers.FloatField(source="a", help_text="nDCG@k of the run")
     previous_score = serializers.FloatField(source="b", help_text="nDCG@k of the previous run")
     difference = serializers.FloatField(help_text="score - previous_score")
 
 
-class TopChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SystemTopChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     qid = serializers.CharField()
     entered = serializers.ListField(
         child=serializers.CharField(), help_text="In the run's top k, not the previous run's"
@@ -181,7 +181,7 @@ class TopChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class ChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SystemChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """What changed from one run of a system to another (`selectors.system_history.Change`)."""
 
     collection = serializers.CharField(source="new.collection.slug")
@@ -208,11 +208,11 @@ class ChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     better = serializers.IntegerField(source="comparison.wins")
     same = serializers.IntegerField(source="comparison.ties")
     worse = serializers.IntegerField(source="comparison.losses")
-    moved = ChangedQuerySerializer(
+    moved = SystemChangedQuerySerializer(
         many=True, help_text="The 20 queries whose score moved most, by |difference|"
     )
     queries_changed = serializers.IntegerField(help_text="Queries whose top k changed")
-    tops = TopChangeSerializer(
+    tops = SystemTopChangeSerializer(
         many=True, help_text="Per query whose top k changed: the documents that entered or left"
     )
     unjudged = serializers.IntegerField(

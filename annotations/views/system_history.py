@@ -73,12 +73,12 @@ def _history_context(request: HttpRequest, slug: str, name: str) -> dict[str, An
     system = _system(collection, name)
     k = selectors.cutoff_from(collection, request.GET.get("k") or str(main_cutoff(collection)))
     chosen = request.GET.get("measure") or NDCG
-    measure = None
+    measure, problem = None, ""
     if chosen != NDCG:
         try:
             measure = kept_measure(collection, chosen)
         except UnknownMeasure as error:
-            messages.error(request, str(error))
+            problem = str(error)  # said on the page: a read stores no message
     history = system_history(system=system, k=k, measure=measure)
     active = ImportJob.objects.filter(system=system, state__in=ImportJob.ACTIVE).exists()
     return {
@@ -86,7 +86,7 @@ def _history_context(request: HttpRequest, slug: str, name: str) -> dict[str, An
         "measure": format_measure(measure) if measure is not None else NDCG,
         "measures": [format_measure(kept) for kept in collection.kept_measures],
         "forest": forest_of_history(history), "active": active or history.pending,
-        "points": list(reversed(history.points)),
+        "points": list(reversed(history.points)), "problem": problem,
     }  # fmt: skip
 
 
