@@ -184,6 +184,16 @@ urlpatterns = [
         name="system-try",
     ),
     path(
+        "collections/<slug:slug>/systems/<slug:name>/history/",
+        apis.SystemHistoryApi.as_view(),
+        name="system-history",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/changes/",
+        apis.SystemChangesApi.as_view(),
+        name="system-changes",
+    ),
+    path(
         "collections/<slug:slug>/systems/<slug:name>/fetches/",
         apis.SystemFetchListApi.as_view(),
         name="system-fetches",

@@ -5,7 +5,16 @@ from celery import Task, shared_task
 from annotations import events, idempotency, scores
 from annotations.models import Collection, Query, Run
 from annotations.scores import refresh_queue, refresh_work
-from annotations.services import impact, job_recovery, jobs, judges, system_fetch, webhooks
+from annotations.services import (
+    impact,
+    job_recovery,
+    jobs,
+    judges,
+    system_fetch,
+    system_regressions,
+    system_schedule,
+    webhooks,
+)
 
 
 @shared_task(name="annotations.tasks.recompute_stale_queries")
@@ -33,7 +42,11 @@ def recompute_query(query_id: int) -> bool:
 
 @shared_task(name="annotations.tasks.recompute_run")
 def recompute_run(run_id: int) -> bool:
+    """After a run's import or fetch: its scores, then (a run fetched from a search system)
+    whether it regressed from the system's previous run, then one leaderboard refresh."""
     changed = scores.scores_recompute_run(run_id=run_id)
+    if changed:
+        system_regressions.system_regression_check(run_id=run_id)
     for found in Run.objects.filter(id=run_id).values_list("collection_id", flat=True):
         refresh_queue.leaderboards_refresh_schedule(collection_id=found)
     return changed
@@ -131,3 +144,9 @@ def judge_runs_sweep() -> int:
 def system_fetch_run(job_id: int) -> str:
     """Fetch a run from a search system (a long task, on the outbound queue)."""
     return system_fetch.system_fetch_run(job_id=job_id)
+
+
+@shared_task(name="annotations.tasks.system_fetches_sweep")
+def system_fetches_sweep() -> int:
+    """Periodic (celery beat): start the fetches of the search systems whose schedule is due."""
+    return len(system_schedule.system_fetches_sweep())

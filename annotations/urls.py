@@ -19,6 +19,7 @@ from annotations.views import (
     scores,
     significance,
     stale,
+    system_history,
     systems,
     versions,
     webhooks,
@@ -268,6 +269,36 @@ urlpatterns = [
     path("collections/<slug:slug>/systems/", systems.systems, name="collection-systems"),
     path(
         "collections/<slug:slug>/systems/<slug:name>/", systems.system_detail, name="system-detail"
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/state/",
+        systems.system_state,
+        name="system-state",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/history/",
+        system_history.system_history_page,
+        name="system-history",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/history/state/",
+        system_history.system_history_state,
+        name="system-history-state",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/changes/",
+        system_history.system_changes,
+        name="system-changes",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/changes/to-pool/",
+        system_history.system_changes_to_pool,
+        name="system-changes-to-pool",
+    ),
+    path(
+        "collections/<slug:slug>/systems/<slug:name>/fetches/<int:job_id>/state/",
+        systems.system_fetch_state,
+        name="system-fetch-state",
     ),
     path(
         "collections/<slug:slug>/systems/<slug:name>/fetch/",

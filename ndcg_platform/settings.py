@@ -401,6 +401,8 @@ CELERY_BEAT_SCHEDULE = {
     "idempotency-purge": {"task": "annotations.tasks.idempotency_purge", "schedule": 3600.0},
     # Deliveries whose wake was lost (broker down), retries due, the log's old rows.
     "webhooks-sweep": {"task": "annotations.tasks.webhooks_sweep", "schedule": 30.0},
+    # Search systems fetched every N hours: a fetch starts within this long of its time.
+    "system-fetches-sweep": {"task": "annotations.tasks.system_fetches_sweep", "schedule": 300.0},
 }
 
 # The browsable API (HTML forms at ?format=api) only where asked for; JSON alone otherwise.

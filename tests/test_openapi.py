@@ -14,7 +14,7 @@ from openapi_core.testing import MockRequest, MockResponse
 from rest_framework.test import APIClient
 
 from annotations import services
-from annotations.models import Collection, MachineJudge, Membership
+from annotations.models import Collection, MachineJudge, Membership, Run, SearchSystem
 from tests.factories import UserFactory
 from tests.search_engine import search_engine
 
@@ -390,6 +390,14 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         call(organiser, "post", f"{fetch}retry/", 400)
         call(assessor, "get", fetch, 403)
         call(organiser, "get", f"{fetches}999999/", 404)
+        # Its history and what changed, over two runs of the collection made its own.
+        two = list(collection.runs.order_by("id").values_list("id", flat=True)[:2])
+        Run.objects.filter(id__in=two).update(system=SearchSystem.objects.get(name="bm25"))
+        call(organiser, "get", f"{systems}bm25/history/", 200)
+        call(organiser, "get", f"{systems}bm25/history/?k=3&measure=AP", 400)
+        call(assessor, "get", f"{systems}bm25/history/", 403)
+        call(organiser, "get", f"{systems}bm25/changes/", 200)
+        call(organiser, "get", f"{systems}bm25/changes/?run=no-such-run", 404)
     # Machine judges (no pool yet: trying and running are refused)
     judges = f"{DEMO}/judges/"
     judge = {"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "m",

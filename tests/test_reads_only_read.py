@@ -32,6 +32,7 @@ from annotations.models import (
     Membership,
     Pool,
     Query,
+    Run,
 )
 from annotations.services import jobs, versions, webhooks
 from annotations.services.systems import system_create
@@ -120,6 +121,8 @@ def populated(transactional_db: None, tmp_path: Path, settings: Any) -> dict[str
         error="Cancelled after 1 of 3 queries; nothing was stored.", created_by=organiser,
     )  # fmt: skip
     FetchFailure.objects.create(job=fetch, qid="q1", status=503, message="HTTP 503")
+    # Two runs of its history, so that its history and what changed have values to show.
+    Run.objects.filter(collection=collection, name__in=["random", "bm25"]).update(system=system)
     hook = webhooks.subscription_create(
         collection=collection, url="http://127.0.0.1:9/hook", created_by=organiser
     )
@@ -201,9 +204,13 @@ def extras(slug: str) -> list[str]:
         f"{api}/compare/?a=example&b=bm25&measure=AP",
         f"{c}/exports/scores/?scores-format=csv",
         f"{c}/import/?kind=qrels",
+        f"{c}/systems/engine/history/?measure=ndcg&k=5",
+        f"{c}/systems/engine/changes/?run=bm25&previous=random&k=5",
         f"{api}/leaderboard/?k=5",
         f"{api}/leaderboard/report/?as=csv",
         f"{api}/compare/?a=example&b=bm25",
+        f"{api}/systems/engine/history/?k=5",
+        f"{api}/systems/engine/changes/?run=bm25&previous=random",
         f"{api}/as-of/qrels/?at=2100-01-01T00:00:00Z",
         "/api/v1/no-such-endpoint/",
         "/api/schema/?format=json",

@@ -20,9 +20,11 @@ from annotations.models import (
 )
 from annotations.selectors.qrels import run_rows
 from annotations.selectors.stored_scores import stored_ndcg
+from annotations.selectors.system_history import system_history
 from annotations.services import job_recovery, system_fetch
 from annotations.services.imports import QueryFields, documents_ensure, queries_store
 from annotations.services.system_fetch import system_fetch_cancel, system_fetch_start
+from annotations.services.system_schedule import system_fetches_sweep
 from annotations.services.systems import system_create, system_try, system_update
 from tests.factories import CollectionFactory, UserFactory, record_grades
 from tests.search_engine import Engine, Served, search_engine
@@ -238,3 +240,17 @@ def test_a_system_is_checked_when_described(trial: Collection, settings: Any) ->
             collection=trial, name="local", created_by=None,
             url_template="http://127.0.0.1:9200/docs/_search?q={{title}}",
         )  # fmt: skip
+
+
+def test_a_scheduled_fetch_stores_a_run_in_the_systems_history(
+    trial: Collection, engine: Engine
+) -> None:
+    with search_engine(Served(engine)) as served:
+        system = _elasticsearch(trial, served.url, headers=[], fetch_every_hours=24)
+        (job,) = system_fetches_sweep()
+        job.refresh_from_db()
+        assert system_fetches_sweep() == []  # the next one is due in 24 hours
+    assert job.state == ImportJob.DONE, job.error
+    run = Run.objects.get(collection=trial, name=job.run_name)
+    assert run.system_id == system.id and run.scored_at is not None
+    assert [point.run for point in system_history(system=system, k=5).points] == [run]

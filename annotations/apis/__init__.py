@@ -33,11 +33,13 @@ from annotations.apis.systems import (
     SearchSystemDetailApi,
     SearchSystemListApi,
     SearchSystemTryApi,
+    SystemChangesApi,
     SystemFetchCancelApi,
     SystemFetchDetailApi,
     SystemFetchFailureListApi,
     SystemFetchListApi,
     SystemFetchRetryApi,
+    SystemHistoryApi,
 )
 from annotations.apis.tokens import TokenApi
 from annotations.apis.versions import (
@@ -97,11 +99,13 @@ __all__ = [
     "SearchSystemListApi",
     "SearchSystemTryApi",
     "SensitivityApi",
+    "SystemChangesApi",
     "SystemFetchCancelApi",
     "SystemFetchDetailApi",
     "SystemFetchFailureListApi",
     "SystemFetchListApi",
     "SystemFetchRetryApi",
+    "SystemHistoryApi",
     "TokenApi",
     "TopicsImportApi",
     "WebhookDeliveryListApi",

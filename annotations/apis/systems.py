@@ -6,20 +6,31 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import NotFound
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotations.apis._base import (
+    MEASURE_PARAMETER,
     STAFF_ROLES,
     CollectionApiView,
     PagedList,
     calling_user,
     created,
+    cutoff_of,
     documented_errors,
+    measure_of,
 )
-from annotations.models import FetchFailure, ImportJob, SearchSystem
+from annotations.models import FetchFailure, ImportJob, Run, SearchSystem
+from annotations.selectors.leaderboards import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from annotations.selectors.system_history import (
+    main_cutoff,
+    previous_run,
+    runs_changed,
+    system_history,
+)
+from annotations.serializers.fields import ID_SCHEMA
 from annotations.serializers.systems import (
     FetchCreateSerializer,
     FetchFailureSerializer,
@@ -27,6 +38,8 @@ from annotations.serializers.systems import (
     SearchSystemSerializer,
     SearchSystemUpdateSerializer,
     SearchSystemWriteSerializer,
+    SystemChangeSerializer,
+    SystemHistorySerializer,
     SystemTriedSerializer,
 )
 from annotations.services.job_recovery import import_job_retry
@@ -205,3 +218,80 @@ class SystemFetchRetryApi(_SystemApiView):
     def post(self, request: Request, slug: str, name: str, job_id: int) -> Response:
         job = import_job_retry(job=self.fetch(name, job_id), by=calling_user(request))
         return _accepted(job, request, slug, name)
+
+
+def _main_or_asked(view: CollectionApiView, request: Request) -> int:
+    """k from `k=`, the collection's main cutoff without one."""
+    if request.query_params.get("k") is None:
+        return main_cutoff(view.collection)
+    return cutoff_of(view.collection, request)
+
+
+MAIN_K_PARAMETER = OpenApiParameter(
+    "k",
+    {"type": "integer", "minimum": 1, "maximum": 1000},
+    description="The cutoff of nDCG@k: one of the collection's `cutoffs` (any other value is "
+    "a 400). Default: the collection's main one, its first (smallest) cutoff.",
+)
+
+
+class SystemHistoryApi(_SystemApiView):
+    @extend_schema(
+        summary="The system's runs in fetch order with the mean nDCG@k (or a kept measure) "
+        "of each and its bootstrap CI: the system's score over time",
+        parameters=[MAIN_K_PARAMETER, MEASURE_PARAMETER],
+        responses={200: SystemHistorySerializer, **documented_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, name: str) -> Response:
+        system = self.system(name)
+        k = _main_or_asked(self, request)
+        history = system_history(system=system, k=k, measure=measure_of(self.collection, request))
+        body = {
+            "system": system, "measure": history.measure, "k": history.k,
+            "confidence": history.confidence, "resamples": BOOTSTRAP_RESAMPLES,
+            "seed": BOOTSTRAP_SEED, "pending": history.pending,
+            "main_k": main_cutoff(self.collection), "points": history.points,
+        }  # fmt: skip
+        return Response(SystemHistorySerializer(body).data)
+
+
+class SystemChangesApi(_SystemApiView):
+    @extend_schema(
+        summary="What changed from one run of the system to another: the paired test, the "
+        "queries that moved most, the documents that entered or left the top k",
+        parameters=[
+            OpenApiParameter(
+                "run", ID_SCHEMA, description="A run of the system (default: its latest)."
+            ),
+            OpenApiParameter(
+                "previous",
+                ID_SCHEMA,
+                description="The run to compare with (default: the system's run before `run`).",
+            ),
+            MAIN_K_PARAMETER,
+        ],
+        responses={200: SystemChangeSerializer, **documented_errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str, name: str) -> Response:
+        system = self.system(name)
+        k = _main_or_asked(self, request)
+        new = self._run(system, "run") or (
+            Run.objects.filter(system=system).order_by("-created", "-id").first()
+        )
+        if new is None:
+            raise NotFound("No run fetched from this system yet.")
+        old = self._run(system, "previous") or previous_run(new)
+        if old is None or old.id == new.id:
+            raise ValidationError({"previous": ["The run has no earlier run to compare with."]})
+        return Response(SystemChangeSerializer(runs_changed(old=old, new=new, k=k)).data)
+
+    def _run(self, system: SearchSystem, key: str) -> Run | None:
+        name = self.request.query_params.get(key)
+        if not name:
+            return None
+        found = (
+            Run.objects.filter(system=system, name=name).select_related("collection", "system")
+        ).first()
+        if found is None:
+            raise NotFound(f"No run named {name!r} of this system.")
+        return found

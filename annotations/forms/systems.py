@@ -14,7 +14,7 @@ class SearchSystemForm(forms.ModelForm):  # type: ignore[type-arg]
             "name", "method", "url_template", "headers", "body_template", "depth",
             "answer_format", "hits_path", "id_path", "score_path", "title_path",
             "snippet_path", "url_path", "timeout_seconds", "attempts", "concurrency",
-            "requests_per_minute",
+            "requests_per_minute", "fetch_every_hours",
         ]  # fmt: skip
         widgets = {
             "url_template": forms.TextInput(attrs={"spellcheck": "false"}),
@@ -25,6 +25,7 @@ class SearchSystemForm(forms.ModelForm):  # type: ignore[type-arg]
             "url_template": "URL", "body_template": "JSON body", "answer_format": "Answer",
             "hits_path": "Hits", "id_path": "Document id", "score_path": "Score",
             "title_path": "Title", "snippet_path": "Text", "url_path": "Link",
+            "fetch_every_hours": "Fetch every (hours)",
         }  # fmt: skip
         help_texts = {
             "answer_format": "A preset reads Elasticsearch's and OpenSearch's hits.hits[]._id "

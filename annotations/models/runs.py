@@ -27,6 +27,16 @@ class Run(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     scored_at = models.DateTimeField(null=True, blank=True)
+    # A run fetched from a search system belongs to its history (ordered by `created`, the
+    # time the fetch stored it); a run kept after its system was deleted is a plain run.
+    system = models.ForeignKey(
+        "annotations.SearchSystem",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runs",
+        help_text="The search system the run was fetched from",
+    )
 
     class Meta:
         ordering = ["collection_id", "name"]

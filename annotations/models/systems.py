@@ -21,6 +21,8 @@ SECRET_NAME = RegexValidator(
 MAX_DEPTH = 10_000
 MAX_TIMEOUT_SECONDS = 120
 MAX_ATTEMPTS = 10
+# A schedule of at most a year between fetches; shorter than an hour would be a load test.
+MAX_FETCH_EVERY_HOURS = 24 * 365
 
 
 class SearchSystem(models.Model):
@@ -84,6 +86,12 @@ class SearchSystem(models.Model):
     requests_per_minute = models.PositiveIntegerField(
         default=600, validators=[MinValueValidator(1), MaxValueValidator(100_000)]
     )
+    fetch_every_hours = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_FETCH_EVERY_HOURS)],
+        help_text="Fetch a run every this many hours (empty: only when asked)",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -108,6 +116,11 @@ class SearchSystem(models.Model):
             models.CheckConstraint(
                 condition=models.Q(depth__gte=1, depth__lte=MAX_DEPTH),
                 name="search_system_depth_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(fetch_every_hours__isnull=True)
+                | models.Q(fetch_every_hours__gte=1, fetch_every_hours__lte=MAX_FETCH_EVERY_HOURS),
+                name="search_system_schedule_valid",
             ),
         ]
 

@@ -17,6 +17,7 @@ LEADERBOARD_CHANGED = "leaderboard.changed"
 VERSION_TAGGED = "version.tagged"
 IMPORT_FINISHED = "import.finished"
 IMPORT_FAILED = "import.failed"
+SYSTEM_REGRESSED = "system.regressed"
 WEBHOOK_TEST = "webhook.test"
 EVENT_TYPES: dict[str, str] = {
     JUDGEMENT_CREATED: "a pair got its first grade from an assessor",
@@ -26,6 +27,8 @@ EVENT_TYPES: dict[str, str] = {
     VERSION_TAGGED: "a qrels version was tagged",
     IMPORT_FINISHED: "an import job finished",
     IMPORT_FAILED: "an import job failed",
+    SYSTEM_REGRESSED: "a run fetched from a search system scored significantly worse than the "
+    "system's previous run on the collection's main measure",
 }
 
 

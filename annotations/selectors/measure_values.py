@@ -100,18 +100,31 @@ def run_measure_values(
 ) -> tuple[list[tuple[str, float, bool]] | None, MeasureMean | None]:
     """A run's (qid, value, answered) per evaluated query in trec_eval's order (zero-filled
     per the collection's rule) and its mean; (None, None) while its values are pending."""
-    stored = stored_measure(collection, measure, [run.id])
-    if run.id not in stored:
-        return None, None
+    found = runs_measure_rows(collection, measure, [run]).get(run.id)
+    return found if found is not None else (None, None)
+
+
+def runs_measure_rows(
+    collection: Collection, measure: Measure, runs: Sequence[Run]
+) -> dict[int, tuple[list[tuple[str, float, bool]], MeasureMean]]:
+    """run id -> what `run_measure_values` gives, in one read for several runs; runs whose
+    values are pending are absent."""
+    stored = stored_measure(collection, measure, [run.id for run in runs])
     qids = evaluated_qids(collection)
-    values = stored[run.id]
     zero = collection.missing_queries == "zero"
-    rows = [
-        (qid, values.get(query_id, 0.0), query_id in values)
-        for query_id, qid in sorted(qids.items(), key=lambda item: item[1])  # trec_order
-        if zero or query_id in values
-    ]
-    return rows, _mean(collection, measure, run, values, qids)
+    ordered = sorted(qids.items(), key=lambda item: item[1])  # trec_order
+    out: dict[int, tuple[list[tuple[str, float, bool]], MeasureMean]] = {}
+    for run in runs:
+        if run.id not in stored:
+            continue
+        values = stored[run.id]
+        rows = [
+            (qid, values.get(query_id, 0.0), query_id in values)
+            for query_id, qid in ordered
+            if zero or query_id in values
+        ]
+        out[run.id] = (rows, _mean(collection, measure, run, values, qids))
+    return out
 
 
 def measure_means(collection: Collection, measure: Measure) -> tuple[list[MeasureMean], list[Run]]:

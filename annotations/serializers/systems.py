@@ -5,12 +5,13 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotations.models import FetchFailure, ImportJob, SearchSystem
+from annotations.selectors.system_history import Change
 from annotations.serializers.inputs import StrictInputMixin
 
 SETTINGS = [
     "method", "url_template", "headers", "body_template", "depth", "answer_format",
     "hits_path", "id_path", "score_path", "title_path", "snippet_path", "url_path",
-    "timeout_seconds", "attempts", "concurrency", "requests_per_minute",
+    "timeout_seconds", "attempts", "concurrency", "requests_per_minute", "fetch_every_hours",
 ]  # fmt: skip
 
 
@@ -133,3 +134,91 @@ class FetchFailureSerializer(serializers.ModelSerializer):  # type: ignore[type-
         model = FetchFailure
         fields = ["qid", "status", "message"]
         read_only_fields = fields
+
+
+class SystemHistoryPointSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    run = serializers.CharField(source="run.name")
+    fetched = serializers.DateTimeField(help_text="When the fetch stored the run")
+    mean = serializers.FloatField(
+        allow_null=True, help_text="trec_eval's mean over the queries that count; null: pending"
+    )
+    ci_low = serializers.FloatField(allow_null=True, help_text="Bootstrap CI of the mean")
+    ci_high = serializers.FloatField(allow_null=True)
+    queries = serializers.IntegerField(help_text="The queries the mean is over")
+
+
+class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    collection = serializers.CharField(source="system.collection.slug")
+    system = serializers.CharField(source="system.name")
+    measure = serializers.CharField(help_text='"nDCG@10", or a kept measure (`measure=`)')
+    k = serializers.IntegerField(allow_null=True, help_text="nDCG@k's cutoff; null: a measure")
+    confidence = serializers.FloatField(help_text="The CIs' level")
+    resamples = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    pending = serializers.BooleanField(help_text="Some run or query is still being scored")
+    main_k = serializers.IntegerField(
+        help_text="The cutoff of the collection's main measure, nDCG@k, regressions are judged on"
+    )
+    runs = SystemHistoryPointSerializer(
+        source="points", many=True, help_text="The latest 120 runs, oldest (first fetched) first"
+    )
+
+
+class SystemChangedQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    qid = serializers.CharField()
+    score = serializers.FloatField(source="a", help_text="nDCG@k of the run")
+    previous_score = serializers.FloatField(source="b", help_text="nDCG@k of the previous run")
+    difference = serializers.FloatField(help_text="score - previous_score")
+
+
+class SystemTopChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    qid = serializers.CharField()
+    entered = serializers.ListField(
+        child=serializers.CharField(), help_text="In the run's top k, not the previous run's"
+    )
+    left = serializers.ListField(
+        child=serializers.CharField(), help_text="In the previous run's top k, not the run's"
+    )
+
+
+class SystemChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """What changed from one run of a system to another (`selectors.system_history.Change`)."""
+
+    collection = serializers.CharField(source="new.collection.slug")
+    system = serializers.CharField(source="new.system.name")
+    run = serializers.CharField(source="new.name")
+    previous_run = serializers.CharField(source="old.name")
+    k = serializers.IntegerField(source="comparison.k")
+    pending = serializers.BooleanField(source="comparison.pending")
+    queries = serializers.SerializerMethodField(help_text="The queries both runs count")
+    mean = serializers.FloatField(source="comparison.mean_a", allow_null=True)
+    previous_mean = serializers.FloatField(source="comparison.mean_b", allow_null=True)
+    difference = serializers.FloatField(
+        source="comparison.mean_difference", allow_null=True, help_text="mean - previous_mean"
+    )
+    p_value = serializers.FloatField(
+        source="comparison.p_value",
+        allow_null=True,
+        help_text="Two-sided paired randomization test over the queries both runs count "
+        "(10,000 sign flips, seed 0: the compare endpoint's)",
+    )
+    alpha = serializers.FloatField()
+    significant = serializers.BooleanField(help_text="p_value < alpha")
+    regressed = serializers.BooleanField(help_text="Significant and the mean went down")
+    better = serializers.IntegerField(source="comparison.wins")
+    same = serializers.IntegerField(source="comparison.ties")
+    worse = serializers.IntegerField(source="comparison.losses")
+    moved = SystemChangedQuerySerializer(
+        many=True, help_text="The 20 queries whose score moved most, by |difference|"
+    )
+    queries_changed = serializers.IntegerField(help_text="Queries whose top k changed")
+    tops = SystemTopChangeSerializer(
+        many=True, help_text="Per query whose top k changed: the documents that entered or left"
+    )
+    unjudged = serializers.IntegerField(
+        help_text="(query, document) pairs of the run's top k no person judged: send them to "
+        "a pool with POST pools/ {name, depth: k, runs: [run]}"
+    )
+
+    def get_queries(self, change: Change) -> int:
+        return len(change.comparison.rows)

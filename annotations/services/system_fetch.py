@@ -289,6 +289,7 @@ def _store(
             owner=job.created_by,
             description=description,
         )
+        Run.objects.filter(id=run.id).update(system=system)  # its place in the history
         parts = [f"run: {run.name}, {len(results)} queries, {count} results"]
         if empty:
             parts.append(f"{empty} queries found nothing")

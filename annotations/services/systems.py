@@ -32,7 +32,7 @@ TRY_HITS_SHOWN = 20
 EDITABLE = (
     "method", "url_template", "headers", "body_template", "depth", "answer_format",
     "hits_path", "id_path", "score_path", "title_path", "snippet_path", "url_path",
-    "timeout_seconds", "attempts", "concurrency", "requests_per_minute",
+    "timeout_seconds", "attempts", "concurrency", "requests_per_minute", "fetch_every_hours",
 )  # fmt: skip
 _PATH_FIELDS = {
     "hits": "hits_path", "id": "id_path", "score": "score_path",

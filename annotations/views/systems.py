@@ -6,12 +6,15 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.forms.systems import FetchForm, SearchSystemForm
 from annotations.models import Collection, FetchFailure, ImportJob, SearchSystem
+from annotations.selectors.system_schedule import next_fetch
 from annotations.services.job_recovery import import_job_retry
 from annotations.services.system_fetch import system_fetch_cancel, system_fetch_start
 from annotations.services.systems import (
@@ -94,13 +97,33 @@ def system_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         else:
             messages.success(request, f"Saved the system {system.name}.")
             return redirect("system-detail", slug=collection.slug, name=system.name)
-    fetches = ImportJob.objects.filter(system=system).order_by("-created", "-id")[:FETCHES_SHOWN]
     context = {
         "collection": collection, "system": system, "form": form, "tried": tried,
-        "try_queries": TRY_QUERIES, "fetch_form": FetchForm(), "fetches": fetches,
-        "active": any(job.active for job in fetches),
+        "try_queries": TRY_QUERIES, "fetch_form": FetchForm(), **_fetches_context(system),
     }  # fmt: skip
     return render(request, "annotations/systems/detail.html", context)
+
+
+def _fetches_context(system: SearchSystem) -> dict[str, object]:
+    fetches = list(
+        ImportJob.objects.filter(system=system).order_by("-created", "-id")[:FETCHES_SHOWN]
+    )
+    last = fetches[0].created if fetches else None
+    return {
+        "fetches": fetches, "active": any(job.active for job in fetches),
+        "next_fetch": next_fetch(system, last, timezone.now()),
+    }  # fmt: skip
+
+
+@login_required
+@require_GET
+def system_state(request: HttpRequest, slug: str, name: str) -> JsonResponse:
+    """The system page's fetches, for its self-refresh while a fetch is queued or running."""
+    collection = organised_collection(request, slug)
+    system = _system(collection, name)
+    context = {"collection": collection, "system": system, **_fetches_context(system)}
+    html = render_to_string("annotations/systems/_fetches.html", context, request=request)
+    return JsonResponse({"active": context["active"], "html": html})
 
 
 @login_required
@@ -130,13 +153,32 @@ def system_fetch_detail(request: HttpRequest, slug: str, name: str, job_id: int)
     collection = organised_collection(request, slug)
     system = _system(collection, name)
     job = _fetch(system, job_id)
+    return render(
+        request, "annotations/systems/fetch.html", _fetch_context(collection, system, job)
+    )
+
+
+def _fetch_context(
+    collection: Collection, system: SearchSystem, job: ImportJob
+) -> dict[str, object]:
     failures = FetchFailure.objects.filter(job=job).order_by("qid")
-    context = {
+    return {
         "collection": collection, "system": system, "job": job,
         "failures": failures[:FAILURES_SHOWN], "failures_total": failures.count(),
         "run_stored": job.state == ImportJob.DONE,
     }  # fmt: skip
-    return render(request, "annotations/systems/fetch.html", context)
+
+
+@login_required
+@require_GET
+def system_fetch_state(request: HttpRequest, slug: str, name: str, job_id: int) -> JsonResponse:
+    """A fetch's progress and failures, for its page's self-refresh while it runs."""
+    collection = organised_collection(request, slug)
+    system = _system(collection, name)
+    job = _fetch(system, job_id)
+    context = _fetch_context(collection, system, job)
+    html = render_to_string("annotations/systems/_fetch_body.html", context, request=request)
+    return JsonResponse({"active": job.active, "html": html})
 
 
 @login_required

@@ -1,5 +1,6 @@
-// The judge page's runs table and a run's page refresh themselves while a run is queued or
-// running: each polls its state URL and swaps in the part it shows.
+// Parts of a page that follow background work refresh themselves while it is queued or
+// running (a judge's runs, a judge run, a search system's fetches, a fetch, a system's
+// history): each part polls its state URL and swaps in what it shows.
 (function () {
   "use strict";
   if (!window.fetch) return;
@@ -28,7 +29,10 @@
     if (part.dataset.active) window.setTimeout(poll, 2000);
   }
 
-  ["judge-runs-table", "judge-run-body"].forEach(function (id) {
+  [
+    "judge-runs-table", "judge-run-body", "system-fetches-body", "system-fetch-body",
+    "system-history-body",
+  ].forEach(function (id) {
     var part = document.getElementById(id);
     if (part && part.dataset.stateUrl) follow(part);
   });
