@@ -462,6 +462,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JudgeRunFailureKindEnum": "annotations.models.judges.JudgeRunFailure.KIND_CHOICES",
         "KindEnum": ["topics", "documents", "qrels", "run"],  # an import job's
+        # an import job's and a fetch's (an import job of its own kind)
+        "ImportJobStateEnum": "annotations.models.jobs.ImportJob.STATE_CHOICES",
         "ScopeEnum": "annotations.models.judges.JudgeRun.SCOPE_CHOICES",  # a run asked for
         "JudgeRunScopeEnum": "annotations.models.judges.JudgeRun.SCOPES",  # a run's, retries too
     },

@@ -40,12 +40,15 @@ q1 Q0 d6 6 1.0 example
 
 
 @pytest.fixture(autouse=True)
-def _leaderboards_follow_every_change(monkeypatch: pytest.MonkeyPatch) -> None:
+def _leaderboards_follow_every_change() -> Iterator[None]:
     """Tests read a leaderboard right after each change: its refresh is not debounced (an
     eager task asked for later is not run) and significance passes do not rest (their own
-    tests set both)."""
-    monkeypatch.setattr(refresh_pacing, "DEBOUNCE_SECONDS", 0.0)
-    monkeypatch.setattr(refresh_pacing, "SIGNIFICANCE_SHARE", 1.0)
+    tests set both). A patcher of its own: a test's `monkeypatch.undo()` leaves these."""
+    patcher = pytest.MonkeyPatch()
+    patcher.setattr(refresh_pacing, "DEBOUNCE_SECONDS", 0.0)
+    patcher.setattr(refresh_pacing, "SIGNIFICANCE_SHARE", 1.0)
+    yield
+    patcher.undo()
 
 
 @pytest.fixture(autouse=True)

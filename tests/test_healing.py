@@ -69,13 +69,13 @@ def test_the_sweep_queues_a_refresh_for_a_leaderboard_left_behind(
     worked_example: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A refresh lost with the broker: the scores are current, the stored board is not."""
-    monkeypatch.setattr(
-        "annotations.scores.refresh_queue.leaderboards_refresh_schedule", lambda **_: None
-    )
-    _regrade(1)
-    stamp = scores_state(collection=worked_example).stamp
-    assert not scores_state(collection=worked_example).pending
-    assert stamp not in set(LeaderboardSnapshot.objects.values_list("stamp", flat=True))
-    monkeypatch.undo()
+    with monkeypatch.context() as lost:  # only this patch: the suite's own stay
+        lost.setattr(
+            "annotations.scores.refresh_queue.leaderboards_refresh_schedule", lambda **_: None
+        )
+        _regrade(1)
+        stamp = scores_state(collection=worked_example).stamp
+        assert not scores_state(collection=worked_example).pending
+        assert stamp not in set(LeaderboardSnapshot.objects.values_list("stamp", flat=True))
     tasks.scores_sweep_stale()
     assert set(LeaderboardSnapshot.objects.values_list("stamp", flat=True)) == {stamp}
