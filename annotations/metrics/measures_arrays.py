@@ -100,8 +100,11 @@ def measure_matrix(
         )
         read = np.minimum(lengths, depth)
         codes = table.read(sequences, np.arange(len(runs)), np.zeros_like(read), read)
-        top = np.full((len(runs), depth), table.ungraded)
-        top[np.arange(depth) < read[:, None]] = codes  # short rankings padded: never relevant
+        if (read == depth).all():
+            top = codes.reshape(len(runs), depth)
+        else:
+            top = np.full((len(runs), depth), table.ungraded)
+            top[np.arange(depth) < read[:, None]] = codes  # short rankings padded: never relevant
         columns = _Columns(table, top, lengths, judged, scheme)
         for index in fast:
             values[:, index] = columns.of(measures[index], relevant_of[measures[index].rel])
@@ -170,9 +173,9 @@ class _Columns:
         self.table, self.top, self.lengths, self.judged = table, top, lengths, judged
         self.scheme = scheme
         self.runs = top.shape[0]
-        self._shared: dict[tuple[str, int], Any] = {}
+        self._shared: dict[tuple[Any, ...], Any] = {}
 
-    def _once(self, key: tuple[str, int], make: Any) -> Any:
+    def _once(self, key: tuple[Any, ...], make: Any) -> Any:
         if key not in self._shared:
             self._shared[key] = make()
         return self._shared[key]
@@ -180,18 +183,18 @@ class _Columns:
     def _where(self, kind: str, level: int = 0) -> _Positions:
         grades = self.table.grades
 
-        def make() -> _Positions:
-            if kind == "relevant":
-                code = (grades >= 0) & (grades >= level)
-            elif kind == "nonrelevant":
-                code = (grades >= 0) & (grades < level)
-            elif kind == "pooled":
-                code = grades == _POOLED
-            else:  # "gaining"
-                code = self.table.gaining
-            return _Positions(code[self.top])
-
-        return self._once((kind, level), make)  # type: ignore[no-any-return]
+        if kind == "relevant":
+            code = (grades >= 0) & (grades >= level)
+        elif kind == "nonrelevant":
+            code = (grades >= 0) & (grades < level)
+        elif kind == "pooled":
+            code = grades == _POOLED
+        else:  # "gaining"
+            code = self.table.gaining
+        # Kinds whose codes coincide (grades >= 1 and the gaining ones, usually) share them.
+        return self._once(  # type: ignore[no-any-return]
+            ("codes", *code.tolist()), lambda: _Positions(code[self.top])
+        )
 
     def of(self, measure: Measure, relevant: int) -> NDArray[np.float64]:
         name, k, level = measure.name, measure.cutoff, measure.rel
