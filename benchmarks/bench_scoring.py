@@ -54,6 +54,7 @@ Methods (also in benchmarks/README.md):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -71,6 +72,34 @@ REPO = Path(__file__).resolve().parent.parent
 SLUG = "bench"
 CUTOFFS = (5, 10, 20)
 MEASURES = {"ndcg_cut.5,10,20"}
+# The measure set of the second phase: ten families, five of them at the three cutoffs
+# (nDCG@k being the collection's own), kept by the collection beside nDCG@k, and the same
+# measures as pytrec_eval is asked for them. Name as stored -> pytrec_eval's key.
+KEPT = {
+    "AP": "map",
+    **{f"AP@{k}": f"map_cut_{k}" for k in CUTOFFS},
+    **{f"P@{k}": f"P_{k}" for k in CUTOFFS},
+    **{f"R@{k}": f"recall_{k}" for k in CUTOFFS},
+    **{f"Success@{k}": f"success_{k}" for k in CUTOFFS},
+    "RR": "recip_rank",
+    "Rprec": "Rprec",
+    "Bpref": "bpref",
+    "nDCG": "ndcg",
+}
+# The families: nDCG@k, AP, AP@k, P@k, R@k, Success@k, RR, Rprec, Bpref, nDCG.
+KEPT_FAMILIES = ("nDCG@k", "AP", "AP@k", "P@k", "R@k", "Success@k", "RR", "Rprec", "Bpref", "nDCG")
+KEPT_TREC = {
+    "ndcg_cut.5,10,20",
+    "map",
+    "map_cut.5,10,20",
+    "P.5,10,20",
+    "recall.5,10,20",
+    "success.5,10,20",
+    "recip_rank",
+    "Rprec",
+    "bpref",
+    "ndcg",
+}
 TOLERANCE = 1e-12
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/ndcg_bench"
 GENERATOR = REPO / "benchmarks" / "gen_trec.py"
@@ -87,6 +116,11 @@ STEPS = (
     "verify",
     "latency",
     "latency_ref",
+    "measures_rescore",
+    "measures_pytrec_full",
+    "measures_verify",
+    "measures_latency",
+    "measures_latency_ref",
 )
 
 
@@ -571,12 +605,51 @@ def _pending(collection) -> int:  # type: ignore[no-untyped-def]
     )
 
 
-def step_rescore(args: argparse.Namespace, out: dict) -> None:
+def set_measures(collection, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """The collection's measure set through the service, its rescore left pending (the step
+    times the rescore itself)."""
+    from annotations import services
+
+    if collection.measures != names:
+        defer_scoring()
+        services.collection_update(collection=collection, measures=names)
+
+
+def storage(collection) -> dict:  # type: ignore[no-untyped-def]
+    """Bytes per stored (run, query) row: the measures' two columns and the whole row as
+    PostgreSQL stores them (pg_column_size), and the table's size over its rows."""
+    from django.db import connection
+
+    from annotations.models import QueryScore, Run
+
+    table, runs = QueryScore._meta.db_table, Run._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), avg(pg_column_size(s.measure_values)), "
+            "avg(pg_column_size(s.measures)), avg(pg_column_size(s.*)) "
+            f"FROM {table} s JOIN {runs} r ON r.id = s.run_id WHERE r.collection_id = %s",
+            [collection.id],
+        )
+        rows, values, names, row = cursor.fetchone()
+        cursor.execute(f"SELECT pg_total_relation_size('{table}'), count(*) FROM {table}")
+        size, all_rows = cursor.fetchone()
+    return {
+        "rows": rows,
+        "measure_values_bytes": float(values or 0),
+        "measures_layout_bytes": float(names or 0),
+        "row_bytes": float(row or 0),
+        "table_bytes_per_row": size / max(all_rows, 1),
+    }
+
+
+def step_rescore(args: argparse.Namespace, out: dict, names: tuple[str, ...] = ()) -> None:
     django_setup(args)
     from annotations import scores
     from annotations.models import Collection, Query, QueryScore
 
     collection = Collection.objects.get(slug=SLUG)
+    set_measures(collection, list(names))
+    out["measures"] = len(collection.kept_measures)
     out["baseline_mb"] = maxrss_mb()
     started = time.perf_counter()
     _profiled(
@@ -589,6 +662,7 @@ def step_rescore(args: argparse.Namespace, out: dict) -> None:
     )
     out["stale_queries"] = _pending(collection)
     out["queries"] = Query.objects.filter(collection=collection).count()
+    out["storage"] = storage(collection)
 
 
 def _parse_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -611,7 +685,9 @@ def _parse_run(path: Path, keep: set[str] | None = None) -> tuple[str, dict[str,
     return tag, dict(run)
 
 
-def step_pytrec_full(args: argparse.Namespace, out: dict) -> None:
+def step_pytrec_full(
+    args: argparse.Namespace, out: dict, measures: set[str] = MEASURES, name: str = "pytrec_full"
+) -> None:
     import pickle
 
     import pytrec_eval
@@ -622,7 +698,7 @@ def step_pytrec_full(args: argparse.Namespace, out: dict) -> None:
     parse = evaluate = 0.0
     started = time.perf_counter()
     qrels = _parse_qrels(directory / "qrels.txt")
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, MEASURES)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
     parse += time.perf_counter() - started
     results: dict[str, dict] = {}
     for path in files:
@@ -637,7 +713,7 @@ def step_pytrec_full(args: argparse.Namespace, out: dict) -> None:
     out["peak_mb"] = maxrss_mb()
     out["parse_seconds"] = parse
     out["evaluate_seconds"] = evaluate
-    with open(directory / "pytrec_full.pickle", "wb") as stream:
+    with open(directory / f"{name}.pickle", "wb") as stream:
         pickle.dump(results, stream)
 
 
@@ -655,6 +731,63 @@ def _stored_ndcg(collection, query_qids=None) -> dict[tuple[str, str, int], floa
             "run__name", "query__qid", "cutoffs", "ndcg"
         ).iterator(chunk_size=20000)
         for k, value in zip(score_bytes.cutoffs_of(cutoffs), score_bytes.floats(ndcg), strict=True)
+    }
+
+
+def _stored_kept(collection, query_qids=None) -> dict[tuple[str, str, str], float]:  # type: ignore[no-untyped-def]
+    """(run, qid, pytrec_eval's key) -> the stored value of every kept measure, nDCG@k's
+    included, as the platform's reads give them."""
+    from annotations.metrics.measure_names import parse_measure
+    from annotations.models import Query, Run
+    from annotations.selectors import measure_values
+
+    names = dict(Run.objects.filter(collection=collection).values_list("id", "name"))
+    qids = dict(Query.objects.filter(collection=collection).values_list("id", "qid"))
+    wanted = None if query_qids is None else set(query_qids)
+    out = {
+        (run, qid, f"ndcg_cut_{k}"): value
+        for (run, qid, k), value in _stored_ndcg(collection, query_qids).items()
+    }
+    for name, key in KEPT.items():
+        stored = measure_values.stored_measure(collection, parse_measure(name))
+        for run_id, values in stored.items():
+            for query_id, value in values.items():
+                if wanted is None or qids[query_id] in wanted:
+                    out[(names[run_id], qids[query_id], key)] = value
+    return out
+
+
+def compare_kept(stored: dict, oracle: dict, qids=None) -> dict:  # type: ignore[no-untyped-def]
+    """Stored {(run, qid, key): value} against pytrec_eval {run: {qid: {key: value}}}, every
+    key of every evaluated (run, query), bit for bit."""
+    expected = {
+        (run, qid, key): value
+        for run, by_query in oracle.items()
+        for qid, values in by_query.items()
+        if qids is None or qid in qids
+        for key, value in values.items()
+    }
+    exact = mismatches = 0
+    worst = 0.0
+    examples = []
+    for key, value in expected.items():
+        got = stored.get(key)
+        if got is None:
+            continue
+        exact += got == value
+        worst = max(worst, abs(got - value))
+        if got != value:
+            mismatches += 1
+            if len(examples) < 5:
+                examples.append(f"{key}: stored {got!r}, pytrec_eval {value!r}")
+    missing = [key for key in expected if key not in stored]
+    return {
+        "compared": len(expected) - len(missing),
+        "mismatches": mismatches,
+        "bit_identical": exact,
+        "max_abs_diff": worst,
+        "missing_in_platform": len(missing),
+        "examples": examples + [f"missing {k}" for k in missing[:3]],
     }
 
 
@@ -708,7 +841,19 @@ def step_verify(args: argparse.Namespace, out: dict) -> None:
     out.update(compare(_stored_ndcg(collection), oracle))
 
 
-def step_latency(args: argparse.Namespace, out: dict) -> None:
+def step_measures_verify(args: argparse.Namespace, out: dict) -> None:
+    import pickle
+
+    django_setup(args)
+    from annotations.models import Collection
+
+    collection = Collection.objects.get(slug=SLUG)
+    with open(data_dir(args) / "measures_pytrec_full.pickle", "rb") as stream:
+        oracle = pickle.load(stream)
+    out.update(compare_kept(_stored_kept(collection), oracle))
+
+
+def step_latency(args: argparse.Namespace, out: dict, name: str = "latency") -> None:
     django_setup(args)
     from annotations import services
     from annotations.models import Collection, Document, Query
@@ -787,8 +932,13 @@ def step_latency(args: argparse.Namespace, out: dict) -> None:
     out["samples_qids"] = [c["qid"] for c in changes]
     # The stored scores of every touched query, for the incremental check against pytrec_eval.
     touched = sorted({c["qid"] for c in changes})
-    stored = _stored_ndcg(collection, touched)
-    with open(data_dir(args) / "latency_stored.json", "w") as stream:
+    out["measures"] = len(collection.kept_measures)
+    stored = (
+        _stored_kept(collection, touched)
+        if collection.kept_measures
+        else _stored_ndcg(collection, touched)
+    )
+    with open(data_dir(args) / f"{name}_stored.json", "w") as stream:
         json.dump([[*key, value] for key, value in stored.items()], stream)
     out["pending_after"] = _pending(collection)
     # Undo, newest first, so the database matches qrels.txt again (untimed).
@@ -797,7 +947,9 @@ def step_latency(args: argparse.Namespace, out: dict) -> None:
     log("latency: changes undone")
 
 
-def step_latency_ref(args: argparse.Namespace, out: dict) -> None:
+def step_latency_ref(
+    args: argparse.Namespace, out: dict, measures: set[str] = MEASURES, name: str = "latency"
+) -> None:
     import pytrec_eval
 
     directory = data_dir(args)
@@ -816,7 +968,7 @@ def step_latency_ref(args: argparse.Namespace, out: dict) -> None:
         qid = change["qid"]
         qrels[qid][change["docno"]] = change["new"]
         started = time.perf_counter()
-        evaluator = pytrec_eval.RelevanceEvaluator({qid: qrels[qid]}, MEASURES)
+        evaluator = pytrec_eval.RelevanceEvaluator({qid: qrels[qid]}, measures)
         for ranking in by_query[qid].values():
             evaluator.evaluate({qid: ranking})
         times.append((time.perf_counter() - started) * 1000)
@@ -824,12 +976,12 @@ def step_latency_ref(args: argparse.Namespace, out: dict) -> None:
     out["reevaluate_ms"] = percentiles(times)
     out["runs_per_query"] = percentiles([float(len(v)) for v in by_query.values()])
     # Final state of the touched queries, for the incremental check.
-    evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in touched}, MEASURES)
+    evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in touched}, measures)
     final: dict[str, dict] = defaultdict(dict)
     for qid in touched:
         for tag, ranking in by_query[qid].items():
             final[tag].update(evaluator.evaluate({qid: ranking}))
-    with open(directory / "latency_oracle.json", "w") as stream:
+    with open(directory / f"{name}_oracle.json", "w") as stream:
         json.dump(final, stream)
 
 
@@ -846,6 +998,15 @@ STEP_FUNCTIONS = {
     "verify": step_verify,
     "latency": step_latency,
     "latency_ref": step_latency_ref,
+    "measures_rescore": functools.partial(step_rescore, names=tuple(KEPT)),
+    "measures_pytrec_full": functools.partial(
+        step_pytrec_full, measures=KEPT_TREC, name="measures_pytrec_full"
+    ),
+    "measures_verify": step_measures_verify,
+    "measures_latency": functools.partial(step_latency, name="measures_latency"),
+    "measures_latency_ref": functools.partial(
+        step_latency_ref, measures=KEPT_TREC, name="measures_latency"
+    ),
 }
 
 
@@ -941,16 +1102,29 @@ def build_rows(r: dict) -> list[list[str]]:
             r["rescore"]["seconds"], r.get("pytrec_full", {}).get("seconds"),
             r["rescore"]["peak_mb"], r.get("pytrec_full", {}).get("peak_mb"),
         )  # fmt: skip
-    if "latency" in r:
-        lat, ref = r["latency"], r.get("latency_ref", {}).get("reevaluate_ms", {})
-        ref_mb = r.get("latency_ref", {}).get("peak_mb")
+    for prefix, name in (("", "latency"), (f"{len(KEPT_FAMILIES)} measures: ", "measures_latency")):
+        if name not in r:
+            continue
+        lat, ref = r[name], r.get(f"{name}_ref", {}).get("reevaluate_ms", {})
+        ref_mb = r.get(f"{name}_ref", {}).get("peak_mb")
+        if prefix:
+            add(
+                f"{prefix}full rescore vs pytrec_eval parse+evaluate (s)",
+                r["measures_rescore"]["seconds"],
+                r.get("measures_pytrec_full", {}).get("seconds"),
+                r["measures_rescore"]["peak_mb"],
+                r.get("measures_pytrec_full", {}).get("peak_mb"),
+            )
         for label, key in (
             ("commit -> scores stored", "commit_to_stored_ms"),
             ("judgement_record call (incl. scoring)", "judgement_record_ms"),
             ("scores_recompute_query alone", "recompute_query_ms"),
         ):
             for p in ("p50", "p95", "max"):
-                add(f"{label} {p} (ms)", lat[key][p], ref.get(p), lat["peak_mb"], ref_mb, 1)
+                add(
+                    f"{prefix}{label} {p} (ms)",
+                    lat[key][p], ref.get(p), lat["peak_mb"], ref_mb, 1,
+                )  # fmt: skip
     return rows
 
 
@@ -1011,6 +1185,19 @@ def targets(r: dict) -> list[str]:
                 else ")"
             )
         )
+    if "measures_latency" in r and "measures_latency_ref" in r:
+        a = r["measures_latency"]["commit_to_stored_ms"]["p95"]
+        b = r["measures_latency_ref"]["reevaluate_ms"]["p95"]
+        out.append(
+            f"{len(KEPT_FAMILIES)} measures, judgement -> scores p95 <= 0.3x pytrec_eval: "
+            f"{'MET' if a <= 0.3 * b else 'NOT MET'} ({a:.1f} ms vs {b:.1f} ms, {a / b:.2f}x)"
+        )
+    if "measures_rescore" in r and "measures_pytrec_full" in r:
+        a, b = r["measures_rescore"]["seconds"], r["measures_pytrec_full"]["seconds"]
+        out.append(
+            f"{len(KEPT_FAMILIES)} measures, full rescore <= 0.1x pytrec_eval parse+evaluate: "
+            f"{'MET' if a <= 0.1 * b else 'NOT MET'} ({a:.1f} s vs {b:.1f} s, {a / b:.2f}x)"
+        )
     peaks = {
         name: r[name]["peak_mb"]
         for name in ("import_runs", "import_runs_single", "import_qrels", "rescore", "latency")
@@ -1020,6 +1207,73 @@ def targets(r: dict) -> list[str]:
         listed = ", ".join(f"{k} {v:.0f} MB" for k, v in peaks.items())
         out.append(f"platform peak RSS per step (judge 'bounded' against the data size): {listed}")
     return out
+
+
+def _ndcg_details(args: argparse.Namespace, r: dict, incremental: dict) -> list[str]:
+    details: list[str] = []
+    pf = r["pytrec_full"]
+    details.append(
+        f"pytrec_eval: parse {pf['parse_seconds']:.1f} s + evaluate "
+        f"{pf['evaluate_seconds']:.1f} s (one run at a time)"
+    )
+    details.append(
+        f"rescore stored {r['rescore']['query_scores']:,} per-query scores; "
+        f"pending afterwards: {r['rescore']['stale_queries']}"
+    )
+    v = r["verify"]
+    details.append(
+        f"correctness after full rescore: {v['compared']:,} (run, query, k) nDCG compared "
+        f"with pytrec_eval ndcg_cut_k, {v['mismatches']} mismatches > {TOLERANCE:g}, "
+        f"{v['bit_identical']:,} bit-identical, max |diff| {v['max_abs_diff']:.3g}, "
+        f"missing {v['missing_in_platform']}, extra {v['extra_in_platform']}"
+    )
+    details.append(
+        f"correctness after {args.changes} incremental changes (touched queries): "
+        f"{incremental['compared']:,} compared, {incremental['mismatches']} mismatches > "
+        f"{TOLERANCE:g}, {incremental['bit_identical']:,} bit-identical, "
+        f"max |diff| {incremental['max_abs_diff']:.3g}, "
+        f"missing {incremental['missing_in_platform']}, extra {incremental['extra_in_platform']}"
+    )
+    for example in v["examples"] + incremental["examples"]:
+        details.append(f"  {example}")
+    lat = r["latency"]
+    details.append(
+        f"latency: {lat['commit_to_stored_ms']['n']} changes measured, "
+        f"{lat['not_recomputed']} not recomputed inline; mean commit->stored "
+        f"{lat['commit_to_stored_ms']['mean']:.1f} ms; pending after: {lat['pending_after']}"
+    )
+    return details
+
+
+def _measures_details(args: argparse.Namespace, r: dict) -> list[str]:
+    pf, rescore = r["measures_pytrec_full"], r["measures_rescore"]
+    v, inc, lat = r["measures_verify"], r["measures_incremental"], r["measures_latency"]
+    held = rescore["storage"]
+    alone = r.get("rescore", {}).get("storage", {})
+    details = [
+        f"measure set: {', '.join(KEPT_FAMILIES)} ({len(KEPT) + len(CUTOFFS)} values per "
+        f"(run, query): {', '.join(KEPT)} and nDCG@{','.join(map(str, CUTOFFS))}); "
+        f"pytrec_eval asked for {', '.join(sorted(KEPT_TREC))}",
+        f"measure set, pytrec_eval: parse {pf['parse_seconds']:.1f} s + evaluate "
+        f"{pf['evaluate_seconds']:.1f} s (one run at a time)",
+        f"measure set, correctness after the full rescore: {v['compared']:,} (run, query, "
+        f"measure) values compared with pytrec_eval, {v['bit_identical']:,} bit-identical, "
+        f"{v['mismatches']} differ (max |diff| {v['max_abs_diff']:.3g}), missing "
+        f"{v['missing_in_platform']}",
+        f"measure set, correctness after {args.changes} changes (touched queries): "
+        f"{inc['compared']:,} compared, {inc['bit_identical']:,} bit-identical, "
+        f"{inc['mismatches']} differ, missing {inc['missing_in_platform']}",
+        *(f"  {example}" for example in v["examples"] + inc["examples"]),
+        f"measure set, latency: {lat['commit_to_stored_ms']['n']} changes measured, "
+        f"{lat['not_recomputed']} not recomputed inline; pending after: {lat['pending_after']}",
+        f"storage per (run, query) row, {held['rows']:,} rows: the measures' values "
+        f"{held['measure_values_bytes']:.0f} B + their names {held['measures_layout_bytes']:.0f}"
+        f" B; whole row {held['row_bytes']:.0f} B (nDCG@k alone: "
+        f"{alone.get('row_bytes', float('nan')):.0f} B); "
+        f"table with indexes and TOAST {held['table_bytes_per_row']:.0f} B per row (nDCG@k "
+        f"alone: {alone.get('table_bytes_per_row', float('nan')):.0f} B)",
+    ]
+    return details
 
 
 def code_version() -> str:
@@ -1069,19 +1323,39 @@ def orchestrate(args: argparse.Namespace) -> None:
         r["import_runs_single"] = run_step(args, "import_runs_single")
         r["import_qrels"] = run_step(args, "import_qrels")
         r["analyze"] = run_step(args, "analyze")
-    r["rescore"] = run_step(args, "rescore")
-    r["pytrec_full"] = run_step(args, "pytrec_full")
-    r["verify"] = run_step(args, "verify")
     changes = make_changes(directory, args.changes, args.seed)
     (directory / "changes.json").write_text(json.dumps(changes))
-    r["latency"] = run_step(args, "latency")
-    r["latency_ref"] = run_step(args, "latency_ref")
-    stored = {
-        (run, qid, k): v
-        for run, qid, k, v in json.loads((directory / "latency_stored.json").read_text())
-    }
-    oracle = json.loads((directory / "latency_oracle.json").read_text())
-    incremental = compare(stored, oracle, qids={c["qid"] for c in changes})
+    touched = {c["qid"] for c in changes}
+    incremental: dict = {}
+    if args.phase in ("all", "ndcg"):
+        r["rescore"] = run_step(args, "rescore")
+        r["pytrec_full"] = run_step(args, "pytrec_full")
+        r["verify"] = run_step(args, "verify")
+        r["latency"] = run_step(args, "latency")
+        r["latency_ref"] = run_step(args, "latency_ref")
+        stored = {
+            (run, qid, k): v
+            for run, qid, k, v in json.loads((directory / "latency_stored.json").read_text())
+        }
+        oracle = json.loads((directory / "latency_oracle.json").read_text())
+        incremental = compare(stored, oracle, qids=touched)
+    if args.phase in ("all", "measures"):
+        for name in (
+            "measures_rescore",
+            "measures_pytrec_full",
+            "measures_verify",
+            "measures_latency",
+            "measures_latency_ref",
+        ):
+            r[name] = run_step(args, name)
+        stored = {
+            (run, qid, key): v
+            for run, qid, key, v in json.loads(
+                (directory / "measures_latency_stored.json").read_text()
+            )
+        }
+        oracle = json.loads((directory / "measures_latency_oracle.json").read_text())
+        r["measures_incremental"] = compare_kept(stored, oracle, qids=touched)
 
     rows = build_rows(r)
     print()
@@ -1127,37 +1401,10 @@ def orchestrate(args: argparse.Namespace) -> None:
             f"{r['analyze']['seconds']:.1f} s; database {r['analyze']['database_size']}, "
             f"ranking table {r['analyze']['result_table_size']}"
         )
-    pf = r["pytrec_full"]
-    details.append(
-        f"pytrec_eval: parse {pf['parse_seconds']:.1f} s + evaluate "
-        f"{pf['evaluate_seconds']:.1f} s (one run at a time)"
-    )
-    details.append(
-        f"rescore stored {r['rescore']['query_scores']:,} per-query scores; "
-        f"pending afterwards: {r['rescore']['stale_queries']}"
-    )
-    v = r["verify"]
-    details.append(
-        f"correctness after full rescore: {v['compared']:,} (run, query, k) nDCG compared "
-        f"with pytrec_eval ndcg_cut_k, {v['mismatches']} mismatches > {TOLERANCE:g}, "
-        f"{v['bit_identical']:,} bit-identical, max |diff| {v['max_abs_diff']:.3g}, "
-        f"missing {v['missing_in_platform']}, extra {v['extra_in_platform']}"
-    )
-    details.append(
-        f"correctness after {args.changes} incremental changes (touched queries): "
-        f"{incremental['compared']:,} compared, {incremental['mismatches']} mismatches > "
-        f"{TOLERANCE:g}, {incremental['bit_identical']:,} bit-identical, "
-        f"max |diff| {incremental['max_abs_diff']:.3g}, "
-        f"missing {incremental['missing_in_platform']}, extra {incremental['extra_in_platform']}"
-    )
-    for example in v["examples"] + incremental["examples"]:
-        details.append(f"  {example}")
-    lat = r["latency"]
-    details.append(
-        f"latency: {lat['commit_to_stored_ms']['n']} changes measured, "
-        f"{lat['not_recomputed']} not recomputed inline; mean commit->stored "
-        f"{lat['commit_to_stored_ms']['mean']:.1f} ms; pending after: {lat['pending_after']}"
-    )
+    if "pytrec_full" in r:
+        details.extend(_ndcg_details(args, r, incremental))
+    if "measures_rescore" in r:
+        details.extend(_measures_details(args, r))
     baselines = ", ".join(
         f"{name} {rep['baseline_mb']:.0f}" for name, rep in r.items() if "baseline_mb" in rep
     )
@@ -1220,6 +1467,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--reuse-import-figures",
         action="store_true",
         help="resume after the import steps of the previous run (their figures are reused)",
+    )
+    parser.add_argument(
+        "--phase",
+        default="all",
+        choices=["all", "ndcg", "measures"],
+        help="after the import: nDCG@k alone, the collection keeping the measure set, or both",
     )
     parser.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)

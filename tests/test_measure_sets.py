@@ -197,6 +197,86 @@ def test_a_change_of_measures_rescores_every_run_and_an_import_scores_its_run(
     assert set(QueryScore.objects.values_list("measure_values", flat=True)) == {b""}
 
 
+def _num_rel(qrels: dict[str, int], level: int) -> float:
+    """pytrec_eval's num_rel of one query; it does not depend on the ranking, so a ranking of
+    one document outside the qrels stands for the run that did not answer the query."""
+    evaluator = pytrec_eval.RelevanceEvaluator({"q": qrels}, {"num_rel"}, relevance_level=level)
+    return float(evaluator.evaluate({"q": {"outside-the-qrels": 1.0}})["q"]["num_rel"])
+
+
+def test_a_query_a_run_did_not_answer_counts_what_trec_eval_c_gives_it(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    rng = random.Random(3)
+    collection = _collection(write_file, rng)  # gamma does not answer q3
+    lines = [f"q{q} 0 d{d} {(d + q) % 4}" for q in range(4) for d in range(0, 60, 3)]
+    services.judgements_import(
+        collection=collection,
+        source=write_file("qrels.txt", "\n".join(lines)),
+        assessor=UserFactory(username="nist"),
+    )
+    kept = ["NumRel", "NumRel(rel=2)", "RBPResid", "RBPResid(p=0.5)@5", "AP"]
+    services.collection_update(collection=collection, measures=kept)
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, docno, grade in selectors.qrels_rows(collection=collection):
+        qrels.setdefault(qid, {})[docno] = grade
+    gamma = Run.objects.get(collection=collection, name="gamma")
+
+    def per_query(name: str) -> dict[str, tuple[float, bool]]:
+        rows, _ = measure_values.run_measure_values(collection, parse_measure(name), gamma)
+        assert rows is not None
+        return {qid: (value, answered) for qid, value, answered in rows}
+
+    # The query's relevant documents at the measure's level, as trec_eval counts them.
+    assert per_query("NumRel")["q3"] == (_num_rel(qrels["q3"], 1), False)
+    assert per_query("NumRel(rel=2)")["q3"] == (_num_rel(qrels["q3"], 2), False)
+    # trec_eval -c's `all` of num_rel counts every qrels grade > 0 of every judged query,
+    # whatever -l says (m_num_rel.c): for every run, gamma included.
+    total = float(sum(_num_rel(grades, 1) for grades in qrels.values()))
+    assert _num_rel(qrels["q3"], 2) < _num_rel(qrels["q3"], 1)  # the levels differ here
+    for name in ("NumRel", "NumRel(rel=2)"):
+        means, pending = measure_values.measure_means(collection, parse_measure(name))
+        assert pending == []
+        assert {mean.run.name: mean.value for mean in means} == dict.fromkeys(
+            ("alpha", "beta", "gamma"), total
+        )
+    # Nothing of an unanswered ranking is known: RBP's residual is all of it, 1.
+    assert per_query("RBPResid")["q3"] == (1.0, False)
+    assert per_query("RBPResid(p=0.5)@5")["q3"] == (
+        0.5**5 + 0.5 * (1 + 0.5 + 0.25 + 0.125 + 0.0625),
+        False,
+    )
+    residuals = per_query("RBPResid")
+    means, _ = measure_values.measure_means(collection, parse_measure("RBPResid"))
+    total = 0.0
+    for qid in trec_order(residuals):
+        total += residuals[qid][0]
+    assert {mean.run.name: mean.value for mean in means}["gamma"] == total / 4
+    # AP: 0 for the unanswered query, as before.
+    assert per_query("AP")["q3"] == (0.0, False)
+    assert scores.scores_verify(collection=collection) == []
+
+
+def test_verify_reports_a_run_whose_measure_values_are_pending(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    rng = random.Random(4)
+    collection = _collection(write_file, rng)
+    services.judgements_import(
+        collection=collection,
+        source=write_file("qrels.txt", "q0 0 d1 1\nq1 0 d2 2\nq3 0 d3 1"),
+        assessor=UserFactory(username="nist"),
+    )
+    services.collection_update(collection=collection, measures=["NumRel", "AP"])
+    assert scores.scores_verify(collection=collection) == []
+    # A rescore cut short: gamma's values are still those of the former measure set.
+    RunScore.objects.filter(run__name="gamma").update(measures="AP")
+    assert scores.scores_verify(collection=collection) == [
+        "run=gamma NumRel: no mean (values pending)",
+        "run=gamma AP: no mean (values pending)",
+    ]
+
+
 def test_a_spelling_of_the_same_set_is_no_change_and_rescores_nothing(
     transactional_db: None,
 ) -> None:

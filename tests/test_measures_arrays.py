@@ -34,20 +34,35 @@ MEASURES = [
         ("SetP", None),
         ("SetR", None),
     ]
-] + [Measure("Bpref"), Measure("infAP", rel=2), Measure("nDCG", 10), Measure("ERR", 5)]
+] + [
+    Measure("Bpref"),
+    Measure("Bpref", rel=2),
+    Measure("infAP"),
+    Measure("infAP", rel=2),
+    Measure("nDCG"),
+    Measure("nDCG", 1),
+    Measure("nDCG", 10),
+    Measure("ERR", 5),
+]
 
 
 def assert_bit_identical(
-    rankings: Mapping[int, Sequence[int]], grades: Mapping[int, int], measures: list[Measure]
+    rankings: Mapping[int, Sequence[int]],
+    grades: Mapping[int, int],
+    measures: list[Measure],
+    scheme: str = "linear",
 ) -> np.ndarray:
-    runs, values = measure_matrix(rankings, grades, measures)
+    runs, values = measure_matrix(rankings, grades, measures, scheme)
     assert runs == list(rankings)
     assert values.shape == (len(rankings), len(measures))
     expected = np.array(
         [
             [
                 measure_value(
-                    measure, [grades.get(doc) for doc in rankings[run]], list(grades.values())
+                    measure,
+                    [grades.get(doc) for doc in rankings[run]],
+                    list(grades.values()),
+                    scheme,
                 )
                 for measure in measures
             ]
@@ -60,8 +75,8 @@ def assert_bit_identical(
     return values
 
 
-def test_every_reference_family_but_the_slow_ones_has_a_fast_column() -> None:
-    assert {"AP", "P", "R", "RR", "Rprec"} <= FAST
+def test_every_trec_eval_family_a_judgement_recomputes_has_a_fast_column() -> None:
+    assert {"AP", "P", "R", "RR", "Rprec", "Bpref", "infAP", "nDCG"} <= FAST
 
 
 def test_hand_computed_rows() -> None:
@@ -80,7 +95,8 @@ def test_no_runs_and_no_grades() -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_queries_of_realistic_size(seed: int) -> None:
+@pytest.mark.parametrize("scheme", ["linear", "exponential"])
+def test_random_queries_of_realistic_size(seed: int, scheme: str) -> None:
     rng = np.random.default_rng(seed)
     docs = rng.choice(10**12, size=800, replace=False)  # sparse ids, as primary keys
     judged = rng.choice(docs, size=300, replace=False)
@@ -89,7 +105,7 @@ def test_random_queries_of_realistic_size(seed: int) -> None:
         int(run): [int(doc) for doc in rng.permutation(docs)[: rng.integers(0, 600)]]
         for run in rng.choice(10**6, size=40, replace=False)
     }
-    assert_bit_identical(rankings, grades, MEASURES)
+    assert_bit_identical(rankings, grades, MEASURES, scheme)
 
 
 @settings(max_examples=200, deadline=None)

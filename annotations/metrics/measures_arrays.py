@@ -1,27 +1,46 @@
 """PURE: one query's measures for every run at once (numpy), bit-identical to the reference."""
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from annotations.metrics.measures import Measure, measure_value, num_rel
-from annotations.metrics.ndcg import gain_function
-from annotations.metrics.ndcg_arrays import _GradeTable
+from annotations.metrics.measures import INFAP_EPSILON, Measure, measure_value
+from annotations.metrics.ndcg import gain_function, idcg
+from annotations.metrics.ndcg_arrays import _UNGRADED, _discount_table, _GradeTable
 
 __all__ = ["FAST", "measure_matrix"]
 
 # Families computed here on whole matrices; any other measure is computed run by run with
 # the reference (measures.measure_value), so every measure has one entry point.
 FAST: frozenset[str] = frozenset(
-    {"AP", "P", "R", "RR", "Rprec", "Success", "NumRel", "NumRet", "NumRelRet", "SetP", "SetR"}
+    {
+        "AP",
+        "P",
+        "R",
+        "RR",
+        "Rprec",
+        "Success",
+        "NumRel",
+        "NumRet",
+        "NumRelRet",
+        "SetP",
+        "SetR",
+        "Bpref",
+        "infAP",
+        "nDCG",
+    }
 )
 # Families whose value may depend on the whole ranking (no cutoff to stop at).
-_WHOLE: frozenset[str] = frozenset({"NumRelRet", "SetP", "SetR"})
+_WHOLE: frozenset[str] = frozenset({"NumRelRet", "SetP", "SetR", "Bpref", "infAP"})
+# The code of a grade in the qrels below 0 (in the pool, not judged): apart from _UNGRADED,
+# which a document absent from the qrels gets, as infAP tells the two apart.
+_POOLED = _UNGRADED - 1
 
 
 def _depth_needed(measure: Measure, relevant: int, longest: int) -> int:
-    if measure.name in _WHOLE or (measure.name in {"AP", "RR"} and measure.cutoff is None):
+    if measure.name in _WHOLE or (measure.name in {"AP", "RR", "nDCG"} and measure.cutoff is None):
         return longest
     if measure.name == "Rprec":
         return relevant
@@ -58,33 +77,37 @@ def measure_matrix(
     slow = [index for index, measure in enumerate(measures) if measure.name not in FAST]
 
     if fast and runs:
+        judged = np.fromiter(qrels, dtype=np.int64, count=len(qrels))
+        relevant_of = {
+            level: int(np.count_nonzero((judged >= 0) & (judged >= level)))
+            for level in {measures[i].rel for i in fast}
+        }
         depth = max(
             1,
             min(
                 longest,
                 max(
-                    _depth_needed(measures[i], num_rel(qrels, measures[i].rel), longest)
-                    for i in fast
+                    _depth_needed(measures[i], relevant_of[measures[i].rel], longest) for i in fast
                 ),
             ),
         )
-        table = _GradeTable(grades, gain_function(scheme))
+        # Every negative grade as one code apart from an absent document's (see _POOLED).
+        table = _GradeTable(
+            {doc: grade if grade >= 0 else _POOLED for doc, grade in grades.items()}
+            if judged.size and judged.min() < 0
+            else grades,
+            gain_function(scheme),
+        )
         read = np.minimum(lengths, depth)
         codes = table.read(sequences, np.arange(len(runs)), np.zeros_like(read), read)
-        top = np.full((len(runs), depth), table.ungraded)
-        top[np.arange(depth) < read[:, None]] = codes  # short rankings padded: never relevant
-        ranks = np.arange(1, depth + 1, dtype=np.int64)
-        by_level: dict[int, tuple[NDArray[np.bool_], NDArray[np.int64]]] = {}
+        if (read == depth).all():
+            top = codes.reshape(len(runs), depth)
+        else:
+            top = np.full((len(runs), depth), table.ungraded)
+            top[np.arange(depth) < read[:, None]] = codes  # short rankings padded: never relevant
+        columns = _Columns(table, top, lengths, judged, scheme)
         for index in fast:
-            measure = measures[index]
-            level = measure.rel
-            if level not in by_level:
-                relevant_code = (table.grades >= 0) & (table.grades >= level)
-                relevant_at = relevant_code[top]
-                by_level[level] = relevant_at, np.cumsum(relevant_at, axis=1, dtype=np.int64)
-            relevant_at, found = by_level[level]
-            relevant = num_rel(qrels, level)
-            values[:, index] = _fast_column(measure, relevant_at, found, ranks, lengths, relevant)
+            values[:, index] = columns.of(measures[index], relevant_of[measures[index].rel])
 
     for index in slow:
         measure = measures[index]
@@ -94,52 +117,179 @@ def measure_matrix(
     return runs, values
 
 
-def _fast_column(
-    measure: Measure,
-    relevant_at: NDArray[np.bool_],
-    found: NDArray[np.int64],
-    ranks: NDArray[np.int64],
-    lengths: NDArray[np.int64],
-    relevant: int,
-) -> NDArray[np.float64]:
-    """One measure for every run from the relevance matrix and its running counts."""
-    depth = found.shape[1]
-    name, k = measure.name, measure.cutoff
+class _Positions:
+    """The ranks of the results of one kind (relevant at a level, judged non-relevant,
+    pooled but unjudged, gaining) in every run's top: their rows and columns in rank order,
+    a run's before the next run's, as np.nonzero gives them. The measures add their terms
+    only there, so they work on these few positions rather than on the whole matrix."""
 
-    def found_at(cut: int) -> NDArray[np.int64]:
-        return found[:, min(cut, depth) - 1]
+    def __init__(self, at: NDArray[np.bool_]) -> None:
+        self.runs, self.width = at.shape[0], at.shape[1] + 1
+        self.rows, self.columns = np.nonzero(at)
+        self.counts = np.bincount(self.rows, minlength=self.runs)
+        self.starts = np.cumsum(self.counts) - self.counts
+        # 0-based place of each position among its run's: how many of them are above it.
+        self.order = np.arange(self.rows.size) - self.starts[self.rows]
+        self._keys: NDArray[np.int64] | None = None
 
-    if name == "P":
-        assert k is not None
-        return found_at(k) / np.float64(k)
-    if name == "R":
-        assert k is not None
-        return _divide(found_at(k), relevant)
-    if name == "Success":
-        assert k is not None
-        return np.where(found_at(k) > 0, 1.0, 0.0)
-    if name == "NumRel":
-        return np.full(found.shape[0], float(relevant))
-    if name == "NumRet":
-        return lengths.astype(np.float64)
-    if name == "NumRelRet":
-        return found[:, -1].astype(np.float64)
-    if name == "SetP":
-        retrieved = np.maximum(lengths, 1)
-        return np.where(lengths > 0, found[:, -1] / retrieved, 0.0)
-    if name == "SetR":
-        return _divide(found[:, -1], relevant)
-    if name == "Rprec":
-        return np.where(lengths > 0, _divide(found_at(max(relevant, 1)), relevant), 0.0)
-    if name == "RR":
-        window = relevant_at if k is None else relevant_at[:, : min(k, depth)]
-        first = np.argmax(window, axis=1)
-        return np.where(window.any(axis=1), 1.0 / (first + 1.0), 0.0)
-    if name == "AP":
-        # precision at each relevant rank, 0.0 elsewhere: +0.0 leaves the running sum of
-        # the reference's `total +=` unchanged, and np.cumsum adds left to right.
-        terms = np.where(relevant_at, found / ranks, 0.0)
-        sums = np.cumsum(terms, axis=1)
-        total = sums[:, -1] if k is None else sums[:, min(k, depth) - 1]
-        return total / np.float64(relevant) if relevant else np.zeros(found.shape[0])
-    raise ValueError(f"no fast path for {name}")
+    def within(self, cut: int) -> NDArray[np.int64]:
+        """Per run, how many of the positions are in its top `cut`."""
+        return np.bincount(self.rows[self.columns < cut], minlength=self.runs)
+
+    def above(self, other: "_Positions") -> NDArray[np.int64]:
+        """For each of `other`'s positions, how many of these are above it in its run."""
+        if self._keys is None:
+            self._keys = self.rows * self.width + self.columns  # ascending, as the positions
+        theirs = other.rows * self.width + other.columns
+        found: NDArray[np.int64] = np.searchsorted(self._keys, theirs) - self.starts[other.rows]
+        return found
+
+    def running(self, terms: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Each run's terms (one per position) added one by one in rank order, every
+        running total: np.cumsum adds left to right, as the reference's ``total +=``, and
+        the 0.0 that pads a run with fewer positions leaves its last total unchanged."""
+        matrix = np.zeros((self.runs, max(int(self.counts.max(initial=0)), 1)))
+        matrix[self.rows, self.order] = terms
+        return np.cumsum(matrix, axis=1)
+
+    def total(self, running: NDArray[np.float64], count: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Each run's sum of its first `count` terms from `running`; 0.0 for none."""
+        picked = running[np.arange(self.runs), np.maximum(count - 1, 0)]
+        return np.where(count > 0, picked, 0.0)
+
+
+class _Columns:
+    """One query's measures for every run, from the grade codes of the runs' top results
+    (rows padded with _UNGRADED's code); what several measures share is computed once."""
+
+    def __init__(
+        self,
+        table: _GradeTable,
+        top: NDArray[np.unsignedinteger[Any]],
+        lengths: NDArray[np.int64],
+        judged: NDArray[np.int64],
+        scheme: str,
+    ) -> None:
+        self.table, self.top, self.lengths, self.judged = table, top, lengths, judged
+        self.scheme = scheme
+        self.runs = top.shape[0]
+        self._shared: dict[tuple[Any, ...], Any] = {}
+
+    def _once(self, key: tuple[Any, ...], make: Any) -> Any:
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
+
+    def _where(self, kind: str, level: int = 0) -> _Positions:
+        grades = self.table.grades
+
+        if kind == "relevant":
+            code = (grades >= 0) & (grades >= level)
+        elif kind == "nonrelevant":
+            code = (grades >= 0) & (grades < level)
+        elif kind == "pooled":
+            code = grades == _POOLED
+        else:  # "gaining"
+            code = self.table.gaining
+        # Kinds whose codes coincide (grades >= 1 and the gaining ones, usually) share them.
+        return self._once(  # type: ignore[no-any-return]
+            ("codes", *code.tolist()), lambda: _Positions(code[self.top])
+        )
+
+    def of(self, measure: Measure, relevant: int) -> NDArray[np.float64]:
+        name, k, level = measure.name, measure.cutoff, measure.rel
+        if name == "NumRel":
+            return np.full(self.runs, float(relevant))
+        if name == "NumRet":
+            return self.lengths.astype(np.float64)
+        if name == "nDCG":
+            return self._ndcg(k)
+        found = self._where("relevant", level)
+        if name == "P":
+            assert k is not None
+            return found.within(k) / np.float64(k)
+        if name == "R":
+            assert k is not None
+            return _divide(found.within(k), relevant)
+        if name == "Success":
+            assert k is not None
+            return np.where(found.within(k) > 0, 1.0, 0.0)
+        if name == "NumRelRet":
+            return found.counts.astype(np.float64)
+        if name == "SetP":
+            retrieved = np.maximum(self.lengths, 1)
+            return np.where(self.lengths > 0, found.counts / retrieved, 0.0)
+        if name == "SetR":
+            return _divide(found.counts, relevant)
+        if name == "Rprec":
+            at_r = found.within(max(relevant, 1))
+            return np.where(self.lengths > 0, _divide(at_r, relevant), 0.0)
+        if name == "RR":
+            if found.columns.size == 0:
+                return np.zeros(self.runs)
+            answered = found.counts > 0
+            # A run's first relevant rank (a run without one reads another's, then masked).
+            first = found.columns[np.minimum(found.starts, found.columns.size - 1)]
+            if k is not None:
+                answered &= first < k
+            return np.where(answered, 1.0 / (first + 1.0), 0.0)
+        if name == "AP":
+            # precision at each relevant rank: found / rank, as the reference's int / int.
+            running = self._once(
+                ("AP", level), lambda: found.running((found.order + 1) / (found.columns + 1))
+            )
+            total = found.total(running, found.counts if k is None else found.within(k))
+            return total / np.float64(relevant) if relevant else np.zeros(self.runs)
+        if name == "Bpref":
+            return self._bpref(level, relevant)
+        if name == "infAP":
+            return self._infap(level, relevant)
+        raise ValueError(f"no fast path for {name}")
+
+    def _ndcg(self, k: int | None) -> NDArray[np.float64]:
+        """trec_eval's ndcg (no cutoff: the whole ranking over the whole ideal list) or
+        ndcg_cut_k: gain / log2(rank + 1) at each gaining rank, added in rank order."""
+        positive = int(np.count_nonzero(self.judged > 0))
+        if not positive:
+            return np.zeros(self.runs)
+        ideal = idcg(self.judged.tolist(), k or positive, self.scheme)
+        if ideal <= 0.0:
+            return np.zeros(self.runs)
+        gaining = self._where("gaining")
+        running = self._once(
+            ("DCG", 0),
+            lambda: gaining.running(
+                self.table.gains[self.top[gaining.rows, gaining.columns]]
+                / _discount_table(self.top.shape[1])[gaining.columns]
+            ),
+        )
+        count = gaining.counts if k is None else gaining.within(k)
+        return gaining.total(running, count) / np.float64(ideal)
+
+    def _bpref(self, level: int, relevant: int) -> NDArray[np.float64]:
+        """At each relevant rank 1 - min(n, R) / min(N, R), n the judged non-relevant above
+        it (1 when there is none), added in rank order, over R."""
+        found = self._where("relevant", level)
+        nonrel_above = self._where("nonrelevant", level).above(found)
+        nonrelevant = int(np.count_nonzero((self.judged >= 0) & (self.judged < level)))
+        floor = min(nonrelevant, relevant)
+        penalty = np.minimum(nonrel_above, relevant) / np.float64(max(floor, 1))
+        terms = np.where(nonrel_above > 0, 1.0 - penalty, 1.0)
+        total = found.total(found.running(terms), found.counts)
+        return total / np.float64(relevant) if relevant else total
+
+    def _infap(self, level: int, relevant: int) -> NDArray[np.float64]:
+        """trec_eval's infAP term at each relevant 0-based position j, in its order of
+        operations (see measures.inferred_average_precision), added in rank order, over R."""
+        found = self._where("relevant", level)
+        rel_above = found.order
+        nonrel_above = self._where("nonrelevant", level).above(found)
+        pooled_above = self._where("pooled").above(found)
+        fj = found.columns.astype(np.float64)
+        safe = np.where(fj > 0.0, fj, 1.0)
+        term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
+            (rel_above + nonrel_above + pooled_above) / safe
+        ) * ((rel_above + INFAP_EPSILON) / (rel_above + nonrel_above + 2 * INFAP_EPSILON))
+        terms = np.where(found.columns == 0, 1.0, term)
+        total = found.total(found.running(terms), found.counts)
+        return total / np.float64(relevant) if relevant else total

@@ -17,6 +17,8 @@ from annotations.bulk import (
     bulk_update,
 )
 from annotations.formats import score_bytes
+from annotations.metrics.measure_names import format_measure
+from annotations.metrics.measures import measure_value, summary
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import (
@@ -28,7 +30,7 @@ from annotations.scores.computing import (
     score_query,
 )
 from annotations.scores.queries import scores_recompute_query
-from annotations.selectors import stored_scores
+from annotations.selectors import measure_values, stored_scores
 
 
 def _scored_queries(
@@ -324,6 +326,7 @@ def _differences(collection: Collection) -> list[str]:
     lines = [line for _, line in sorted(ideal_differences)]
     lines += [line for _, line in sorted(score_differences)]
     lines += _mean_differences(collection, names)
+    lines += _measure_mean_differences(collection, names)
     for query_id, version in _versions(collection).items():
         if versions.get(query_id) != version:
             lines.append(f"query={qids[query_id]}: judgements changed during verification")
@@ -373,6 +376,52 @@ def _mean_differences(collection: Collection, names: Mapping[int, str]) -> list[
 
 # Positions in `_VALUES` of nDCG, nDCG' and judged@k, the order of a run's means.
 _MEAN_COLUMNS = (0, 3, 2)
+
+
+def _measure_mean_differences(collection: Collection, names: Mapping[int, str]) -> list[str]:
+    """Each run's `all` value of every kept measure as readers get it
+    (`measure_values.measure_means`) against trec_eval -c's, computed as
+    `measures.run_values` does from the stored per-query values (checked above): an
+    unanswered query, in zero mode, counting the reference's value of an empty ranking on
+    its own grades; a run whose values are not all in the current measure set is a
+    difference too."""
+    kept = collection.kept_measures
+    if not kept:
+        return []
+    qids = measure_values.evaluated_qids(collection)
+    grades = {
+        qids[query_id]: list(values.values())
+        for query_id, values in selectors.effective_grades_by_query(
+            collection=collection, query_ids=list(qids)
+        )
+    }
+    zero = collection.missing_queries == "zero"
+    lines = []
+    for measure in kept:
+        name = format_measure(measure)
+        means, pending = measure_values.measure_means(collection, measure)
+        lines += [f"run={run.name} {name}: no mean (values pending)" for run in pending]
+        stored = measure_values.stored_measure(collection, measure)
+        for mean in means:
+            values = {qids[query_id]: value for query_id, value in stored[mean.run.id].items()}
+            if zero:
+                for qid in qids.values():
+                    if qid not in values:
+                        values[qid] = measure_value(measure, [], grades.get(qid, []))
+            if not values:
+                reference = [0, 0.0]
+            else:
+                reference = [
+                    len(values),
+                    summary(measure, values, list(values), grades if zero else None),
+                ]
+            got = [mean.queries, mean.value]
+            if [got[0], _bits(got[1])] != [reference[0], _bits(reference[1])]:
+                lines.append(
+                    f"run={names[mean.run.id]} {name} mean (queries, value): as read {got}, "
+                    f"trec_eval -c's {reference}"
+                )
+    return lines
 
 
 def scores_sweep_stale(*, collection: Collection | None = None) -> int:

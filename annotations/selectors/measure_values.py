@@ -22,6 +22,7 @@ from annotations.metrics.measure_names import (
 from annotations.metrics.measures import Measure
 from annotations.models import Collection, IdealScore, QueryScore, Run, RunScore
 from annotations.selectors import leaderboards
+from annotations.selectors.grades import effective_grades_by_query
 from annotations.selectors.leaderboards import RunRef
 from annotations.selectors.scores_state import scores_state
 
@@ -113,17 +114,22 @@ def runs_measure_rows(
     qids = evaluated_qids(collection)
     zero = collection.missing_queries == "zero"
     ordered = sorted(qids.items(), key=lambda item: item[1])  # trec_order
+    missing = _Unanswered(collection, measure, qids)
     out: dict[int, tuple[list[tuple[str, float, bool]], MeasureMean]] = {}
     for run in runs:
         if run.id not in stored:
             continue
         values = stored[run.id]
         rows = [
-            (qid, values.get(query_id, 0.0), query_id in values)
+            (
+                qid,
+                values[query_id] if query_id in values else missing.value(query_id),
+                query_id in values,
+            )
             for query_id, qid in ordered
             if zero or query_id in values
         ]
-        out[run.id] = (rows, _mean(collection, measure, run, values, qids))
+        out[run.id] = (rows, _mean(collection, measure, run, values, qids, missing))
     return out
 
 
@@ -133,12 +139,45 @@ def measure_means(collection: Collection, measure: Measure) -> tuple[list[Measur
     runs = list(Run.objects.filter(collection=collection).select_related("owner"))
     stored = stored_measure(collection, measure)
     qids = evaluated_qids(collection)
+    missing = _Unanswered(collection, measure, qids)
     means = [
-        _mean(collection, measure, run, stored[run.id], qids) for run in runs if run.id in stored
+        _mean(collection, measure, run, stored[run.id], qids, missing)
+        for run in runs
+        if run.id in stored
     ]
     means.sort(key=lambda mean: (-mean.value, mean.run.name))
     pending = sorted((run for run in runs if run.id not in stored), key=lambda run: run.name)
     return means, pending
+
+
+class _Unanswered:
+    """The values trec_eval -c gives a judged query a run did not answer: the reference's
+    value of an empty ranking (0 but for NumRel, the query's relevant count, and RBP's
+    residual, 1), and the qrels the `all` line of NumRel counts. The grades are read only
+    for NumRel, the one family whose empty-ranking value depends on them."""
+
+    def __init__(self, collection: Collection, measure: Measure, qids: dict[int, str]) -> None:
+        self.measure = measure
+        self.grades: dict[int, list[int]] | None = None
+        if measure.name == "NumRel":
+            self.grades = {
+                query_id: list(grades.values())
+                for query_id, grades in effective_grades_by_query(
+                    collection=collection, query_ids=list(qids)
+                )
+            }
+        self.constant = reference.measure_value(measure, [], [])
+
+    def value(self, query_id: int) -> float:
+        if self.grades is None:
+            return self.constant
+        return reference.measure_value(self.measure, [], self.grades.get(query_id, []))
+
+    def qrels(self, qids: dict[int, str]) -> dict[str, list[int]] | None:
+        """qid -> grades, for the `all` line of NumRel (None for every other measure)."""
+        if self.grades is None:
+            return None
+        return {qid: self.grades.get(query_id, []) for query_id, qid in qids.items()}
 
 
 def _mean(
@@ -147,16 +186,20 @@ def _mean(
     run: Run,
     values: dict[int, float],
     qids: dict[int, str],
+    missing: _Unanswered,
 ) -> MeasureMean:
     """trec_eval's `all` value (`measures.summary`: the values added in its query order,
     over their count; the counts summed): every evaluated query with -c (zero mode, an
-    unanswered one counting 0), only the answered ones otherwise."""
+    unanswered one counting what trec_eval -c gives it), only the answered ones otherwise."""
     zero = collection.missing_queries == "zero"
     counted = [query_id for query_id in qids if zero or query_id in values]
     if not counted:
         return MeasureMean(run, 0.0, 0)
-    by_qid = {qids[query_id]: values[query_id] for query_id in counted if query_id in values}
-    value = reference.summary(measure, by_qid, [qids[query_id] for query_id in counted])
+    by_qid = {
+        qids[query_id]: values[query_id] if query_id in values else missing.value(query_id)
+        for query_id in counted
+    }
+    value = reference.summary(measure, by_qid, list(by_qid), missing.qrels(qids) if zero else None)
     return MeasureMean(run, value, len(counted))
 
 
@@ -231,8 +274,11 @@ def _measure_board(collection: Collection, measure: Measure, stamp: str) -> Meas
     qids = evaluated_qids(collection)
     zero = collection.missing_queries == "zero"
     in_order = sorted(qids, key=qids.__getitem__)  # trec_eval's order
+    missing = _Unanswered(collection, measure, qids)
     means = [
-        _mean(collection, measure, run, stored[run.id], qids) for run in runs if run.id in stored
+        _mean(collection, measure, run, stored[run.id], qids, missing)
+        for run in runs
+        if run.id in stored
     ]
     means.sort(key=lambda mean: (-mean.value, mean.run.name))
     summed = measure.name in reference.SUMMED
@@ -244,7 +290,13 @@ def _measure_board(collection: Collection, measure: Measure, stamp: str) -> Meas
             counted = [query_id for query_id in in_order if zero or query_id in values]
             vectors[mean.run.id] = (
                 counted,
-                np.asarray([values.get(query_id, 0.0) for query_id in counted], dtype=np.float64),
+                np.asarray(
+                    [
+                        values[query_id] if query_id in values else missing.value(query_id)
+                        for query_id in counted
+                    ],
+                    dtype=np.float64,
+                ),
             )
         with_values = [mean.run.id for mean in means if mean.queries]
         known_key = (

@@ -129,8 +129,14 @@ def scoring_rankings_from_rows(
         if size > length and (count < depth or needed is None or length < needed)
     ]
     if short:
-        for run_id, ids in query_rankings(query_id=query_id, run_ids=short).items():
-            rankings[run_id] = np.array(ids, dtype=np.int64)
+        statement = scoring_rankings_statement(
+            query_id=query_id, depth=depth, run_ids=short, needed=None
+        )
+        assert statement is not None
+        # Straight into arrays: a query's whole rankings as Python ints cost more than
+        # reading them (measured by bench_scoring.py's measure set).
+        for run_id, _, documents in fetch_binary(*statement):
+            rankings[run_id] = ranking_bytes.unpack_id_array(documents)
     return rankings
 
 
