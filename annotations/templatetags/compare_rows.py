@@ -11,14 +11,19 @@ from urllib.parse import quote
 
 from django import template
 from django.urls import reverse
+from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
+
+from annotations.converters import id_to_segment
 
 if TYPE_CHECKING:
     from annotations.formats.charts import ScatterPoint
     from annotations.selectors.comparisons import Comparison, ComparisonRow
 
 register = template.Library()
+
+_MARK = "QUERY0ID0MARK"
 
 
 def _cell(value: float, places: int, classes: str = "num") -> str:
@@ -36,11 +41,15 @@ def compare_rows(
     judged@k. Every text is escaped."""
     a, b = (quote(run.name, safe="/") for run in (comparison.a, comparison.b))  # |urlencode
     runs = f"?k={k}&amp;a={a}&amp;b={b}"
+    # reverse() once: each query's URL is its qid's path segment quoted as reverse() quotes
+    # it (RFC 3986 sub-delimiters and /~:@ kept) between the same prefix and suffix.
+    prefix, _, suffix = reverse("query-detail", args=[slug, _MARK]).partition(_MARK)
     parts = []
     for row in rows:
         qid = html.escape(row.qid)
         if links:
-            url = html.escape(reverse("query-detail", args=[slug, row.qid]))
+            segment = quote(id_to_segment(row.qid), safe=RFC3986_SUBDELIMS + "/~:@")
+            url = html.escape(f"{prefix}{segment}{suffix}")
             qid = f'<a href="{url}{runs}">{qid}</a>'
         title = html.escape(Truncator(row.title).chars(80))
         parts.append(
