@@ -26,9 +26,13 @@ class UploadTooLarge(APIException):
 
 
 class NotInstalled(APIException):
-    """An optional part of the platform this server was installed without."""
+    """An optional part of the platform this server was installed without.
 
-    status_code = status.HTTP_501_NOT_IMPLEMENTED
+    Refused at the door like any other request the server cannot take (400), never a 5xx:
+    the request is well formed, and the answer says how to install what it needs.
+    """
+
+    status_code = status.HTTP_400_BAD_REQUEST
     default_detail = "This server was installed without what the request needs."
     default_code = "not_installed"
 

@@ -284,14 +284,14 @@ def test_through_the_api_a_dataset_out_of_reach_is_the_jobs_error_not_a_server_e
     assert "npl.tar.gz" in body["error"] and "IR_DATASETS_HOME" in body["error"]
 
 
-def test_without_ir_datasets_the_api_answers_501_saying_how_to_add_it(
+def test_without_ir_datasets_the_api_refuses_with_400_saying_how_to_add_it(
     people: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _without_ir_datasets(monkeypatch)
     response = _api(people["org"]).post(
         f"{BASE}/imports/ir-datasets/", {"dataset": "vaswani"}, format="json"
     )
-    assert response.status_code == 501
+    assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "not_installed"
     assert error["detail"].startswith(

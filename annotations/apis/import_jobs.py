@@ -217,8 +217,8 @@ class IrDatasetImportApi(CollectionApiView):
         "Poll `Location` for the records read; a dataset out of reach fails the job with "
         "`error` naming the dataset, the files missing and how to place a local copy "
         "(IR_DATASETS_HOME); Retry it once they are in place. Every part sends its "
-        "`import.finished` event. A server installed without ir_datasets answers 501 saying "
-        "how to add it.",
+        "`import.finished` event. A server installed without ir_datasets answers 400 "
+        "(code `not_installed`) saying how to add it.",
         request=IrDatasetImportSerializer,
         responses={
             202: OpenApiResponse(
@@ -226,7 +226,7 @@ class IrDatasetImportApi(CollectionApiView):
                 description="Accepted: the job is queued; the body is the job and `Location` "
                 "its URL.",
             ),
-            **documented_errors(400, 401, 403, 404, 413, 501),
+            **documented_errors(400, 401, 403, 404, 413),
         },
         parameters=[LOCATION],
     )
