@@ -5,6 +5,7 @@ page's time, and the page is one people reload while they judge."""
 from __future__ import annotations
 
 import html
+import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -24,6 +25,13 @@ if TYPE_CHECKING:
 register = template.Library()
 
 _MARK = "QUERY0ID0MARK"
+
+
+def _short(text: str, length: int) -> str:
+    """``truncatechars:length``'s text: a title that fits is only NFC-normalised (most do;
+    the filter's translation lookup per row is a fifth of the page's time)."""
+    normalised = unicodedata.normalize("NFC", text)
+    return normalised if len(normalised) <= length else Truncator(text).chars(length)
 
 
 def _cell(value: float, places: int, classes: str = "num") -> str:
@@ -51,7 +59,7 @@ def compare_rows(
             segment = quote(id_to_segment(row.qid), safe=RFC3986_SUBDELIMS + "/~:@")
             url = html.escape(f"{prefix}{segment}{suffix}")
             qid = f'<a href="{url}{runs}">{qid}</a>'
-        title = html.escape(Truncator(row.title).chars(80))
+        title = html.escape(_short(row.title, 80))
         parts.append(
             f'<tr data-qid="{html.escape(row.qid)}"><td>{qid}</td><td class="title">{title}</td>'
             f"{_cell(row.a, 4)}{_cell(row.b, 4)}{_cell(row.difference, 4)}"

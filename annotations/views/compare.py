@@ -27,7 +27,11 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
             measure = measure_values.kept_measure(collection, asked)
         except measure_values.UnknownMeasure as error:
             problems.append(f"{error} Comparing nDCG@k.")
-    choices = [run for run in selectors.runs_of(collection=collection) if access.run_scores(run)]
+    choices = [
+        run
+        for run in selectors.runs_of(collection=collection).only("id", "name", "owner_id")
+        if access.run_scores(run)
+    ]
     picked = [name for name in request.GET.getlist("run") if name]
     if picked and len(picked) != 2:
         problems.append(f"Pick two runs to compare ({len(picked)} picked).")
