@@ -45,7 +45,7 @@ def kept(transactional_db: None, write_file: WRITE) -> tuple[Collection, Client]
     judged on a 0-3 scale, seven kept measures; the organiser logged in."""
     rng = random.Random(41)
     organiser = UserFactory(username="organiser")
-    collection = services.collection_create_with_organiser(
+    collection = services.collection_create(
         organiser=organiser, slug="kept", cutoffs=[5, 10], measures=KEPT
     )
     lines = [

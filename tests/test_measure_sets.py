@@ -337,7 +337,7 @@ API = "/api/v1/collections"
 
 def _api_collection(write_file: WRITE) -> tuple[Collection, APIClient]:
     organiser = UserFactory(username="organiser")
-    collection = services.collection_create_with_organiser(
+    collection = services.collection_create(
         organiser=organiser, slug="kept", cutoffs=[2, 10], measures=["AP", "P@2"]
     )
     services.judgements_import(

@@ -73,7 +73,7 @@ class CollectionListCreateApi(GenericAPIView, ApiView):  # type: ignore[type-arg
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         grades = data.pop("grades", None)
-        collection = services.collection_create_with_organiser(
+        collection = services.collection_create(
             organiser=calling_user(request),
             grades=None
             if grades is None

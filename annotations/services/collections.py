@@ -48,9 +48,12 @@ def collection_create(
     stale_judgements: str = "count",
     machine_grades: str = DEFAULT_RULE,
     measures: Sequence[str] = (),
+    public_leaderboard: bool = False,
+    organiser: AbstractBaseUser | None = None,
 ) -> Collection:
     """Create a collection with its grade scale (default 0-3 with labels and definitions)
-    and the measures it keeps beside nDCG@k (ir_measures' names; none by default)."""
+    and the measures it keeps beside nDCG@k (ir_measures' names; none by default); its
+    creator, when given, becomes its organiser in the same transaction."""
     collection = Collection(
         slug=slug,
         name=name or slug,
@@ -63,6 +66,7 @@ def collection_create(
         stale_judgements=stale_judgements,
         machine_grades=machine_grades,
         measures=list(measures),
+        public_leaderboard=public_leaderboard,
     )
     collection.full_clean()
     levels = _levels_checked(collection, list(grades) if grades is not None else DEFAULT_GRADES)
@@ -70,6 +74,8 @@ def collection_create(
     with transaction.atomic():
         collection.save(default_scale=False)
         GradeLevel.objects.bulk_create(levels)
+        if organiser is not None:
+            membership_grant(collection=collection, user=organiser, role=Membership.ORGANISER)
         leaderboards_refresh_after_commit(collection_id=collection.id)
     return collection
 
@@ -189,6 +195,7 @@ def grade_levels_from_spec(spec: str) -> list[tuple[int, str, str]]:
     return [(value, f"Grade {value}", "") for value in values]
 
 
+# The settings whose change rescores the collection.
 SCORING_FIELDS = (
     "gain",
     "cutoffs",
@@ -198,11 +205,14 @@ SCORING_FIELDS = (
     "stale_judgements",
     "machine_grades",
 )
+# Every setting `collection_update` changes: the settings page's and the API's PATCH fields
+# (publication and the grade scale have their own services).
+SETTINGS = ("name", "description", *SCORING_FIELDS, "assessors_see_leaderboard")
 
 
 def collection_update(*, collection: Collection, **changes: object) -> Collection:
     """Change a collection's settings; scoring settings mark every score pending and rescore."""
-    unknown = set(changes) - {"name", "description", "assessors_see_leaderboard", *SCORING_FIELDS}
+    unknown = set(changes) - set(SETTINGS)
     if unknown:
         raise ValidationError({field: "This setting cannot be changed." for field in unknown})
     if "measures" in changes:  # as stored, so that another spelling is no change
@@ -250,45 +260,6 @@ def collection_mark_stale(*, collection: Collection) -> None:
 def grade_values(collection: Collection) -> list[int]:
     """The collection's grades, lowest first."""
     return judgement_rows.grade_values(collection.id)
-
-
-def collection_create_with_organiser(
-    *,
-    organiser: AbstractBaseUser,
-    slug: str,
-    name: str = "",
-    description: str = "",
-    gain: str = "linear",
-    cutoffs: Sequence[int] | None = None,
-    grades: Sequence[tuple[int, str, str]] | None = None,
-    missing_queries: str = "zero",
-    aggregation: str = "median",
-    public_leaderboard: bool = False,
-    assessors_see_leaderboard: bool = False,
-    stale_judgements: str = "count",
-    machine_grades: str = DEFAULT_RULE,
-    measures: Sequence[str] = (),
-) -> Collection:
-    """Create a collection and make its creator an organiser of it, in one transaction."""
-    with transaction.atomic():
-        collection = collection_create(
-            slug=slug,
-            name=name,
-            description=description,
-            gain=gain,
-            cutoffs=cutoffs,
-            grades=grades,
-            missing_queries=missing_queries,
-            aggregation=aggregation,
-            assessors_see_leaderboard=assessors_see_leaderboard,
-            stale_judgements=stale_judgements,
-            machine_grades=machine_grades,
-            measures=measures,
-        )
-        if public_leaderboard:
-            collection_publish(collection=collection, public=True)
-        membership_grant(collection=collection, user=organiser, role=Membership.ORGANISER)
-    return collection
 
 
 def collection_publish(*, collection: Collection, public: bool) -> Collection:

@@ -16,19 +16,6 @@ from annotations.models import DEFAULT_GRADES, Collection
 from annotations.permissions import may_create_collections
 from annotations.views._collection import collection_for
 
-SETTINGS = (
-    "name",
-    "description",
-    "gain",
-    "cutoffs",
-    "measures",
-    "missing_queries",
-    "aggregation",
-    "stale_judgements",
-    "machine_grades",
-    "assessors_see_leaderboard",
-)
-
 
 def _report(error: ValidationError, form: CollectionForm) -> list[str]:
     """Put a service's refusal next to the field it names; the scale's problems are returned,
@@ -75,12 +62,12 @@ def collection_create(request: HttpRequest) -> HttpResponse:
         if form.is_valid() and formset.is_valid():
             data = form.cleaned_data
             try:
-                collection = services.collection_create_with_organiser(
+                collection = services.collection_create(
                     organiser=cast(Any, request.user),
                     slug=data["slug"],
                     grades=grade_levels(formset),
                     public_leaderboard=data["public_leaderboard"],
-                    **{field: data[field] for field in SETTINGS},
+                    **{field: data[field] for field in services.SETTINGS},
                 )
             except ValidationError as error:
                 scale_errors = _report(error, form)
@@ -107,7 +94,7 @@ def collection_edit(request: HttpRequest, slug: str) -> HttpResponse:
                     collection=collection,
                     grades=grade_levels(formset),
                     public_leaderboard=data["public_leaderboard"],
-                    **{field: data[field] for field in SETTINGS},
+                    **{field: data[field] for field in services.SETTINGS},
                 )
             except ValidationError as error:
                 collection.refresh_from_db()
