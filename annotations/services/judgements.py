@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 from itertools import islice
-from typing import cast
+from typing import NotRequired, TypedDict, Unpack, cast
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -60,17 +60,20 @@ def grade_check(collection: Collection, grade: int) -> None:
         )
 
 
-def judgement_record(
-    *,
-    query: Query,
-    document: Document,
-    assessor: User,
-    grade: int,
-    note: str = "",
-    source: str,
-    changed_by: User | None = None,
-    dwell_ms: int | None = None,
-) -> Judgement:
+class JudgementChange(TypedDict):
+    """One assessor's grade for a pair, as every path that writes one gives it."""
+
+    query: Query
+    document: Document
+    assessor: User
+    grade: int
+    source: str
+    note: NotRequired[str]
+    changed_by: NotRequired[User | None]
+    dwell_ms: NotRequired[int | None]
+
+
+def judgement_record(**change: Unpack[JudgementChange]) -> Judgement:
     """Create or change one assessor's judgement, with a history row, and rescore its query.
 
     Safe against double submits and concurrent tabs: the row is locked (or created under the
@@ -78,17 +81,7 @@ def judgement_record(
     `dwell_ms` (the grading page's time on the pair) is kept with the history row, capped at
     `JudgementHistory.DWELL_CAP_MS`.
     """
-    judgement, _ = judgement_upsert(
-        query=query,
-        document=document,
-        assessor=assessor,
-        grade=grade,
-        note=note,
-        source=source,
-        changed_by=changed_by,
-        dwell_ms=dwell_ms,
-    )
-    return judgement
+    return judgement_upsert(**change)[0]
 
 
 def judgement_upsert(
