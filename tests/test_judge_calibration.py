@@ -46,7 +46,7 @@ def _worked() -> Calibration:
 
 def test_agreement_with_each_person_is_kappa_alpha_and_the_matrix_by_hand() -> None:
     alice, bob = _worked().people
-    assert (alice.reference, alice.items, bob.reference, bob.items) == ("alice", 4, "bob", 4)
+    assert (alice.second, alice.items, bob.second, bob.items) == ("alice", 4, "bob", 4)
     # Alice: observed sum(w * o) = 1/4 (the one 2-vs-1 pair, w = 1/4), expected with the
     # marginals rows (1, 1, 2), columns (1, 2, 1) over 4: 5/4; kappa = 1 - (1/4) / (5/4).
     assert alice.kappa == pytest.approx(0.8)
@@ -218,7 +218,7 @@ def test_the_selector_calibrates_each_judge_against_people_only(
     (found,) = judges_calibration(collection=trial)
     assert (found.name, found.model, found.graded) == ("umbrela", "test-model", 6)
     calibration = found.calibration
-    assert [row.reference for row in calibration.people] == ["alice", "bob"]
+    assert [row.second for row in calibration.people] == ["alice", "bob"]
     assert [row.items for row in calibration.people] == [3, 3]
     assert calibration.adjudicated.items == 1
     # judge - person: alice 2, 0, 0; bob 2, -3, 3: mean 4/6. q2: |0-3|, |3-0| over 2 pairs;

@@ -1,11 +1,18 @@
 """Inter-assessor agreement on ordinal relevance grades: confusion matrix, kappa, alpha."""
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
 
-__all__ = ["cohen_kappa_quadratic", "confusion_matrix", "krippendorff_alpha_ordinal"]
+__all__ = [
+    "Agreement",
+    "agreement_between",
+    "cohen_kappa_quadratic",
+    "confusion_matrix",
+    "krippendorff_alpha_ordinal",
+]
 
 
 def _level_positions(levels: Sequence[int], *, minimum: int) -> dict[int, int]:
@@ -140,3 +147,43 @@ def krippendorff_alpha_ordinal(units: Iterable[Sequence[int]], levels: Sequence[
         return 1.0
     observed_disagreement = float((coincidences * delta).sum())
     return 1.0 - (float(totals.sum()) - 1.0) * observed_disagreement / expected_disagreement
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Two graders on the pairs both graded: two people, or a machine judge (``first``) and
+    a person or the adjudicated grades. ``matrix[i][j]`` counts the pairs ``first`` graded
+    ``levels[i]`` and ``second`` ``levels[j]``. ``kappa`` and ``alpha`` are None with fewer
+    than two levels (no scale to agree on) or no pair in common (``items`` 0)."""
+
+    first: str
+    second: str
+    items: int
+    kappa: float | None
+    alpha: float | None
+    matrix: list[list[int]]
+    levels: list[int]
+
+    @property
+    def labelled_rows(self) -> list[tuple[int, list[int]]]:
+        return list(zip(self.levels, self.matrix, strict=True))
+
+
+def agreement_between(
+    first: str, second: str, graded: Sequence[tuple[int, int]], levels: Sequence[int]
+) -> Agreement:
+    """``(first's grade, second's grade)`` tuples: their count, quadratic kappa and ordinal
+    alpha (both None with fewer than two levels or no tuple; both 1.0 when every grade is one
+    and the same, as the functions above rule) and the confusion matrix (all zeros for no
+    tuple)."""
+    scale = list(levels)
+    scored = len(scale) >= 2 and len(graded) > 0
+    return Agreement(
+        first=first,
+        second=second,
+        items=len(graded),
+        kappa=cohen_kappa_quadratic(graded, scale) if scored else None,
+        alpha=krippendorff_alpha_ordinal(graded, scale) if scored else None,
+        matrix=confusion_matrix(graded, scale),
+        levels=scale,
+    )

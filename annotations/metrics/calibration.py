@@ -8,18 +8,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from annotations.metrics.agreement import (
-    cohen_kappa_quadratic,
-    confusion_matrix,
-    krippendorff_alpha_ordinal,
-)
+from annotations.metrics.agreement import Agreement, agreement_between
 
 __all__ = [
     "Calibration",
     "GradeBias",
     "Pair",
     "QueryDispute",
-    "ReferenceAgreement",
     "judge_calibration",
     "reference_agreement",
 ]
@@ -28,25 +23,8 @@ Pair = tuple[str, str]
 """A judged (query, document): the query's key first (its qid), which groups the disputes."""
 
 ADJUDICATED = "adjudicated"
-
-
-@dataclass(frozen=True)
-class ReferenceAgreement:
-    """The judge against one reference (a person, or the adjudicated grades) on the pairs both
-    graded. ``matrix[i][j]`` counts the pairs the judge graded ``levels[i]`` and the reference
-    ``levels[j]``: rows are the judge's. ``kappa`` and ``alpha`` are None with fewer than two
-    levels (no scale to agree on) or no pair in common (``items`` 0)."""
-
-    reference: str
-    items: int
-    kappa: float | None
-    alpha: float | None
-    matrix: list[list[int]]
-    levels: list[int]
-
-    @property
-    def labelled_rows(self) -> list[tuple[int, list[int]]]:
-        return list(zip(self.levels, self.matrix, strict=True))
+# The judge's side of its agreements (``Agreement.first``); the page names it.
+JUDGE = "judge"
 
 
 @dataclass(frozen=True)
@@ -77,8 +55,8 @@ class Calibration:
     levels: list[int]
     pairs: int
     comparisons: int
-    people: list[ReferenceAgreement]
-    adjudicated: ReferenceAgreement
+    people: list[Agreement]
+    adjudicated: Agreement
     bias: list[GradeBias]
     mean_difference: float | None
     queries: list[QueryDispute]
@@ -101,21 +79,10 @@ def _checked(grades: Mapping[Pair, int], on_scale: set[int], *, whose: str) -> N
 
 def reference_agreement(
     reference: str, graded: Sequence[tuple[int, int]], levels: Sequence[int]
-) -> ReferenceAgreement:
-    """Agreement of ``(judge's grade, reference's grade)`` tuples: their count, quadratic
-    kappa and ordinal alpha (both None with fewer than two levels or no tuple; both 1.0 when
-    every grade is one and the same, as ``metrics.agreement`` rules) and the confusion matrix
-    (all zeros for no tuple)."""
-    scale = _scale(levels)
-    scored = len(scale) >= 2 and len(graded) > 0
-    return ReferenceAgreement(
-        reference=reference,
-        items=len(graded),
-        kappa=cohen_kappa_quadratic(graded, scale) if scored else None,
-        alpha=krippendorff_alpha_ordinal(graded, scale) if scored else None,
-        matrix=confusion_matrix(graded, scale),
-        levels=scale,
-    )
+) -> Agreement:
+    """The judge (first) against ``reference``: ``agreement_between`` on ``(judge's grade,
+    reference's grade)`` tuples, the scale checked."""
+    return agreement_between(JUDGE, reference, graded, _scale(levels))
 
 
 def _disputes(
@@ -174,7 +141,7 @@ def judge_calibration(
     for name, grades in people.items():
         _checked(grades, on_scale, whose=f"person {name!r}")
 
-    agreements: list[ReferenceAgreement] = []
+    agreements: list[Agreement] = []
     differences: dict[Pair, list[int]] = defaultdict(list)
     judge_by_grade: dict[int, list[int]] = defaultdict(list)
     signed: list[int] = []

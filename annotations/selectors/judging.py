@@ -312,30 +312,13 @@ def collection_assessors(*, collection: Collection) -> list[Any]:
 
 
 @dataclass
-class PairAgreement:
-    """Agreement of two assessors on the pairs both judged."""
-
-    first: str
-    second: str
-    items: int
-    kappa: float | None
-    alpha: float | None
-    matrix: list[list[int]]
-    levels: list[int]
-
-    @property
-    def labelled_rows(self) -> list[tuple[int, list[int]]]:
-        return list(zip(self.levels, self.matrix, strict=True))
-
-
-@dataclass
 class AgreementSummary:
     """Collection-wide ordinal alpha and per assessor pair kappa, alpha and confusion matrix."""
 
     levels: list[int]
     units: int
     alpha: float | None
-    pairs: list[PairAgreement] = field(default_factory=list)
+    pairs: list[agreement.Agreement] = field(default_factory=list)
 
 
 def _grades_by_pair(
@@ -372,17 +355,5 @@ def agreement_summary(*, collection: Collection) -> AgreementSummary:
         for first, second in combinations(sorted(grades), 2):
             together[(first, second)].append((grades[first], grades[second]))
     for (first, second), pairs in sorted(together.items()):
-        summary.pairs.append(
-            PairAgreement(
-                first=first,
-                second=second,
-                items=len(pairs),
-                kappa=agreement.cohen_kappa_quadratic(pairs, levels) if enough_levels else None,
-                alpha=(
-                    agreement.krippendorff_alpha_ordinal(pairs, levels) if enough_levels else None
-                ),
-                matrix=agreement.confusion_matrix(pairs, levels),
-                levels=levels,
-            )
-        )
+        summary.pairs.append(agreement.agreement_between(first, second, pairs, levels))
     return summary

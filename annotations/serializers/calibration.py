@@ -18,7 +18,7 @@ class _AgreementFields(serializers.Serializer):
 
 
 class PersonAgreementSerializer(_AgreementFields):
-    person = serializers.CharField(source="reference", help_text="The person's username.")
+    person = serializers.CharField(source="second", help_text="The person's username.")
     matrix = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField()),
         help_text=MATRIX_HELP.format("person's"),
