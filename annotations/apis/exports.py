@@ -13,7 +13,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 
-from annotations import selectors
 from annotations.apis._base import (
     RUN_WRITERS,
     STAFF_ROLES,
@@ -117,18 +116,14 @@ class _ScoresExport(CollectionApiView):
                 }
             )
         data = form.cleaned_data
-        ks = form.ks()
-        run: Run | None = data["run"]
-        runs = [run] if run is not None else list(selectors.runs_of(collection=self.collection))
-        name = f"{self.collection.slug}-scores"
-        if self.layout == "trec" and run is not None:  # the form requires the run
-            pieces = exports.scores_trec(run=run, ks=ks, per_query=data["per_query"])
-            return _download(pieces, f"{name}.txt")
-        if self.layout == "csv":
-            pieces = exports.scores_csv(collection=self.collection, runs=runs, ks=ks)
-            return _download(pieces, f"{name}.csv", "text/csv; charset=utf-8")
-        document = exports.scores_json(collection=self.collection, runs=runs, ks=ks)
-        return _download([document], f"{name}.json", "application/json")
+        download = exports.scores_download(
+            collection=self.collection,
+            layout=self.layout,
+            run=data["run"],
+            ks=form.ks(),
+            per_query=data["per_query"],
+        )
+        return _download(*download)
 
 
 K_EXPORT = OpenApiParameter(

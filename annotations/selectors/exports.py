@@ -7,12 +7,12 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from annotations.formats import trec
 from annotations.formats.spreadsheet_cells import SpreadsheetWriter
 from annotations.models import Collection, Judgement, JudgementHistory, Run
-from annotations.selectors import evaluation, pending_count, run_rows
+from annotations.selectors import evaluation, pending_count, run_rows, runs_of
 
 CHUNK_LINES = 4096
 SCORE_COLUMNS = [
@@ -210,3 +210,28 @@ def scores_json(*, collection: Collection, runs: list[Run], ks: list[int]) -> st
         }
     # json writes floats with repr: every digit of the stored double survives
     return json.dumps(document, indent=2)
+
+
+class Download(NamedTuple):
+    """A file to send: its pieces, its name and its content type."""
+
+    pieces: Iterable[str | bytes]
+    filename: str
+    content_type: str
+
+
+def scores_download(
+    *, collection: Collection, layout: str, run: Run | None, ks: list[int], per_query: bool
+) -> Download:
+    """The exports page's and the API's stored scores in a layout: ``trec`` (one run, its
+    ``run`` required by the form), ``csv`` or ``json`` (``run`` or every run)."""
+    runs = [run] if run is not None else list(runs_of(collection=collection))
+    name = f"{collection.slug}-scores"
+    if layout == "trec" and run is not None:
+        pieces = scores_trec(run=run, ks=ks, per_query=per_query)
+        return Download(pieces, f"{name}.txt", "text/plain; charset=utf-8")
+    if layout == "csv":
+        pieces = scores_csv(collection=collection, runs=runs, ks=ks)
+        return Download(pieces, f"{name}.csv", "text/csv; charset=utf-8")
+    document = scores_json(collection=collection, runs=runs, ks=ks)
+    return Download([document], f"{name}.json", "application/json")

@@ -122,15 +122,11 @@ def scores_download(request: HttpRequest, slug: str) -> HttpResponseBase:
     if not form.is_valid():
         return _page(request, collection, scores_form=form, status=400)
     data = form.cleaned_data
-    ks = form.ks()
-    run: Run | None = data["run"]
-    runs = [run] if run is not None else list(selectors.runs_of(collection=collection))
-    name = f"{collection.slug}-scores"
-    if data["format"] == "trec" and run is not None:  # the form requires the run
-        pieces = exports.scores_trec(run=run, ks=ks, per_query=data["per_query"])
-        return _download(pieces, f"{name}.txt")
-    if data["format"] == "csv":
-        pieces = exports.scores_csv(collection=collection, runs=runs, ks=ks)
-        return _download(pieces, f"{name}.csv", "text/csv; charset=utf-8")
-    document = exports.scores_json(collection=collection, runs=runs, ks=ks)
-    return _download([document], f"{name}.json", "application/json")
+    download = exports.scores_download(
+        collection=collection,
+        layout=data["format"],
+        run=data["run"],
+        ks=form.ks(),
+        per_query=data["per_query"],
+    )
+    return _download(*download)
