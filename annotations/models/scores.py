@@ -53,13 +53,14 @@ class QueryScore(models.Model):
         default="",
         db_default="",
         blank=True,
-        help_text="The measures of `measure_values`, ir_measures names separated by spaces",
+        help_text="The layout key of the measure set `measure_values` is in "
+        "(`score_bytes.measures_layout` of the collection's measures)",
     )
     measure_values = models.BinaryField(
         default=b"",
         db_default=b"",
         blank=True,
-        help_text="One value per measure of `measures` (float64, little-endian)",
+        help_text="One value per measure of the set (float64, little-endian)",
     )
 
     class Meta:
@@ -102,7 +103,7 @@ class RunScore(models.Model):
         default="",
         db_default="",
         blank=True,
-        help_text="The layout of the other measures all the run's per-query rows hold",
+        help_text="The layout key of the measure set all the run's per-query rows hold",
     )
     updated = models.DateTimeField(auto_now=True)
 

@@ -73,7 +73,7 @@ def stored_measure(
     """run id -> query id -> the stored value of `measure`, for the runs whose every row
     holds the collection's current measure set (RunScore.measures); others are pending."""
     layout = collection.measures_layout
-    names = score_bytes.measure_names_of(layout)
+    names = [format_measure(kept) for kept in collection.kept_measures]
     position = names.index(format_measure(measure))
     scored = RunScore.objects.filter(run__collection=collection, measures=layout)
     if run_ids is not None:
