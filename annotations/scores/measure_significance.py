@@ -40,6 +40,16 @@ def tested_measures(collection: Collection) -> list[Measure]:
     return [measure for measure in collection.kept_measures if tested(measure)]
 
 
+def tested_measure(collection: Collection, name: str) -> Measure | None:
+    """The tested kept measure stored under `name` (None: no longer kept). Found among the
+    kept measures rather than parsed again, so that a pass is stored under the very name its
+    being behind was found by."""
+    return next(
+        (measure for measure in tested_measures(collection) if format_measure(measure) == name),
+        None,
+    )
+
+
 def measure_significance_behind(collection: Collection) -> tuple[str, str] | None:
     """The first tested kept measure (its name) whose stored pass is not at the current
     scores stamp, and that stamp; None when every one is current (or none is kept)."""

@@ -7,12 +7,12 @@ from __future__ import annotations
 import logging
 import time
 
-from annotations.metrics.measure_names import parse_measure
 from annotations.models import Collection, LeaderboardSnapshot
 from annotations.scores import refresh_pacing, refresh_queue, snapshots
 from annotations.scores.measure_significance import (
     measure_significance_behind,
     measure_significance_refresh,
+    tested_measure,
 )
 from annotations.scores.significance import significance_refresh
 from annotations.selectors.scores_state import scores_state
@@ -124,7 +124,9 @@ def significance_task(*, collection_id: int) -> int | str | None:
     started = time.perf_counter()
     try:
         if isinstance(k, str):
-            measure_significance_refresh(collection=collection, measure=parse_measure(k))
+            measure = tested_measure(collection, k)
+            if measure is not None:  # else no longer kept: the next due pass is another's
+                measure_significance_refresh(collection=collection, measure=measure)
         elif significance_refresh(collection=collection, k=k) is None:
             snapshots.leaderboard_refresh(collection=collection, k=k)  # rows of older code
             significance_refresh(collection=collection, k=k)
