@@ -99,7 +99,7 @@ def test_a_measures_significance_and_a_versions_measure_at_a_phones_width(  # ty
         for index in range(len(letters)):
             run = rows.nth(index).get_attribute("data-run")
             expect(rows.nth(index).locator("span.group")).to_have_text(letters[run])
-        page.click("#measure-significance-link")
+        page.click("#significance-link")
         page.wait_for_url("**/leaderboard/significance/?k=5&measure=AP**")
         expect(page.locator("#heat-heading")).to_have_text("AP per run and query")
         expect(page.locator("#pair-matrix")).to_be_visible()
