@@ -72,9 +72,10 @@ def refresh_leaderboards(collection_id: int) -> int:
 
 
 @shared_task(name="annotations.tasks.refresh_significance")
-def refresh_significance(collection_id: int) -> int:
-    """The all-pairs significance of one cutoff whose letters are behind its rows (queued
-    again for the next); paced, on the "derived" queue."""
+def refresh_significance(collection_id: int) -> int | str:
+    """The all-pairs significance of one cutoff whose letters are behind its rows, else of
+    one kept measure whose letters are behind the scores (queued again for the next); paced,
+    on the "derived" queue. Returns the cutoff or the measure's name (0: none)."""
     return refresh_work.significance_task(collection_id=collection_id) or 0
 
 

@@ -1267,9 +1267,9 @@ def _measures_details(args: argparse.Namespace, r: dict) -> list[str]:
         f"measure set, latency: {lat['commit_to_stored_ms']['n']} changes measured, "
         f"{lat['not_recomputed']} not recomputed inline; pending after: {lat['pending_after']}",
         f"storage per (run, query) row, {held['rows']:,} rows: the measures' values "
-        f"{held['measure_values_bytes']:.0f} B + their names {held['measures_layout_bytes']:.0f}"
-        f" B; whole row {held['row_bytes']:.0f} B (nDCG@k alone: "
-        f"{alone.get('row_bytes', float('nan')):.0f} B); "
+        f"{held['measure_values_bytes']:.0f} B + their set's key "
+        f"{held['measures_layout_bytes']:.0f} B; whole row {held['row_bytes']:.0f} B "
+        f"(nDCG@k alone: {alone.get('row_bytes', float('nan')):.0f} B); "
         f"table with indexes and TOAST {held['table_bytes_per_row']:.0f} B per row (nDCG@k "
         f"alone: {alone.get('table_bytes_per_row', float('nan')):.0f} B)",
     ]

@@ -118,8 +118,8 @@ def test_the_leaderboard_ranks_runs_by_a_kept_measure_with_its_bootstrap_ci(
         for tr, row in zip(shown, board.rows, strict=True):
             cells = _cells(tr)
             assert cells[1] == str(row.rank)
-            assert cells[3] == f"{row.mean:.4f}"
-            assert cells[4] == f"[{row.ci_low:.4f}, {row.ci_high:.4f}]"
+            assert cells[4] == f"{row.mean:.4f}"  # after the significance group
+            assert cells[5] == f"[{row.ci_low:.4f}, {row.ci_high:.4f}]"
         note = tree.xpath("//p[@id='measure-shown']")[0].text_content()
         assert f"Ranked by mean {name}" in note and "nDCG@5's only" in note
         assert tree.xpath("//select[@id='measure-choice']/option[@selected]/@value") == [name]

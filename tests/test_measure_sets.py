@@ -3,6 +3,7 @@ and equal trec_eval's (pytrec_eval's) values and `all` lines bit for bit."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -177,7 +178,8 @@ def test_a_change_of_measures_rescores_every_run_and_an_import_scores_its_run(
     services.collection_update(collection=collection, measures=["map", "P_5", "nDCG"])
     collection.refresh_from_db()
     assert collection.measures == ["AP", "P@5", "nDCG"]  # stored in ir_measures' syntax
-    layout = "AP P@5 nDCG"
+    # Each row names its set by a key of 16 hex digits; the names are the collection's.
+    layout = hashlib.sha256(b"AP P@5 nDCG").hexdigest()[:16]
     assert set(RunScore.objects.values_list("measures", flat=True)) == {layout}
     assert set(QueryScore.objects.values_list("measures", flat=True)) == {layout}
     # 8 bytes per kept measure in each row.
@@ -270,7 +272,7 @@ def test_verify_reports_a_run_whose_measure_values_are_pending(
     services.collection_update(collection=collection, measures=["NumRel", "AP"])
     assert scores.scores_verify(collection=collection) == []
     # A rescore cut short: gamma's values are still those of the former measure set.
-    RunScore.objects.filter(run__name="gamma").update(measures="AP")
+    RunScore.objects.filter(run__name="gamma").update(measures=score_bytes.measures_layout(["AP"]))
     assert scores.scores_verify(collection=collection) == [
         "run=gamma NumRel: no mean (values pending)",
         "run=gamma AP: no mean (values pending)",
@@ -322,10 +324,11 @@ def test_err_is_refused_on_a_scale_beyond_its_grades(db: None) -> None:
         )
 
 
-def test_the_layout_names_each_value() -> None:
-    assert score_bytes.measures_layout(["AP", "P@10", "RBP(p=0.9)"]) == "AP P@10 RBP(p=0.9)"
-    assert score_bytes.measure_names_of("AP P@10") == ["AP", "P@10"]
-    assert score_bytes.measure_names_of("") == []
+def test_the_layout_key_names_the_set_and_its_order_in_17_bytes() -> None:
+    key = score_bytes.measures_layout(["AP", "P@10", "RBP(p=0.9)"])
+    assert key == hashlib.sha256(b"AP P@10 RBP(p=0.9)").hexdigest()[:16]
+    assert score_bytes.measures_layout(["P@10", "AP", "RBP(p=0.9)"]) != key  # another order
+    assert score_bytes.measures_layout([]) == ""
     with pytest.raises(ValueError, match="no space"):
         score_bytes.measures_layout(["A P"])
 
@@ -408,10 +411,12 @@ def test_the_leaderboard_api_answers_every_runs_mean_of_a_kept_measure(
     body = client.get(f"{API}/kept/leaderboard/?k=2&measure=AP").json()
     assert body["measures"] == ["AP", "P@2"]
     expected = _trec_eval_all(collection, _trec_eval(collection))
-    assert body["measure"]["runs"] == [
+    assert [
+        {key: row[key] for key in ("run", "mean", "queries")} for row in body["measure"]["runs"]
+    ] == [
         {"run": "base", "mean": expected[("base", "AP")], "queries": 2},
         {"run": "rival", "mean": expected[("rival", "AP")], "queries": 2},
-    ]
+    ]  # each with its letters: tests/test_measure_significance.py
     assert body["measure"]["pending"] == []
     assert "nDCG@k's" in body["measure"]["shown"]
     assert [run["name"] for run in body["runs"]]  # nDCG@k's rows as without the measure
@@ -455,3 +460,46 @@ def test_the_leaderboard_csv_has_a_column_per_kept_measure(
         run = cells[1]
         assert float(cells[-2]) == expected[(run, "AP")]
         assert float(cells[-1]) == expected[(run, "P@2")]
+
+
+def test_migrating_turns_each_rows_measure_names_into_the_sets_key_and_back(
+    transactional_db: None, write_file: WRITE
+) -> None:
+    """Rows written with the names of their set ("AP P@5 nDCG") hold its key after the
+    migration, and read as before; back, the current set's rows get their names again."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    rng = random.Random(9)
+    collection = _collection(write_file, rng)
+    lines = [
+        f"q{q} 0 d{d} {rng.randint(0, 3)}" for q in range(4) for d in rng.sample(range(40), 20)
+    ]
+    services.judgements_import(
+        collection=collection,
+        source=write_file("qrels.txt", "\n".join(lines)),
+        assessor=UserFactory(username="nist"),
+    )
+    services.collection_update(collection=collection, measures=["AP", "P@5", "nDCG"])
+    collection.refresh_from_db()
+    key = collection.measures_layout
+    before = _stored(collection)
+    RunScore.objects.filter(run__name="gamma").update(measures="dropped")  # another set's
+    keys_before = [("annotations", "0037_measure_significance")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(keys_before)
+    old = executor.loader.project_state(keys_before).apps
+    assert set(
+        old.get_model("annotations", "QueryScore").objects.values_list("measures", flat=True)
+    ) == {"AP P@5 nDCG"}
+    old_runs = old.get_model("annotations", "RunScore").objects
+    assert set(old_runs.values_list("measures", flat=True)) == {"AP P@5 nDCG", "dropped"}
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    assert set(QueryScore.objects.values_list("measures", flat=True)) == {key}
+    assert RunScore.objects.get(run__name="gamma").measures == score_bytes.measures_layout(
+        ["dropped"]
+    )  # still not the collection's: pending its rescore
+    RunScore.objects.filter(run__name="gamma").update(measures=key)
+    assert _stored(collection) == before == _trec_eval(collection)

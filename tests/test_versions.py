@@ -207,3 +207,101 @@ def test_the_versions_pages_tag_list_download_score_and_compare(
     other = Client()
     other.force_login(assessor)
     assert other.get(page).status_code == 403
+
+
+# Kept measures a version is scored by, as pytrec_eval is asked for them (test_measure_sets).
+VERSION_MEASURES = ["AP", "P@2", "RR", "nDCG", "Bpref", "NumRet(rel=1)"]
+
+
+def _trec_eval_all_of(qrels_text: str, runs: dict[str, str], name: str) -> dict[str, float]:
+    """run -> trec_eval -c's `all` value of one measure, computed by pytrec_eval from the
+    qrels text and the run files: the per-query values in trec_eval's query order added one
+    by one over the judged queries (0 for one the run did not answer), the counts summed."""
+    import pytrec_eval
+
+    from annotations.metrics.ndcg import trec_order
+    from tests.test_measure_sets import TREC
+
+    qrels: dict[str, dict[str, int]] = {}
+    for line in qrels_text.splitlines():
+        qid, _, docno, grade = line.split()
+        qrels.setdefault(qid, {})[docno] = int(grade)
+    asked, key, level = TREC[name]
+    out = {}
+    for run, text in runs.items():
+        ranking: dict[str, dict[str, float]] = {}
+        for line in text.splitlines():
+            qid, _, docno, _, score, _ = line.split()
+            ranking.setdefault(qid, {})[docno] = float(score)
+        result = pytrec_eval.RelevanceEvaluator(qrels, {asked}, relevance_level=level).evaluate(
+            ranking
+        )
+        total = 0.0
+        for qid in trec_order(qrels):
+            total += result[qid][key] if qid in result else 0.0
+        out[run] = total if name.startswith("NumRet") else total / len(qrels)
+    return out
+
+
+def test_a_version_is_scored_by_a_kept_measure_as_trec_eval_scores_its_qrels(
+    load_trec: Callable[..., Collection],
+) -> None:
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    from annotations.metrics.measure_names import parse_measure
+    from annotations.models import Membership
+    from annotations.selectors.versions import measure_as_of
+
+    runs = {**RUNS, "half": "q1 Q0 d3 1 3 half\nq1 Q0 d2 2 2 half\n"}  # q2 unanswered: -c
+    campaign = load_trec("campaign", QRELS, runs, [2, 3])
+    services.collection_update(collection=campaign, measures=VERSION_MEASURES)
+    campaign.refresh_from_db()
+    first = qrels_version_tag(collection=campaign, name="first")
+    _judge_more(campaign)
+    second = qrels_version_tag(collection=campaign, name="second")
+    texts = {v.name: _as_text(campaign, Mark.of_version(v)) for v in (first, second)}
+    assert texts["first"] != texts["second"]
+    services.judgement_record(  # judging after the tags moves neither version
+        query=campaign.queries.get(qid="q2"),
+        document=campaign.documents.get(docno="e2"),
+        assessor=UserFactory(username="late"),
+        grade=3,
+        source="form",
+    )
+    for version in (first, second):
+        for name in VERSION_MEASURES:
+            board = measure_as_of(
+                collection=campaign, mark=Mark.of_version(version), measure=parse_measure(name)
+            )
+            expected = _trec_eval_all_of(texts[version.name], runs, name)
+            assert {row.run: row.mean for row in board.rows} == expected  # bit for bit
+            assert board.ranking == sorted(expected, key=lambda run: (-expected[run], run))
+    olga = UserFactory(username="olga-measures")
+    Membership.objects.create(collection=campaign, user=olga, role=Membership.ORGANISER)
+    api = APIClient()
+    api.force_authenticate(olga)
+    base = "/api/v1/collections/campaign"
+    body = api.get(f"{base}/versions/second/leaderboard/?k=2&measure=AP").json()
+    expected = _trec_eval_all_of(texts["second"], runs, "AP")
+    assert body["measure"]["name"] == "AP" and body["measure"]["trec_eval"] == "map"
+    assert {row["run"]: row["mean"] for row in body["measure"]["runs"]} == expected
+    assert "measure" not in api.get(f"{base}/versions/second/leaderboard/?k=2").json()
+    refused = api.get(f"{base}/versions/second/leaderboard/?measure=ERR@20")
+    assert refused.status_code == 400
+    diff = api.get(f"{base}/versions-diff/?a=first&b=second&measure=RR").json()
+    before = _trec_eval_all_of(texts["first"], runs, "RR")
+    after = _trec_eval_all_of(texts["second"], runs, "RR")
+    assert diff["measure"] == "RR"
+    assert {row["run"]: (row["before"], row["after"]) for row in diff["runs"]} == {
+        run: (before[run], after[run]) for run in runs
+    }
+    client = Client()
+    client.force_login(olga)
+    page = client.get("/collections/campaign/versions/second/?k=2&measure=Bpref").content.decode()
+    expected = _trec_eval_all_of(texts["second"], runs, "Bpref")
+    for run, value in expected.items():
+        assert f'<tr data-run="{run}"><td class="num">' in page
+        assert f'<td class="num">{value:.4f}</td>' in page
+    listing = client.get("/collections/campaign/versions/?a=first&b=second&measure=RR")
+    assert "by RR" in listing.content.decode()

@@ -37,7 +37,7 @@ from annotations.models import Collection, Run
 from annotations.permissions import (
     ANY_ROLE,
 )
-from annotations.scores import leaderboard_reads, snapshots
+from annotations.scores import leaderboard_reads, measure_significance, snapshots
 from annotations.scores.reports import REPORT_KINDS, leaderboard_report, report_board
 from annotations.selectors import (
     compare_page,
@@ -121,22 +121,56 @@ def leaderboard_body(
 # What the leaderboard states of a kept measure other than nDCG@k.
 MEASURE_SHOWN = (
     "The mean of the measure per run, as trec_eval's `all` line computes it from the stored "
-    "per-query values (counts summed); the CIs, significance letters, judged@k and bounds "
-    "of `runs` are nDCG@k's."
+    "per-query values (counts summed), and its randomised Tukey HSD letters (not for the "
+    "counts); the CIs, letters, judged@k and bounds of `runs` are nDCG@k's."
 )
 
 
-def leaderboard_measure(collection: Collection, measure: Measure) -> dict[str, Any]:
-    """The `measure` part of a leaderboard body: every run's mean of one kept measure."""
+def measure_significance_summary(
+    letters: leaderboards.Significance | None, stamp: str
+) -> dict[str, Any]:
+    """The settings of a kept measure's HSD pass as the API states them (``stamp``: the
+    scores stamp the letters are current at)."""
+    return {
+        "test": "randomised Tukey HSD over queries (all pairs)",
+        "permutations": letters.permutations if letters else leaderboards.HSD_PERMUTATIONS,
+        "seed": letters.seed if letters else leaderboards.HSD_SEED,
+        "correction": "family-wise over all pairs (the HSD's range distribution)",
+        "alpha": letters.alpha if letters else leaderboards.ALPHA,
+        "queries": letters.queries if letters else 0,
+        "critical_difference": letters.critical if letters else None,
+        "computed_at": letters.computed_at if letters else None,
+        "current": letters is not None and letters.stamp == stamp,
+    }
+
+
+def leaderboard_measure(
+    collection: Collection,
+    measure: Measure,
+    letters: leaderboards.Significance | None,
+    stamp: str,
+) -> dict[str, Any]:
+    """The `measure` part of a leaderboard body: every run's mean of one kept measure, with
+    the letters of its stored HSD pass (``letters``; None before the first)."""
     means, pending = measure_values.measure_means(collection, measure)
+    tested = measure_significance.tested(measure)
     return {
         "name": format_measure(measure),
         "trec_eval": trec_name(measure),
         "runs": [
-            {"run": mean.run.name, "mean": mean.value, "queries": mean.queries} for mean in means
+            {
+                "run": mean.run.name,
+                "mean": mean.value,
+                "queries": mean.queries,
+                "letters": letters.letters.get(mean.run.id, "") if letters else "",
+                "below_best": letters.below_best.get(mean.run.id, False) if letters else False,
+                "p_best": letters.p_best.get(mean.run.id) if letters else None,
+            }
+            for mean in means
         ],
         "pending": [run.name for run in pending],
         "shown": MEASURE_SHOWN,
+        "significance": measure_significance_summary(letters, stamp) if tested else None,
     }
 
 
@@ -245,12 +279,23 @@ class LeaderboardApi(CollectionApiView):
 
     def _with_measure(self, request: Request, k: int, measure: Measure) -> HttpResponseBase:
         """The leaderboard at k with every run's mean of a kept measure, computed from the
-        stored per-query values when read (nothing is stored)."""
+        stored per-query values when read (nothing is stored), and the letters of the
+        measure's HSD pass a worker stored last."""
         board = snapshots.leaderboard_read(collection=self.collection, k=k)
         if board is None:
             return computing_response(slug=self.collection.slug, k=k)
         flips = impact.flip_state_stored(collection=self.collection, k=k)
         state = board.state
+        letters = (
+            measure_significance.measure_significance_read(
+                collection=self.collection, measure=measure
+            )
+            if measure_significance.tested(measure)
+            else None
+        )
+        changed = _board_changed_at(board, flips)
+        if changed is not None and letters is not None and letters.computed_at is not None:
+            changed = max(changed, letters.computed_at)
         validators = Validators(
             etag_of(
                 "leaderboard-measure",
@@ -261,14 +306,15 @@ class LeaderboardApi(CollectionApiView):
                 board.computed_stamp,
                 repr(flips),
                 board.significance.computed_at if board.significance else None,
+                letters.computed_at if letters else None,
             ),
-            _board_changed_at(board, flips),
+            changed,
         )
         not_modified = validators.not_modified(request)
         if not_modified is not None:
             return not_modified
         body = dict(leaderboard_body(board, flips))
-        body["measure"] = leaderboard_measure(self.collection, measure)
+        body["measure"] = leaderboard_measure(self.collection, measure, letters, state.stamp)
         return validators.stamped(Response(body))
 
 

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 
 from annotations.apis._base import (
     K_PARAMETER,
+    MEASURE_PARAMETER,
     STAFF_ROLES,
     CollectionApiView,
     PagedList,
@@ -25,6 +26,7 @@ from annotations.apis._base import (
     created,
     cutoff_of,
     documented_errors,
+    measure_of,
 )
 from annotations.apis.conditional import (
     CONDITIONAL_PARAMETERS,
@@ -32,11 +34,14 @@ from annotations.apis.conditional import (
     Validators,
     etag_of,
 )
+from annotations.metrics.measure_names import format_measure
+from annotations.metrics.measures import Measure
 from annotations.models import Collection, QrelsVersion
 from annotations.selectors.scores_state import scores_state
 from annotations.selectors.versions import (
     Mark,
     leaderboard_as_of,
+    measure_as_of,
     qrels_text_as_of,
     versions_diff,
 )
@@ -98,6 +103,10 @@ def _conditional(
     return validators.stamped(answer())
 
 
+def _measure_key(measure: Measure | None) -> str:
+    return format_measure(measure) if measure is not None else ""
+
+
 def _qrels_response(collection: Collection, mark: Mark, name: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(
         (piece.encode() for piece in qrels_text_as_of(collection=collection, mark=mark)),
@@ -107,19 +116,25 @@ def _qrels_response(collection: Collection, mark: Mark, name: str) -> StreamingH
     return response
 
 
-def _board(collection: Collection, mark: Mark, k: int) -> dict[str, Any]:
+def _board(collection: Collection, mark: Mark, k: int, measure: Measure | None) -> dict[str, Any]:
     board = leaderboard_as_of(collection=collection, mark=mark, k=k)
-    return LeaderboardAsOfSerializer(
-        {
-            "collection": collection.slug,
-            "mark": board.label,
-            "k": board.k,
-            "pairs": board.pairs,
-            "queries": board.queries,
-            "machine_grades": mark.machine_grades,
-            "runs": board.rows,
+    body: dict[str, Any] = {
+        "collection": collection.slug,
+        "mark": board.label,
+        "k": board.k,
+        "pairs": board.pairs,
+        "queries": board.queries,
+        "machine_grades": mark.machine_grades,
+        "runs": board.rows,
+    }
+    if measure is not None:
+        by_measure = measure_as_of(collection=collection, mark=mark, measure=measure)
+        body["measure"] = {
+            "name": by_measure.name,
+            "trec_eval": by_measure.trec_eval,
+            "runs": by_measure.rows,
         }
-    ).data
+    return LeaderboardAsOfSerializer(body).data
 
 
 QRELS_TEXT = {
@@ -189,8 +204,8 @@ class QrelsVersionLeaderboardApi(CollectionApiView):
     roles = {"GET": STAFF_ROLES}
 
     @extend_schema(
-        summary="Every run's mean nDCG@k under a version's qrels",
-        parameters=[K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        summary="Every run's mean nDCG@k (and a kept measure's) under a version's qrels",
+        parameters=[K_PARAMETER, MEASURE_PARAMETER, *CONDITIONAL_PARAMETERS],
         responses={
             200: LeaderboardAsOfSerializer,
             **NOT_MODIFIED,
@@ -199,11 +214,12 @@ class QrelsVersionLeaderboardApi(CollectionApiView):
     )
     def get(self, request: Request, slug: str, name: str) -> HttpResponseBase:
         k = cutoff_of(self.collection, request)
+        measure = measure_of(self.collection, request)
         mark = Mark.of_version(_version(self.collection, name))
         return _conditional(
             request,
-            _validators(self.collection, mark, "leaderboard", k),
-            lambda: Response(_board(self.collection, mark, k)),
+            _validators(self.collection, mark, "leaderboard", k, _measure_key(measure)),
+            lambda: Response(_board(self.collection, mark, k, measure)),
         )
 
 
@@ -228,8 +244,8 @@ class LeaderboardAsOfApi(CollectionApiView):
     roles = {"GET": STAFF_ROLES}
 
     @extend_schema(
-        summary="Every run's mean nDCG@k under the qrels of a past time",
-        parameters=[AT_PARAMETER, K_PARAMETER, *CONDITIONAL_PARAMETERS],
+        summary="Every run's mean nDCG@k (and a kept measure's) under the qrels of a past time",
+        parameters=[AT_PARAMETER, K_PARAMETER, MEASURE_PARAMETER, *CONDITIONAL_PARAMETERS],
         responses={
             200: LeaderboardAsOfSerializer,
             **NOT_MODIFIED,
@@ -239,10 +255,11 @@ class LeaderboardAsOfApi(CollectionApiView):
     def get(self, request: Request, slug: str) -> HttpResponseBase:
         mark = _at(request, self.collection)
         k = cutoff_of(self.collection, request)
+        measure = measure_of(self.collection, request)
         return _conditional(
             request,
-            _validators(self.collection, mark, "leaderboard", k),
-            lambda: Response(_board(self.collection, mark, k)),
+            _validators(self.collection, mark, "leaderboard", k, _measure_key(measure)),
+            lambda: Response(_board(self.collection, mark, k, measure)),
         )
 
 
@@ -251,6 +268,8 @@ class QrelsVersionsDiffApi(CollectionApiView):
 
     @extend_schema(
         summary="What changed from version a to version b: pairs, run scores, ranks, tau",
+        description="Runs are scored by nDCG@k, or with `measure=` by a kept measure's `all` "
+        "value under each version's qrels.",
         parameters=[
             OpenApiParameter(
                 "a", VERSION_NAME, required=True, description="The earlier version's name"
@@ -259,6 +278,7 @@ class QrelsVersionsDiffApi(CollectionApiView):
                 "b", VERSION_NAME, required=True, description="The later version's name"
             ),
             K_PARAMETER,
+            MEASURE_PARAMETER,
         ],
         responses={200: VersionsDiffSerializer, **documented_errors(400, 401, 403, 404)},
     )
@@ -268,13 +288,17 @@ class QrelsVersionsDiffApi(CollectionApiView):
         if missing:
             raise ValidationError(missing)
         k = cutoff_of(self.collection, request)
+        measure = measure_of(self.collection, request)
         first, second = (Mark.of_version(_version(self.collection, n)) for n in names.values())
-        diff = versions_diff(collection=self.collection, first=first, second=second, k=k)
+        diff = versions_diff(
+            collection=self.collection, first=first, second=second, k=k, measure=measure
+        )
         body = {
             "collection": self.collection.slug,
             "a": diff.first,
             "b": diff.second,
             "k": diff.k,
+            "measure": diff.measure,
             "added": diff.added,
             "changed": diff.changed,
             "removed": diff.removed,

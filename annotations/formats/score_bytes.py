@@ -11,15 +11,17 @@ one float64 per cutoff each: a judgement that moves only the IDCG rewrites two o
 a reader of one cutoff reads 8 bytes of a column. Run means are not stored: they are
 computed from these values when read (`annotations.selectors.stored_scores`).
 
-The measures a collection keeps beside nDCG@k (AP, P@10, ...) share the row: ``measures``
-is their layout, their ir_measures names in order separated by spaces ("AP P@10"), and
-``measure_values`` one float64 per name. A judgement rewrites the row it rewrites anyway,
-8 bytes longer per measure; a row whose measures layout is not the collection's holds
-values of another measure set (pending the rescore that rebuilds it).
+The measures a collection keeps beside nDCG@k (AP, P@10, ...) share the row:
+``measure_values`` holds one float64 per measure, in the order of the collection's list of
+names (stored once, in the collection), and ``measures`` the layout key of that list (16
+hex digits of its digest: ``measures_layout``), not the names again. A judgement rewrites
+the row it rewrites anyway, 8 bytes longer per measure; a row whose key is not the
+collection's holds values of another measure set (pending the rescore that rebuilds it).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -51,15 +53,20 @@ def cutoffs_of(text: str) -> list[int]:
 
 
 def measures_layout(names: Sequence[str]) -> str:
-    """The layout text of a measure set: its names in order, separated by spaces."""
+    """The layout key of a measure set, stored in each row that holds its values: the first
+    16 hex digits of the SHA-256 of its names in order, separated by spaces ("" for no
+    measure). Rows name their set by it; the names are the collection's, stored once. Two
+    orders or spellings of a set are two keys (the collection stores one canonical list)."""
     if any(not name or any(c.isspace() for c in name) for name in names):
         raise ValueError(f"measure names must be non-empty and hold no space: {names!r}")
-    return " ".join(names)
+    if not names:
+        return ""
+    return hashlib.sha256(" ".join(names).encode()).hexdigest()[:LAYOUT_KEY_LENGTH]
 
 
-def measure_names_of(text: str) -> list[str]:
-    """The measure names of a measures layout ("" holds none)."""
-    return text.split(" ") if text else []
+# 64 bits of the digest: a collection's successive sets never meet by chance, and the key
+# costs 17 bytes in a row where the names cost about 5 per measure.
+LAYOUT_KEY_LENGTH = 16
 
 
 def position(text: str, k: int) -> int | None:

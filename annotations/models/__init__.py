@@ -41,6 +41,7 @@ from annotations.models.runs import (
 from annotations.models.scores import (
     IdealScore,
     LeaderboardSnapshot,
+    MeasureSignificance,
     QueryBound,
     QueryScore,
     RunScore,
@@ -79,6 +80,7 @@ __all__ = [
     "JudgementHistory",
     "LeaderboardSnapshot",
     "MachineJudge",
+    "MeasureSignificance",
     "Membership",
     "Pool",
     "PoolEntry",

@@ -168,7 +168,8 @@ class Collection(models.Model):
 
     @property
     def measures_layout(self) -> str:
-        """The layout of the packed values of the kept measures (`score_bytes.measures_layout`)."""
+        """The layout key of the packed values of the kept measures, which every row holding
+        them stores (`score_bytes.measures_layout`); their names are ``measures``."""
         return score_bytes.measures_layout(self.measures) if self.measures else ""
 
     @property

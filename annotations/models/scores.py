@@ -53,13 +53,14 @@ class QueryScore(models.Model):
         default="",
         db_default="",
         blank=True,
-        help_text="The measures of `measure_values`, ir_measures names separated by spaces",
+        help_text="The layout key of the measure set `measure_values` is in "
+        "(`score_bytes.measures_layout` of the collection's measures)",
     )
     measure_values = models.BinaryField(
         default=b"",
         db_default=b"",
         blank=True,
-        help_text="One value per measure of `measures` (float64, little-endian)",
+        help_text="One value per measure of the set (float64, little-endian)",
     )
 
     class Meta:
@@ -102,7 +103,7 @@ class RunScore(models.Model):
         default="",
         db_default="",
         blank=True,
-        help_text="The layout of the other measures all the run's per-query rows hold",
+        help_text="The layout key of the measure set all the run's per-query rows hold",
     )
     updated = models.DateTimeField(auto_now=True)
 
@@ -158,6 +159,53 @@ class LeaderboardSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"leaderboard@{self.k} of collection {self.collection_id} at {self.stamp}"
+
+
+class MeasureSignificance(models.Model):
+    """The all-pairs significance (randomised Tukey HSD) of one kept measure, as last computed.
+
+    Derived data, like a snapshot's significance pass but for a measure beside nDCG@k: a
+    worker reads the measure's stored per-query values at a scores stamp, ranks the runs by
+    their `all` value, tests every pair over the per-query matrix and stores the result here
+    (`annotations.scores.measure_significance`); pages and the API read it. Replaced in
+    place at every stamp; deleting it only costs one pass.
+    """
+
+    collection = models.ForeignKey(
+        "annotations.Collection",
+        on_delete=models.CASCADE,
+        related_name="measure_significances",
+        db_index=False,
+    )
+    measure = models.CharField(max_length=200, help_text="The measure, in ir_measures' syntax")
+    stamp = models.CharField(max_length=32, help_text="The scores stamp it was computed at")
+    rows = models.JSONField(
+        default=list, help_text="[run id, name, mean] of the runs tested, best first"
+    )
+    query_ids = models.JSONField(
+        default=list, help_text="The query ids of the per-query matrix's columns"
+    )
+    per_query = models.BinaryField(
+        default=b"", help_text="The measure per run (rows, `rows` order) and query, float64"
+    )
+    significance = models.JSONField(
+        default=dict, help_text="The HSD pass: its stamp, settings and letters per run"
+    )
+    pairs = models.BinaryField(
+        default=b"", help_text="HSD-adjusted p-values, runs x runs in `rows` order, float64"
+    )
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["collection_id", "measure"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "measure"], name="measure_significance_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"significance of {self.measure} in collection {self.collection_id} at {self.stamp}"
 
 
 class QueryBound(models.Model):

@@ -247,11 +247,12 @@ def _per_cutoff(packed: tuple[Any, ...] | None) -> dict[int, tuple[float, ...]]:
     return {k: tuple(values[1:]) for k, values in score_bytes.query_values(*columns).items()}
 
 
-def _measures_of(packed: tuple[Any, ...] | None) -> dict[str, float]:
-    """name -> value of the other measures of a packed per-query row (None: absent)."""
-    if packed is None:
+def _measures_of(packed: tuple[Any, ...] | None, collection: Collection) -> dict[str, float]:
+    """name -> value of the other measures of a packed per-query row (None: absent; a row
+    in another measure set than the collection's holds none of its measures)."""
+    if packed is None or packed[-2] != collection.measures_layout:
         return {}
-    names = score_bytes.measure_names_of(packed[-2])
+    names = [format_measure(measure) for measure in collection.kept_measures]
     values = score_bytes.floats(packed[-1]).tolist()
     return dict(zip(names, values, strict=True))
 
@@ -284,8 +285,8 @@ def _differences(collection: Collection) -> list[str]:
         for run_id in set(stored) | set(fresh_rows):
             if stored.get(run_id) == fresh_rows.get(run_id):
                 continue
-            was_measures = _measures_of(stored.get(run_id))
-            fresh_measures = _measures_of(fresh_rows.get(run_id))
+            was_measures = _measures_of(stored.get(run_id), collection)
+            fresh_measures = _measures_of(fresh_rows.get(run_id), collection)
             for name in sorted(set(was_measures) | set(fresh_measures)):
                 was_value, fresh_value = was_measures.get(name), fresh_measures.get(name)
                 if (

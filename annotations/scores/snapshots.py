@@ -32,6 +32,10 @@ from annotations import events
 from annotations.models import Collection, LeaderboardSnapshot
 from annotations.models.webhooks import LEADERBOARD_CHANGED
 from annotations.scores.bounds_cache import bounds_cached
+from annotations.scores.measure_significance import (
+    measure_significance_refresh,
+    tested_measures,
+)
 from annotations.scores.significance import significance_of, significance_refresh
 from annotations.scores.snapshot_intervals import known_intervals
 from annotations.scores.snapshot_store import snapshot_store
@@ -236,14 +240,16 @@ def leaderboards_refresh_rows(*, collection: Collection) -> int:
 
 
 def leaderboards_refresh(*, collection: Collection) -> int:
-    """Refresh every cutoff's rows that are behind, then every significance pass that is
-    (here, in turn: a worker runs the passes as tasks of their own, `scores.refresh_work`);
-    count the rows computed."""
+    """Refresh every cutoff's rows that are behind, then every significance pass that is,
+    the kept measures' too (here, in turn: a worker runs the passes as tasks of their own,
+    `scores.refresh_work`); count the rows computed."""
     done = leaderboards_refresh_rows(collection=collection)
     for k in collection.sorted_cutoffs:
         if significance_refresh(collection=collection, k=k) is None:
             leaderboard_refresh(collection=collection, k=k)
             significance_refresh(collection=collection, k=k)
+    for measure in tested_measures(collection):
+        measure_significance_refresh(collection=collection, measure=measure)
     return done
 
 

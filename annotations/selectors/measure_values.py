@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from django.core.cache import cache
 
 from annotations.bulk import fetch_binary
@@ -72,7 +73,7 @@ def stored_measure(
     """run id -> query id -> the stored value of `measure`, for the runs whose every row
     holds the collection's current measure set (RunScore.measures); others are pending."""
     layout = collection.measures_layout
-    names = score_bytes.measure_names_of(layout)
+    names = [format_measure(kept) for kept in collection.kept_measures]
     position = names.index(format_measure(measure))
     scored = RunScore.objects.filter(run__collection=collection, measures=layout)
     if run_ids is not None:
@@ -201,6 +202,52 @@ def _mean(
     }
     value = reference.summary(measure, by_qid, list(by_qid), missing.qrels(qids) if zero else None)
     return MeasureMean(run, value, len(counted))
+
+
+@dataclass(frozen=True)
+class MeasureMatrix:
+    """What the all-pairs significance of a kept measure tests: the runs whose values are
+    all in the current measure set, best first (then by name), with their `all` values, and
+    their per-query values over ``query_ids`` (qid order: every evaluated query when an
+    unanswered one counts, with what trec_eval -c gives it; else those every run answered,
+    as the nDCG@k leaderboard's matrix)."""
+
+    runs: list[tuple[int, str, float]]  # (run id, name, `all` value)
+    query_ids: list[int]
+    values: npt.NDArray[np.float64]  # len(runs) x len(query_ids)
+
+
+def measure_matrix(collection: Collection, measure: Measure) -> MeasureMatrix:
+    """The ranked runs and per-query matrix of one kept measure, from the stored values."""
+    runs = list(Run.objects.filter(collection=collection).order_by("name", "id").only("id", "name"))
+    stored = stored_measure(collection, measure)
+    qids = evaluated_qids(collection)
+    zero = collection.missing_queries == "zero"
+    missing = _Unanswered(collection, measure, qids)
+    means = [
+        _mean(collection, measure, run, stored[run.id], qids, missing)
+        for run in runs
+        if run.id in stored
+    ]
+    means.sort(key=lambda mean: (-mean.value, mean.run.name))
+    in_order = sorted(qids, key=qids.__getitem__)  # trec_eval's order
+    columns = [
+        query_id
+        for query_id in in_order
+        if zero or all(query_id in stored[mean.run.id] for mean in means)
+    ]
+    unanswered = {query_id: missing.value(query_id) for query_id in columns} if zero else {}
+    values = np.zeros((len(means), len(columns)), dtype=np.float64)
+    for row, mean in enumerate(means):
+        found = stored[mean.run.id]
+        values[row] = [
+            found[query_id] if query_id in found else unanswered[query_id] for query_id in columns
+        ]
+    return MeasureMatrix(
+        runs=[(mean.run.id, mean.run.name, mean.value) for mean in means],
+        query_ids=columns,
+        values=values,
+    )
 
 
 # --- leaderboards of a kept measure -------------------------------------------------------

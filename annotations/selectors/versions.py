@@ -13,6 +13,7 @@ the version's gain and missing-query rule and the same scoring code as the store
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,8 +22,10 @@ from django.core.cache import cache
 
 from annotations import selectors
 from annotations.formats import trec
-from annotations.metrics import ndcg, rank_correlation
+from annotations.metrics import measures, ndcg, rank_correlation
 from annotations.metrics.machine_grades import assessed_pair_grade
+from annotations.metrics.measure_names import format_measure, trec_name
+from annotations.metrics.measures import Measure
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, JudgementHistory, QrelsVersion, Run
 from annotations.selectors.grades import machine_accounts
@@ -162,28 +165,130 @@ class LeaderboardAsOf:
 def leaderboard_as_of(*, collection: Collection, mark: Mark, k: int) -> LeaderboardAsOf:
     """Every run's mean nDCG@k and judged@k under the qrels at the mark (cached: a version
     never changes; the key holds the runs' last change too)."""
+    runs, runs_key = _runs_key(collection)
+    key = f"as-of:{collection.id}:{k}:{mark.key}:{mark.gain}:{mark.missing_queries}:{runs_key}"
+    found = cache.get(key)
+    if found is None:
+        found = _leaderboard(collection, mark, k, runs)
+        cache.set(key, found, timeout=3600)
+    return found
+
+
+@dataclass(frozen=True)
+class MeasureRunAsOf:
+    run: str
+    rank: int
+    mean: float  # trec_eval's `all` value (counts summed)
+    queries: int
+
+
+@dataclass(frozen=True)
+class MeasureAsOf:
+    """Every run's `all` value of one measure under the qrels at a mark, best first."""
+
+    label: str
+    name: str  # ir_measures' name
+    trec_eval: str  # trec_eval's name
+    pairs: int
+    queries: int
+    rows: list[MeasureRunAsOf]
+
+    @property
+    def ranking(self) -> list[str]:
+        return [row.run for row in self.rows]
+
+
+def measure_as_of(*, collection: Collection, mark: Mark, measure: Measure) -> MeasureAsOf:
+    """Every run's `all` value of a measure under the qrels at the mark, as trec_eval
+    computes it on those qrels and today's runs (with ``-c`` when the mark's rule counts an
+    unanswered query, what trec_eval -c gives it; without, over the queries a run answered):
+    the engine's reference (``metrics.measures``), the mark's gain for nDCG. Cached as
+    ``leaderboard_as_of`` is."""
+    runs, runs_key = _runs_key(collection)
+    name = format_measure(measure)
+    key = (
+        f"as-of-measure:{collection.id}:{mark.key}:{mark.gain}:{mark.missing_queries}:"
+        f"{hashlib.sha256(name.encode()).hexdigest()[:16]}:{runs_key}"
+    )
+    found = cache.get(key)
+    if found is None:
+        found = _measure_board(collection, mark, measure, runs)
+        cache.set(key, found, timeout=3600)
+    return found
+
+
+def _measure_board(
+    collection: Collection, mark: Mark, measure: Measure, runs: list[tuple[int, str]]
+) -> MeasureAsOf:
+    by_query, pairs = _qrels_by_query(collection, mark)
+    run_ids = [run_id for run_id, _ in runs]
+    zero = mark.missing_queries == "zero"
+    depth = measures.depth_read(measure)
+    values: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
+    qrels: dict[str, list[int]] = {}
+    for query_id, (qid, grades) in by_query.items():
+        qrels[qid] = list(grades.values())
+        rankings = selectors.query_rankings(query_id=query_id, depth=depth, run_ids=run_ids)
+        for run_id in run_ids:
+            ranking = rankings.get(run_id)
+            if ranking is None:
+                if zero:  # trec_eval -c: an empty ranking
+                    values[run_id][qid] = measures.measure_value(measure, [], qrels[qid])
+                continue
+            values[run_id][qid] = measures.measure_value(
+                measure, [grades.get(document_id) for document_id in ranking], qrels[qid], mark.gain
+            )
+    means: dict[str, tuple[float, int]] = {}
+    for run_id, run_name in runs:
+        counted = values[run_id]
+        mean = (
+            measures.summary(measure, counted, list(counted), qrels if zero else None)
+            if counted
+            else 0.0
+        )
+        means[run_name] = (mean, len(counted))
+    order = sorted(means, key=lambda run_name: (-means[run_name][0], run_name))
+    rows = [
+        MeasureRunAsOf(run=run_name, rank=rank, mean=means[run_name][0], queries=means[run_name][1])
+        for rank, run_name in enumerate(order, start=1)
+    ]
+    return MeasureAsOf(
+        label=mark.label,
+        name=format_measure(measure),
+        trec_eval=trec_name(measure),
+        pairs=pairs,
+        queries=len(by_query),
+        rows=rows,
+    )
+
+
+def _runs_key(collection: Collection) -> tuple[list[tuple[int, str]], int]:
+    """The runs by name (id, name) and a digest of their last changes, for a cache key."""
     runs = list(
         Run.objects.filter(collection=collection)
         .order_by("name")
         .values_list("id", "name", "updated")
     )
     stamp = ",".join(f"{run_id}:{updated.timestamp()}" for run_id, _, updated in runs)
-    key = f"as-of:{collection.id}:{k}:{mark.key}:{mark.gain}:{mark.missing_queries}:{hash(stamp)}"
-    found = cache.get(key)
-    if found is None:
-        found = _leaderboard(collection, mark, k, [(run_id, name) for run_id, name, _ in runs])
-        cache.set(key, found, timeout=3600)
-    return found
+    return [(run_id, name) for run_id, name, _ in runs], hash(stamp)
 
 
-def _leaderboard(
-    collection: Collection, mark: Mark, k: int, runs: list[tuple[int, str]]
-) -> LeaderboardAsOf:
+def _qrels_by_query(
+    collection: Collection, mark: Mark
+) -> tuple[dict[int, tuple[str, dict[int, int]]], int]:
+    """query id -> (qid, document id -> grade) of the qrels at the mark, and their pairs."""
     by_query: dict[int, tuple[str, dict[int, int]]] = {}
     pairs = 0
     for query_id, qid, document_id, _, grade in qrels_as_of(collection=collection, mark=mark):
         by_query.setdefault(query_id, (qid, {}))[1][document_id] = grade
         pairs += 1
+    return by_query, pairs
+
+
+def _leaderboard(
+    collection: Collection, mark: Mark, k: int, runs: list[tuple[int, str]]
+) -> LeaderboardAsOf:
+    by_query, pairs = _qrels_by_query(collection, mark)
     run_ids = [run_id for run_id, _ in runs]
     ndcg_by_run: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
     judged: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
@@ -247,13 +352,33 @@ class VersionsDiff:
     runs: list[RunChange]  # by the second version's rank
     tau: float | None  # Kendall's tau-b between the two rankings' scores
     tau_ap: float | None  # the second ranking against the first as truth
+    measure: str = ""  # what the runs are scored by: nDCG@k, or a measure's name
+
+
+def _scores_as_of(
+    collection: Collection, mark: Mark, k: int, measure: Measure | None
+) -> tuple[dict[str, tuple[float, int]], list[str]]:
+    """run name -> (score, rank) under the qrels at the mark, and the ranking: nDCG@k, or
+    the `all` value of `measure`."""
+    if measure is None:
+        board = leaderboard_as_of(collection=collection, mark=mark, k=k)
+        return {row.run: (row.ndcg, row.rank) for row in board.rows}, board.ranking
+    by_measure = measure_as_of(collection=collection, mark=mark, measure=measure)
+    return {row.run: (row.mean, row.rank) for row in by_measure.rows}, by_measure.ranking
 
 
 def versions_diff(
-    *, collection: Collection, first: Mark, second: Mark, k: int, limit: int = 1000
+    *,
+    collection: Collection,
+    first: Mark,
+    second: Mark,
+    k: int,
+    limit: int = 1000,
+    measure: Measure | None = None,
 ) -> VersionsDiff:
     """What changed between two marks: pairs (up to `limit` listed of each kind), each run's
-    score and rank, and how alike the two rankings are."""
+    score (nDCG@k, or the `all` value of `measure`) and rank, and how alike the two
+    rankings are."""
     before = {
         (qid, docno): g for _, qid, _, docno, g in qrels_as_of(collection=collection, mark=first)
     }
@@ -269,17 +394,15 @@ def versions_diff(
         for pair in sorted(before.keys() & after.keys())
         if before[pair] != after[pair]
     ]
-    board_a = leaderboard_as_of(collection=collection, mark=first, k=k)
-    board_b = leaderboard_as_of(collection=collection, mark=second, k=k)
-    rows_a = {row.run: row for row in board_a.rows}
+    scores_a, ranking_a = _scores_as_of(collection, first, k, measure)
+    scores_b, ranking_b = _scores_as_of(collection, second, k, measure)
     runs = [
-        RunChange(row.run, rows_a[row.run].ndcg, row.ndcg, rows_a[row.run].rank, row.rank)
-        for row in board_b.rows
+        RunChange(run, scores_a[run][0], scores_b[run][0], scores_a[run][1], scores_b[run][1])
+        for run in ranking_b
     ]
-    names = sorted(rows_a)
+    names = sorted(scores_a)
     tau = rank_correlation.kendall_tau_b(
-        [rows_a[n].ndcg for n in names],
-        [next(r.ndcg for r in board_b.rows if r.run == n) for n in names],
+        [scores_a[n][0] for n in names], [scores_b[n][0] for n in names]
     )
     return VersionsDiff(
         first=first.label,
@@ -290,5 +413,6 @@ def versions_diff(
         removed=removed[:limit],
         runs=runs,
         tau=tau,
-        tau_ap=rank_correlation.tau_ap(board_a.ranking, board_b.ranking),
+        tau_ap=rank_correlation.tau_ap(ranking_a, ranking_b),
+        measure=f"nDCG@{k}" if measure is None else format_measure(measure),
     )

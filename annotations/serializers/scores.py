@@ -108,6 +108,17 @@ class MeasureMeanSerializer(serializers.Serializer):
     run = serializers.CharField()
     mean = serializers.FloatField(help_text="trec_eval's `all` value (counts summed).")
     queries = serializers.IntegerField(help_text="The queries the mean is over.")
+    letters = serializers.CharField(
+        help_text="Compact letter display of the randomised Tukey HSD on this measure: runs "
+        "sharing a letter are not significantly different (empty until its pass ran, and "
+        "for the counts summed over queries)."
+    )
+    below_best = serializers.BooleanField(
+        help_text="True when the run is significantly below the best run on this measure."
+    )
+    p_best = serializers.FloatField(
+        allow_null=True, help_text="HSD-adjusted p-value of the run against the best run."
+    )
 
 
 class LeaderboardMeasureSerializer(serializers.Serializer):
@@ -119,6 +130,11 @@ class LeaderboardMeasureSerializer(serializers.Serializer):
         help_text="Runs whose values of the collection's measures await their rescore.",
     )
     shown = serializers.CharField(help_text="What is computed for this measure.")
+    significance = SignificanceSerializer(
+        allow_null=True,
+        help_text="The randomised Tukey HSD over every pair of runs on this measure, as a "
+        "worker last computed it (null for the counts summed over queries).",
+    )
 
 
 class LeaderboardSerializer(ScoresStateSerializer):

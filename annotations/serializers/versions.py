@@ -52,6 +52,19 @@ class RunAsOfSerializer(serializers.Serializer):
     queries = serializers.IntegerField()
 
 
+class MeasureRunAsOfSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    rank = serializers.IntegerField()
+    mean = serializers.FloatField(help_text="trec_eval's `all` value (counts summed).")
+    queries = serializers.IntegerField(help_text="The queries the value is over.")
+
+
+class MeasureAsOfSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The measure, in ir_measures' syntax.")
+    trec_eval = serializers.CharField(help_text="Its name in trec_eval's output.")
+    runs = MeasureRunAsOfSerializer(many=True, help_text="Best first, then by name.")
+
+
 class LeaderboardAsOfSerializer(serializers.Serializer):
     collection = serializers.CharField()
     mark = serializers.CharField(help_text="The version's name, or the time")
@@ -64,6 +77,11 @@ class LeaderboardAsOfSerializer(serializers.Serializer):
         "version's own, or the collection's for a past time.",
     )
     runs = RunAsOfSerializer(many=True)
+    measure = MeasureAsOfSerializer(
+        required=False,
+        help_text="Only with `measure=`: every run's value of that measure under these qrels, "
+        "as trec_eval computes it on them (with -c when the missing-query rule counts 0).",
+    )
 
 
 class PairChangeSerializer(serializers.Serializer):
@@ -87,6 +105,9 @@ class VersionsDiffSerializer(serializers.Serializer):
     a = serializers.CharField()
     b = serializers.CharField()
     k = serializers.IntegerField()
+    measure = serializers.CharField(
+        help_text="What `runs` are scored by: `nDCG@k`, or the kept measure asked by `measure=`."
+    )
     added = PairChangeSerializer(many=True)
     changed = PairChangeSerializer(many=True)
     removed = PairChangeSerializer(many=True)

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from annotations import selectors, services
 from annotations.metrics.measure_names import format_measure
 from annotations.models import Collection, Query, Run
-from annotations.scores import leaderboard_reads, snapshots
+from annotations.scores import leaderboard_reads, measure_significance, snapshots
 from annotations.selectors import (
     impact,
     judging,
@@ -129,7 +129,16 @@ def _measure_leaderboard(
     """The leaderboard ranked by a kept measure: each run's mean, its bootstrap CI and, with
     ``side``, every other kept measure's mean beside it (computed from the stored values,
     once per process and scores stamp: ``measure_values.measure_board``)."""
-    board = measure_values.measure_board(collection, measure_values.kept_measure(collection, name))
+    measure = measure_values.kept_measure(collection, name)
+    board = measure_values.measure_board(collection, measure)
+    # The letters are the worker's (`scores.measure_significance`): read, never computed here.
+    tested = measure_significance.tested(measure)
+    letters = (
+        measure_significance.measure_significance_read(collection=collection, measure=measure)
+        if tested
+        else None
+    )
+    letters_current = letters is not None and letters.stamp == board.stamp
     extras = (
         [other for other in measure_values.kept_means(collection) if other.name != name]
         if side
@@ -148,6 +157,9 @@ def _measure_leaderboard(
             or (access.run_links == "own" and row.run.owner == username),
             "ndcg": ndcg_means.get(row.run.id),
             "extras": [other.mean_of(row.run.id) for other in extras],
+            "letters": letters.letters.get(row.run.id, "") if letters else "",
+            "below_best": letters.below_best.get(row.run.id, False) if letters else False,
+            "p_best": letters.p_best.get(row.run.id) if letters else None,
         }
         for row in board.rows
     ]
@@ -161,9 +173,13 @@ def _measure_leaderboard(
             "extras": extras,
             "side": side,
             "access": access,
+            "tested": tested,
+            "significance": letters,
+            "significance_current": letters_current,
             "columns": (access.run_links != "none")
             + 4
             - board.summed
+            + tested
             + (1 + len(extras) if side else 0)
             + 1,
             "resamples": leaderboards.BOOTSTRAP_RESAMPLES,
@@ -240,12 +256,16 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
     state = scores_state.scores_state(collection=collection)
     k = selectors.cutoff_from(collection, request.GET.get("k"))
     # A table ranked by a kept measure, or with their means beside nDCG@k's, is computed
-    # from the stored values: it is new with every scores stamp.
+    # from the stored values: it is new with every scores stamp, and (ranked by a measure)
+    # once its significance pass is stored for that stamp.
     live_values = bool(request.GET.get("measure") or request.GET.get("side"))
+    table = state.stamp
+    if live_values:
+        table += _measure_letters_mark(collection, request.GET.get("measure", ""), state.stamp)
     return JsonResponse(
         {
             "stamp": state.stamp,
-            "table": state.stamp
+            "table": table
             if live_values
             else leaderboard_reads.table_stamp(collection=collection, k=k, state=state),
             "pending": state.pending,
@@ -254,6 +274,19 @@ def leaderboard_state(request: HttpRequest, slug: str) -> JsonResponse:
             "last_recomputed": state.last_recomputed.isoformat() if state.last_recomputed else None,
         }
     )
+
+
+def _measure_letters_mark(collection: Collection, asked: str, stamp: str) -> str:
+    """``+significance`` while the letters of the measure a table is ranked by are not
+    stored for the scores at `stamp` (what ``_measure_live.html`` adds to its stamp)."""
+    try:
+        measure = measure_values.kept_measure(collection, asked) if asked else None
+    except measure_values.UnknownMeasure:
+        return ""
+    if measure is None or not measure_significance.tested(measure):
+        return ""
+    letters = measure_significance.measure_significance_read(collection=collection, measure=measure)
+    return "" if letters is not None and letters.stamp == stamp else "+significance"
 
 
 @login_first

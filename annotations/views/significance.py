@@ -11,10 +11,15 @@ from django.shortcuts import render
 
 from annotations import selectors
 from annotations.formats import charts
-from annotations.scores import snapshots
+from annotations.metrics.measure_names import format_measure
+from annotations.metrics.measures import Measure
+from annotations.models import Collection
+from annotations.scores import measure_significance
 from annotations.scores.leaderboard_reads import RETRY_AFTER_SECONDS
+from annotations.scores.measure_significance import measure_significance_detail
 from annotations.scores.reports import REPORT_KINDS, leaderboard_report, report_board
 from annotations.scores.significance import SignificanceDetail, significance_detail
+from annotations.selectors import measure_values
 from annotations.selectors.leaderboards import Leaderboard, LeaderboardRow
 from annotations.views._collection import login_first, readable_collection
 
@@ -139,32 +144,63 @@ def _pair(detail: SignificanceDetail, name_a: str, name_b: str) -> dict[str, Any
     }
 
 
+def _measure_asked(request: HttpRequest, collection: Collection) -> tuple[Measure | None, str]:
+    """The kept measure whose significance is asked for (None: nDCG@k), and why an asked one
+    is not shown (read out at the top): unknown, not kept, or a count summed over queries."""
+    asked = request.GET.get("measure", "").strip()[:200]
+    if not asked:
+        return None, ""
+    try:
+        measure = measure_values.kept_measure(collection, asked)
+    except measure_values.UnknownMeasure as error:
+        return None, f"{error} Showing nDCG@k."
+    if not measure_significance.tested(measure):
+        return None, (
+            f"{format_measure(measure)} is a count trec_eval sums over the queries: it has no "
+            "significance groups. Showing nDCG@k."
+        )
+    return measure, ""
+
+
 @login_first
 def leaderboard_significance(request: HttpRequest, slug: str) -> HttpResponse:
     """Every pair's HSD-adjusted p-value as a shaded matrix, one pair's difference with its
-    simultaneous interval, and the runs x queries heat map, from the stored snapshot."""
+    simultaneous interval, and the runs x queries heat map, from the stored snapshot at k, or
+    with ``?measure=`` from the stored pass of a kept measure (being computed until a worker
+    has stored its first)."""
     collection, access = readable_collection(request, slug, sees="leaderboard")
     k = selectors.cutoff_from(collection, request.GET.get("k"))
-    board = snapshots.leaderboard_read(collection=collection, k=k)
-    detail = significance_detail(collection=collection, k=k)
-    if detail is None:
-        raise Http404("No leaderboard yet")
+    measure, measure_error = _measure_asked(request, collection)
+    if measure is None:
+        detail = significance_detail(collection=collection, k=k)
+        if detail is None:
+            raise Http404("No leaderboard yet")
+        shown = f"nDCG@{k}"
+    else:
+        detail = measure_significance_detail(collection=collection, measure=measure)
+        shown = format_measure(measure)
     sort = "difficulty" if request.GET.get("sort") == "difficulty" else "qid"
     name_a, name_b = request.GET.get("a", ""), request.GET.get("b", "")
     context = {
         "collection": collection,
         "k": k,
-        "board": board,
         "access": access,
-        "significance": detail.significance,
-        "stamp": detail.stamp,
+        "measure": shown if measure is not None else "",
+        "measure_error": measure_error,
+        "shown": shown,
+        "choices": [
+            format_measure(kept) for kept in measure_significance.tested_measures(collection)
+        ],
+        "computing": detail is None,
+        "significance": detail.significance if detail else None,
+        "stamp": detail.stamp if detail else "",
         "sort": sort,
-        "matrix": lambda: _matrix(detail),
-        "heat": lambda: _heat(detail, sort),
-        "pair": _pair(detail, name_a, name_b),
+        "matrix": (lambda: _matrix(detail)) if detail else None,
+        "heat": (lambda: _heat(detail, sort)) if detail else None,
+        "pair": _pair(detail, name_a, name_b) if detail else None,
         "name_a": name_a,
         "name_b": name_b,
-        "run_names": [detail.names[run_id] for run_id in detail.row_ids],
+        "run_names": [detail.names[run_id] for run_id in detail.row_ids] if detail else [],
     }
     return render(request, "annotations/scores/significance.html", context)
 

@@ -1,4 +1,5 @@
-"""Qrels versions (organisers): tag, list, download, the leaderboard as of a version, diffs."""
+"""Qrels versions (organisers): tag, list, download, the leaderboard as of a version (nDCG@k
+or a kept measure), diffs."""
 
 from __future__ import annotations
 
@@ -9,17 +10,32 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 
 from annotations.forms.versions import QrelsVersionForm
+from annotations.metrics.measure_names import format_measure
+from annotations.metrics.measures import Measure
 from annotations.models import Collection, QrelsVersion
-from annotations.selectors import cutoff_from
+from annotations.selectors import cutoff_from, measure_values
 from annotations.selectors.versions import (
     Mark,
     leaderboard_as_of,
+    measure_as_of,
     qrels_text_as_of,
     versions_diff,
 )
 from annotations.services.versions import qrels_version_tag
 from annotations.views._collection import organised_collection
 from annotations.views._forms import refusal_to_form
+
+
+def _measure_asked(request: HttpRequest, collection: Collection) -> tuple[Measure | None, str]:
+    """The kept measure asked for by ``?measure=`` (None: nDCG@k), and why an asked one is
+    not shown (read out at the top)."""
+    asked = request.GET.get("measure", "").strip()[:200]
+    if not asked:
+        return None, ""
+    try:
+        return measure_values.kept_measure(collection, asked), ""
+    except measure_values.UnknownMeasure as error:
+        return None, f"{error} Showing nDCG@k."
 
 
 def _version(collection: Collection, name: str) -> QrelsVersion:
@@ -50,6 +66,7 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect("qrels-versions", slug=collection.slug)
     tagged = list(QrelsVersion.objects.filter(collection=collection).select_related("created_by"))
     k = cutoff_from(collection, request.GET.get("k"))
+    measure, measure_error = _measure_asked(request, collection)
     diff = None
     names = {version.name: version for version in tagged}
     first, second = request.GET.get("a"), request.GET.get("b")
@@ -60,12 +77,15 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
             second=Mark.of_version(names[second]),
             k=k,
             limit=200,
+            measure=measure,
         )
     context = {
         "collection": collection,
         "versions": tagged,
         "form": form,
         "k": k,
+        "measure": format_measure(measure) if measure else "",
+        "measure_error": measure_error,
         "diff": diff,
         "a": first or (tagged[-2].name if len(tagged) > 1 else ""),
         "b": second or (tagged[-1].name if tagged else ""),
@@ -75,12 +95,26 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def version_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
-    """The leaderboard at k under the version's qrels."""
+    """The leaderboard at k under the version's qrels, or with ``?measure=`` every run's
+    `all` value of a kept measure under them."""
     collection = organised_collection(request, slug)
     version = _version(collection, name)
     k = cutoff_from(collection, request.GET.get("k"))
-    board = leaderboard_as_of(collection=collection, mark=Mark.of_version(version), k=k)
-    context = {"collection": collection, "version": version, "k": k, "board": board}
+    mark = Mark.of_version(version)
+    measure, measure_error = _measure_asked(request, collection)
+    board = (
+        measure_as_of(collection=collection, mark=mark, measure=measure)
+        if measure
+        else leaderboard_as_of(collection=collection, mark=mark, k=k)
+    )
+    context = {
+        "collection": collection,
+        "version": version,
+        "k": k,
+        "board": board,
+        "measure": format_measure(measure) if measure else "",
+        "measure_error": measure_error,
+    }
     return render(request, "annotations/versions/detail.html", context)
 
 
