@@ -202,6 +202,22 @@ def test_a_pass_over_newer_rows_waits_out_the_last_passs_rest(
     assert refresh_work.significance_task(collection_id=trial.id) == trial.sorted_cutoffs[1]
 
 
+def test_the_passes_of_one_stamp_rest_as_one(
+    trial: Collection, passes: list[dict[str, Any]], monkeypatch: Any
+) -> None:
+    """Every cutoff's and every kept measure's pass over one stamp: the rest that follows
+    them is the share of their summed time, not of the last one's."""
+    monkeypatch.setattr(refresh_pacing, "SIGNIFICANCE_SHARE", 0.2)  # rest 4x the passes
+    monkeypatch.setattr(refresh_pacing.time, "time", lambda: 1000.0)
+    for _ in range(3):
+        refresh_pacing.significance_pass_done(collection_id=trial.id, stamp="s1", seconds=1.0)
+    assert refresh_pacing.significance_rest_left(collection_id=trial.id, stamp="s2") == 12.0
+    assert refresh_pacing.significance_rest_left(collection_id=trial.id, stamp="s1") == 0.0
+    # a newer stamp's passes start a new sum
+    refresh_pacing.significance_pass_done(collection_id=trial.id, stamp="s2", seconds=1.0)
+    assert refresh_pacing.significance_rest_left(collection_id=trial.id, stamp="s3") == 4.0
+
+
 def test_the_rest_follows_the_share_and_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(refresh_pacing, "REFRESH_SHARE", 0.25)  # three times as long as it ran
     assert refresh_pacing.rest_seconds(2.0) == 6.0

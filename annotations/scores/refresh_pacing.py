@@ -145,22 +145,28 @@ def significance_rest_left(*, collection_id: int, stamp: str) -> float:
         found = caches["coordination"].get(_pass_key(collection_id))
     except Exception:  # unpaced: costs time, not data
         return 0.0
-    if not (isinstance(found, list | tuple) and len(found) == 2):
+    if not (isinstance(found, list | tuple) and len(found) == 3):
         return 0.0
-    last_stamp, until = found
+    last_stamp, until, _ = found
     if last_stamp == stamp or not isinstance(until, int | float):
         return 0.0
     return max(0.0, min(MAX_REST_SECONDS, float(until) - time.time()))
 
 
 def significance_pass_done(*, collection_id: int, stamp: str, seconds: float) -> None:
-    """After a worker's significance pass over rows at `stamp` that took `seconds`."""
+    """After a worker's significance pass over rows at `stamp` that took `seconds`. The
+    passes of one stamp (every cutoff's, every kept measure's) rest as one: the rest follows
+    their summed time."""
     if not settings.NDCG_COORDINATION_SHARED:
         return
-    rest = rest_seconds(seconds, share=SIGNIFICANCE_SHARE)
+    coordination = caches["coordination"]
     with contextlib.suppress(Exception):  # unpaced: costs time, not data
-        caches["coordination"].set(
+        found = coordination.get(_pass_key(collection_id))
+        if isinstance(found, list | tuple) and len(found) == 3 and found[0] == stamp:
+            seconds += float(found[2])
+        rest = rest_seconds(seconds, share=SIGNIFICANCE_SHARE)
+        coordination.set(
             _pass_key(collection_id),
-            [stamp, time.time() + rest],
+            [stamp, time.time() + rest, seconds],
             timeout=int(rest) + int(MAX_REST_SECONDS),
         )
