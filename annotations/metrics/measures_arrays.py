@@ -1,6 +1,6 @@
 """PURE: one query's measures for every run at once (numpy), bit-identical to the reference."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -9,8 +9,9 @@ from numpy.typing import NDArray
 from annotations.metrics.measures import INFAP_EPSILON, Measure, measure_value
 from annotations.metrics.ndcg import gain_function, idcg
 from annotations.metrics.ndcg_arrays import _UNGRADED, _discount_table, _GradeTable
+from annotations.metrics.qrels_ranks import QrelsRanks, equivalent_rankings
 
-__all__ = ["FAST", "measure_matrix"]
+__all__ = ["FAST", "measure_matrix", "ranks_measure_matrix"]
 
 # Families computed here on whole matrices; any other measure is computed run by run with
 # the reference (measures.measure_value), so every measure has one entry point.
@@ -68,9 +69,57 @@ def measure_matrix(
     in effective order, ids and grades ints within int64 (as ``ndcg_arrays.score_matrix``).
     """
     runs = list(rankings)
-    values = np.zeros((len(runs), len(measures)), dtype=np.float64)
     sequences = [rankings[run] for run in runs]
     lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(runs))
+
+    def found(table: _GradeTable, depth: int) -> _Found:
+        read = np.minimum(lengths, depth)
+        codes = table.read(sequences, np.arange(len(runs)), np.zeros_like(read), read)
+        hit = np.flatnonzero(codes != table.ungraded)
+        ends = np.cumsum(read)
+        rows = np.searchsorted(ends, hit, side="right")
+        return rows, hit - (ends - read)[rows], codes[hit]
+
+    return runs, _values(lengths, found, lambda: sequences, grades, measures, scheme)
+
+
+def ranks_measure_matrix(
+    ranks: QrelsRanks,
+    grades: Mapping[int, int],
+    measures: Sequence[Measure],
+    scheme: str = "linear",
+) -> NDArray[np.float64]:
+    """`measure_matrix` of the rankings `ranks` reduces (a row per run, in its order), bit
+    for bit, from the ranks of their qrels documents alone; `ranks.documents` must hold
+    every document of `grades`."""
+
+    def found(table: _GradeTable, depth: int) -> _Found:
+        codes = table(ranks.documents)[ranks.indices]
+        keep = np.flatnonzero((ranks.positions < depth) & (codes != table.ungraded))
+        return ranks.rows[keep], ranks.positions[keep], codes[keep]
+
+    return _values(
+        ranks.lengths, found, lambda: equivalent_rankings(ranks), grades, measures, scheme
+    )
+
+
+# The results of every run's top that are in the qrels: their runs, their 0-based positions
+# (grouped by run, in rank order) and their grade codes.
+_Found = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.unsignedinteger[Any]]]
+
+
+def _values(
+    lengths: NDArray[np.int64],
+    found: Callable[[_GradeTable, int], _Found],
+    sequences: Callable[[], Sequence[Sequence[int] | NDArray[np.int64]]],
+    grades: Mapping[int, int],
+    measures: Sequence[Measure],
+    scheme: str,
+) -> NDArray[np.float64]:
+    """The values of every run (rankings of `lengths`): the FAST families from `found` in
+    the top as deep as they read, the others run by run from the rankings."""
+    runs = lengths.size
+    values = np.zeros((runs, len(measures)), dtype=np.float64)
     longest = int(lengths.max(initial=0))
     qrels = list(grades.values())
     fast = [index for index, measure in enumerate(measures) if measure.name in FAST]
@@ -98,34 +147,36 @@ def measure_matrix(
             else grades,
             gain_function(scheme),
         )
-        read = np.minimum(lengths, depth)
-        codes = table.read(sequences, np.arange(len(runs)), np.zeros_like(read), read)
-        if (read == depth).all():
-            top = codes.reshape(len(runs), depth)
-        else:
-            top = np.full((len(runs), depth), table.ungraded)
-            top[np.arange(depth) < read[:, None]] = codes  # short rankings padded: never relevant
-        columns = _Columns(table, top, lengths, judged, scheme)
+        columns = _Columns(table, found(table, depth), lengths, depth, judged, scheme)
         for index in fast:
             values[:, index] = columns.of(measures[index], relevant_of[measures[index].rel])
 
-    for index in slow:
-        measure = measures[index]
-        for row, sequence in enumerate(sequences):
-            ranking_grades = [grades.get(int(doc)) for doc in sequence]
-            values[row, index] = measure_value(measure, ranking_grades, qrels, scheme)
-    return runs, values
+    if slow:
+        rankings = sequences()
+        for index in slow:
+            measure = measures[index]
+            for row, sequence in enumerate(rankings):
+                ranking_grades = [grades.get(int(doc)) for doc in sequence]
+                values[row, index] = measure_value(measure, ranking_grades, qrels, scheme)
+    return values
 
 
 class _Positions:
     """The ranks of the results of one kind (relevant at a level, judged non-relevant,
     pooled but unjudged, gaining) in every run's top: their rows and columns in rank order,
-    a run's before the next run's, as np.nonzero gives them. The measures add their terms
-    only there, so they work on these few positions rather than on the whole matrix."""
+    a run's before the next run's, and their grade codes. The measures add their terms only
+    there, so they work on these few positions rather than on whole rankings."""
 
-    def __init__(self, at: NDArray[np.bool_]) -> None:
-        self.runs, self.width = at.shape[0], at.shape[1] + 1
-        self.rows, self.columns = np.nonzero(at)
+    def __init__(
+        self,
+        rows: NDArray[np.int64],
+        columns: NDArray[np.int64],
+        codes: NDArray[np.unsignedinteger[Any]],
+        runs: int,
+        depth: int,
+    ) -> None:
+        self.runs, self.width = runs, depth + 1
+        self.rows, self.columns, self.codes = rows, columns, codes
         self.counts = np.bincount(self.rows, minlength=self.runs)
         self.starts = np.cumsum(self.counts) - self.counts
         # 0-based place of each position among its run's: how many of them are above it.
@@ -159,20 +210,22 @@ class _Positions:
 
 
 class _Columns:
-    """One query's measures for every run, from the grade codes of the runs' top results
-    (rows padded with _UNGRADED's code); what several measures share is computed once."""
+    """One query's measures for every run, from the results of the runs' tops that are in
+    the qrels (`_Found`); what several measures share is computed once."""
 
     def __init__(
         self,
         table: _GradeTable,
-        top: NDArray[np.unsignedinteger[Any]],
+        found: _Found,
         lengths: NDArray[np.int64],
+        depth: int,
         judged: NDArray[np.int64],
         scheme: str,
     ) -> None:
-        self.table, self.top, self.lengths, self.judged = table, top, lengths, judged
+        self.table, self.lengths, self.depth, self.judged = table, lengths, depth, judged
+        self.rows, self.columns, self.codes = found
         self.scheme = scheme
-        self.runs = top.shape[0]
+        self.runs = lengths.size
         self._shared: dict[tuple[Any, ...], Any] = {}
 
     def _once(self, key: tuple[Any, ...], make: Any) -> Any:
@@ -193,8 +246,12 @@ class _Columns:
             code = self.table.gaining
         # Kinds whose codes coincide (grades >= 1 and the gaining ones, usually) share them.
         return self._once(  # type: ignore[no-any-return]
-            ("codes", *code.tolist()), lambda: _Positions(code[self.top])
+            ("codes", *code.tolist()), lambda: self._positions(code[self.codes])
         )
+
+    def _positions(self, kind: NDArray[np.bool_]) -> _Positions:
+        at = np.flatnonzero(kind)
+        return _Positions(self.rows[at], self.columns[at], self.codes[at], self.runs, self.depth)
 
     def of(self, measure: Measure, relevant: int) -> NDArray[np.float64]:
         name, k, level = measure.name, measure.cutoff, measure.rel
@@ -259,8 +316,7 @@ class _Columns:
         running = self._once(
             ("DCG", 0),
             lambda: gaining.running(
-                self.table.gains[self.top[gaining.rows, gaining.columns]]
-                / _discount_table(self.top.shape[1])[gaining.columns]
+                self.table.gains[gaining.codes] / _discount_table(self.depth)[gaining.columns]
             ),
         )
         count = gaining.counts if k is None else gaining.within(k)

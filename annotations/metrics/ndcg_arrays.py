@@ -36,31 +36,17 @@ def _discount_table(length: int) -> NDArray[np.float64]:
     return table
 
 
-class _GradeTable:
-    """Document ids -> grade codes, for whole arrays of ids: an open-addressing hash table
-    (linear probing) in numpy arrays, 8 to 16 slots per graded id, so most lookups take one
-    probe. On 33,000 ids it takes ~0.25 ms, np.searchsorted in the sorted ids ~1.7 ms
-    (unsorted needles), ``map(grades.get, ...)`` ~2 ms.
+class _IdTable:
+    """Document ids -> their place among some keys, for whole arrays of ids: an open-addressing
+    hash table (linear probing) in numpy arrays, 8 to 16 slots per key, so most lookups take
+    one probe. On 33,000 ids it takes ~0.25 ms, np.searchsorted in the sorted ids ~1.7 ms
+    (unsorted needles), ``map(grades.get, ...)`` ~2 ms."""
 
-    A code indexes ``gains`` (scoring's gain function applied once per distinct grade: the
-    very doubles query_scores adds), ``gaining`` and ``judged``; codes are one byte wide for
-    up to 255 distinct grades, which keeps the arrays of a whole query small.
-    """
-
-    def __init__(self, grades: Mapping[int, int], gain_of: Callable[[int], float]) -> None:
-        count = len(grades)
-        keys = np.fromiter(grades.keys(), dtype=np.int64, count=count)
-        values = np.fromiter(grades.values(), dtype=np.int64, count=count)
-        distinct, inverse = np.unique(np.append(values, _UNGRADED), return_inverse=True)
-        self.grades = distinct  # the grade of each code, _UNGRADED's included
-        self.gains = np.array([gain_of(int(grade)) for grade in distinct], dtype=np.float64)
-        self.gaining = self.gains > 0.0
-        self.judged = distinct >= 0
-        # Slot value ``count`` marks an empty slot; its key 0 may match an id 0 there, and its
-        # code is _UNGRADED's, as an absent id's should be.
+    def __init__(self, keys: NDArray[np.int64]) -> None:
+        count = keys.size
+        # Slot value ``count`` (`empty`) marks an empty slot and an absent id's place; its
+        # key 0 may match an id 0 there, which then finds `empty` too.
         self.empty = count
-        self.codes = inverse.reshape(-1).astype(np.min_scalar_type(distinct.size))
-        self.ungraded = self.codes[count]
         self.keys = np.append(keys, 0)
         bits = max(3, (8 * count).bit_length())
         self.shift = np.uint64(64 - bits)
@@ -76,21 +62,47 @@ class _GradeTable:
     def _hash(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         return ((ids.view(np.uint64) * _FIBONACCI) >> self.shift).view(np.int64)
 
-    def __call__(self, ids: NDArray[np.int64]) -> NDArray[np.unsignedinteger[Any]]:
+    def find(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Each id's place among the keys; `empty` for an id that is not one of them."""
         slot = self._hash(ids)
         entry = self.slots[slot]
         found = self.keys[entry] == ids
-        result = self.codes[np.where(found, entry, self.empty)]
+        result = np.where(found, entry, self.empty)
         todo = np.flatnonzero(~found & (entry != self.empty))  # probe on until an empty slot
         slot = slot[todo]
         while todo.size:
             slot = (slot + 1) & self.mask
             entry = self.slots[slot]
             found = self.keys[entry] == ids[todo]
-            result[todo[found]] = self.codes[entry[found]]
+            result[todo[found]] = entry[found]
             going = ~found & (entry != self.empty)
             todo, slot = todo[going], slot[going]
         return result
+
+
+class _GradeTable(_IdTable):
+    """Document ids -> grade codes (`_IdTable` over the graded ids).
+
+    A code indexes ``gains`` (scoring's gain function applied once per distinct grade: the
+    very doubles query_scores adds), ``gaining`` and ``judged``; codes are one byte wide for
+    up to 255 distinct grades, which keeps the arrays of a whole query small.
+    """
+
+    def __init__(self, grades: Mapping[int, int], gain_of: Callable[[int], float]) -> None:
+        count = len(grades)
+        super().__init__(np.fromiter(grades.keys(), dtype=np.int64, count=count))
+        values = np.fromiter(grades.values(), dtype=np.int64, count=count)
+        distinct, inverse = np.unique(np.append(values, _UNGRADED), return_inverse=True)
+        self.grades = distinct  # the grade of each code, _UNGRADED's included
+        self.gains = np.array([gain_of(int(grade)) for grade in distinct], dtype=np.float64)
+        self.gaining = self.gains > 0.0
+        self.judged = distinct >= 0
+        # The code at `empty` is _UNGRADED's, as an absent id's should be.
+        self.codes = inverse.reshape(-1).astype(np.min_scalar_type(distinct.size))
+        self.ungraded = self.codes[count]
+
+    def __call__(self, ids: NDArray[np.int64]) -> NDArray[np.unsignedinteger[Any]]:
+        return self.codes[self.find(ids)]  # type: ignore[no-any-return]
 
     def read(
         self,

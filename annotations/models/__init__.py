@@ -43,6 +43,7 @@ from annotations.models.scores import (
     LeaderboardSnapshot,
     QueryBound,
     QueryScore,
+    RankingQrels,
     RunScore,
 )
 from annotations.models.systems import FetchFailure, SearchSystem
@@ -87,6 +88,7 @@ __all__ = [
     "QueryBound",
     "QueryScore",
     "Ranking",
+    "RankingQrels",
     "Run",
     "RunScore",
     "SearchSystem",

@@ -10,11 +10,13 @@ from django.db import connection
 
 from annotations import selectors
 from annotations.bulk import execute
-from annotations.formats import score_bytes
+from annotations.formats import ranking_bytes, score_bytes
 from annotations.formats.score_bytes import FloatArray, IntArray
 from annotations.metrics import measures_arrays, ndcg, ndcg_arrays
 from annotations.metrics.measures import Measure, depth_read
+from annotations.metrics.qrels_ranks import QrelsRanks
 from annotations.models import Collection
+from annotations.scores.kept_ranks import KeptRanks, keeps_ranks, kept_ranks, qrels_documents
 
 # The packed columns of the collection's other measures, after nDCG's.
 MEASURE_COLUMNS = ("measures", "measure_values")
@@ -53,19 +55,24 @@ def measures_depth(measures: Sequence[Measure]) -> int | None:
         return None
     return max((depth for depth in depths if depth is not None), default=0)
 
-    def row_of(self) -> dict[int, int]:
-        return {run_id: i for i, run_id in enumerate(self.run_ids)}
-
 
 def score_query(
     collection: Collection,
     query_id: int,
     grades: Mapping[int, int],
     run_ids: Iterable[int] | None = None,
-) -> QueryScores:
-    """The IDCG per k and every run's scores of one query, from its current grades."""
+) -> tuple[QueryScores, KeptRanks | None]:
+    """The IDCG per k and every run's scores of one query, from its current grades and its
+    rankings read whole where the measures read them deeper than their heads (then also
+    their qrels ranks, found afresh, with the kept rows that differ)."""
     if not grades:
-        return score_rankings(collection, grades, {})
+        return score_rankings(collection, grades, {}), None
+    if keeps_ranks(collection.kept_measures):
+        rows = selectors.whole_rankings(query_id=query_id, run_ids=run_ids)
+        whole = {row[0]: ranking_bytes.unpack_id_array(row[2]) for row in rows}
+        kept = kept_ranks(rows, qrels_documents(grades), whole)
+        rankings = {run_id: whole[run_id] for run_id in kept.run_ids}
+        return score_rankings(collection, grades, rankings, kept.ranks), kept
     rankings = selectors.scoring_rankings(
         query_id=query_id,
         depth=max(collection.sorted_cutoffs),
@@ -73,14 +80,17 @@ def score_query(
         run_ids=run_ids,
         needed=measures_depth(collection.kept_measures),
     )
-    return score_rankings(collection, grades, rankings)
+    return score_rankings(collection, grades, rankings), None
 
 
 def score_rankings(
     collection: Collection,
     grades: Mapping[int, int],
     rankings: Mapping[int, Sequence[int] | IntArray],
+    ranks: QrelsRanks | None = None,
 ) -> QueryScores:
+    """The scores of `rankings`; the measures from `ranks` where given (the same rankings
+    reduced, a row per ranking in the same order)."""
     ks = collection.sorted_cutoffs
     kept = collection.kept_measures
     layout = collection.measures_layout
@@ -89,7 +99,11 @@ def score_rankings(
     idcgs = ndcg.idcgs_for(grades.values(), ks, collection.gain)
     run_ids, matrix = ndcg_arrays.score_matrix(rankings, grades, ks, collection.gain, idcgs)
     values = None
-    if kept:
+    if kept and ranks is not None:
+        if ranks.runs != len(run_ids):
+            raise AssertionError("reduced rankings out of step with the rankings")
+        values = measures_arrays.ranks_measure_matrix(ranks, grades, kept, collection.gain)
+    elif kept:
         # The same rows as score_matrix's: both follow the order of `rankings`.
         measure_runs, values = measures_arrays.measure_matrix(
             rankings, grades, kept, collection.gain

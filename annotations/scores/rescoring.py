@@ -29,18 +29,40 @@ from annotations.scores.computing import (
     lock_collection,
     score_query,
 )
+from annotations.scores.kept_ranks import KeptRanks, kept_ranks_write
 from annotations.scores.queries import scores_recompute_query
 from annotations.selectors import measure_values, stored_scores
 
 
 def _scored_queries(
     collection: Collection, run_ids: list[int] | None = None
-) -> Iterator[tuple[int, QueryScores]]:
-    """(query id, its scores) of every evaluated query, one at a time."""
+) -> Iterator[tuple[int, QueryScores, KeptRanks | None]]:
+    """(query id, its scores, its kept qrels ranks if the measures read them) of every
+    evaluated query, one at a time."""
     for query_id, grades in selectors.effective_grades_by_query(collection=collection):
-        scores = score_query(collection, query_id, grades, run_ids=run_ids)
+        scores, kept = score_query(collection, query_id, grades, run_ids=run_ids)
         if scores.idcgs:
-            yield query_id, scores
+            yield query_id, scores, kept
+
+
+@dataclass
+class _KeptWrites:
+    """The kept qrels ranks that changed, gathered over several queries."""
+
+    batch: list[tuple[int, KeptRanks]] = field(default_factory=list)
+    rows: int = 0
+
+    def add(self, query_id: int, kept: KeptRanks | None) -> None:
+        if kept is None or not (kept.inserts or kept.updates):
+            return
+        self.batch.append((query_id, kept))
+        self.rows += len(kept.inserts) + len(kept.updates)
+        if self.rows >= ROWS_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        kept_ranks_write(self.batch)
+        self.batch, self.rows = [], 0
 
 
 def _packed_rows(
@@ -79,7 +101,9 @@ def scores_recompute_run(*, run_id: int) -> bool:
         RunScore.objects.filter(run_id=run_id).delete()
         layout = score_bytes.layout(collection.sorted_cutoffs)
         rows: list[tuple[object, ...]] = []
-        for query_id, scores in _scored_queries(collection, run_ids=[run_id]):
+        kept_rows = _KeptWrites()
+        for query_id, scores, kept in _scored_queries(collection, run_ids=[run_id]):
+            kept_rows.add(query_id, kept)
             rows.extend(
                 (run, query_id, *values)
                 for (_, run), values in _packed_rows(query_id, scores, layout).items()
@@ -88,6 +112,7 @@ def scores_recompute_run(*, run_id: int) -> bool:
                 bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
                 rows = []
         bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
+        kept_rows.flush()
         now = timezone.now()
         bulk_insert(
             RunScore, RUN_SCORE_COLUMNS, [(run_id, layout, collection.measures_layout, now)]
@@ -130,7 +155,9 @@ def scores_rescore_collection(*, collection_id: int) -> None:
         score_rows = _Writes(
             QueryScore, key=("query_id", "run_id"), columns=QUERY_SCORE_COLUMNS[2:]
         )
-        for query_id, scores in _scored_queries(collection):
+        kept_rows = _KeptWrites()
+        for query_id, scores, kept in _scored_queries(collection):
+            kept_rows.add(query_id, kept)
             ideal, stored = _stored_query(query_id)
             ideal_rows.sync(
                 stored={(query_id, k): (value,) for k, value in ideal.items()},
@@ -143,6 +170,7 @@ def scores_rescore_collection(*, collection_id: int) -> None:
             seen.add(query_id)
         ideal_rows.flush()
         score_rows.flush()
+        kept_rows.flush()
         # Queries no longer evaluated (their judgements are gone) keep no scores.
         unjudged = [query_id for query_id in versions if query_id not in seen]
         for start in range(0, len(unjudged), IDS_PER_STATEMENT):
@@ -263,6 +291,7 @@ def _differences(collection: Collection) -> list[str]:
     layout = score_bytes.layout(collection.sorted_cutoffs)
     ideal_differences: list[tuple[tuple[int, int], str]] = []
     score_differences: list[tuple[tuple[int, int, int], str]] = []
+    kept_differences: list[str] = []
 
     def compare(query_id: int, scores: QueryScores | None) -> None:
         ideal, stored = _stored_query(query_id)
@@ -317,14 +346,20 @@ def _differences(collection: Collection) -> list[str]:
                 )
 
     seen: set[int] = set()
-    for query_id, scores in _scored_queries(collection):
+    for query_id, scores, kept in _scored_queries(collection):
         seen.add(query_id)
         compare(query_id, scores)
+        for run_id in kept.mismatched if kept is not None else ():
+            kept_differences.append(
+                f"run={names[run_id]} query={qids[query_id]}: kept qrels ranks differ from "
+                "those of its ranking"
+            )
     for query_id in qids:
         if query_id not in seen:
             compare(query_id, None)
     lines = [line for _, line in sorted(ideal_differences)]
     lines += [line for _, line in sorted(score_differences)]
+    lines += sorted(kept_differences)
     lines += _mean_differences(collection, names)
     lines += _measure_mean_differences(collection, names)
     for query_id, version in _versions(collection).items():
