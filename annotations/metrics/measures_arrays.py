@@ -94,9 +94,12 @@ def ranks_measure_matrix(
     every document of `grades`."""
 
     def found(table: _GradeTable, depth: int) -> _Found:
-        codes = table(ranks.documents)[ranks.indices]
-        keep = np.flatnonzero((ranks.positions < depth) & (codes != table.ungraded))
-        return ranks.rows[keep], ranks.positions[keep], codes[keep]
+        graded = table(ranks.documents)
+        codes = graded[ranks.indices]
+        if depth < ranks.lengths.max(initial=0) or (graded == table.ungraded).any():
+            keep = np.flatnonzero((ranks.positions < depth) & (codes != table.ungraded))
+            return ranks.rows[keep], ranks.positions[keep], codes[keep]
+        return ranks.rows, ranks.positions, codes
 
     return _values(
         ranks.lengths, found, lambda: equivalent_rankings(ranks), grades, measures, scheme
@@ -162,38 +165,29 @@ def _values(
 
 
 class _Positions:
-    """The ranks of the results of one kind (relevant at a level, judged non-relevant,
-    pooled but unjudged, gaining) in every run's top: their rows and columns in rank order,
-    a run's before the next run's, and their grade codes. The measures add their terms only
-    there, so they work on these few positions rather than on whole rankings."""
+    """The ranks of the results of one kind (relevant at a level, gaining) in every run's
+    top: their places among the results in the qrels (`at`), their rows and columns in rank
+    order, a run's before the next run's, and their grade codes. The measures add their
+    terms only there, so they work on these few positions rather than on whole rankings."""
 
     def __init__(
         self,
+        at: NDArray[np.int64],
         rows: NDArray[np.int64],
         columns: NDArray[np.int64],
         codes: NDArray[np.unsignedinteger[Any]],
         runs: int,
-        depth: int,
     ) -> None:
-        self.runs, self.width = runs, depth + 1
-        self.rows, self.columns, self.codes = rows, columns, codes
+        self.runs = runs
+        self.at, self.rows, self.columns, self.codes = at, rows, columns, codes
         self.counts = np.bincount(self.rows, minlength=self.runs)
         self.starts = np.cumsum(self.counts) - self.counts
         # 0-based place of each position among its run's: how many of them are above it.
         self.order = np.arange(self.rows.size) - self.starts[self.rows]
-        self._keys: NDArray[np.int64] | None = None
 
     def within(self, cut: int) -> NDArray[np.int64]:
         """Per run, how many of the positions are in its top `cut`."""
         return np.bincount(self.rows[self.columns < cut], minlength=self.runs)
-
-    def above(self, other: "_Positions") -> NDArray[np.int64]:
-        """For each of `other`'s positions, how many of these are above it in its run."""
-        if self._keys is None:
-            self._keys = self.rows * self.width + self.columns  # ascending, as the positions
-        theirs = other.rows * self.width + other.columns
-        found: NDArray[np.int64] = np.searchsorted(self._keys, theirs) - self.starts[other.rows]
-        return found
 
     def running(self, terms: NDArray[np.float64]) -> NDArray[np.float64]:
         """Each run's terms (one per position) added one by one in rank order, every
@@ -233,17 +227,15 @@ class _Columns:
             self._shared[key] = make()
         return self._shared[key]
 
-    def _where(self, kind: str, level: int = 0) -> _Positions:
+    def _code(self, kind: str, level: int = 0) -> NDArray[np.bool_]:
+        """Which grade codes are of `kind`: "relevant" (at relevance `level`) or "gaining"."""
         grades = self.table.grades
-
         if kind == "relevant":
-            code = (grades >= 0) & (grades >= level)
-        elif kind == "nonrelevant":
-            code = (grades >= 0) & (grades < level)
-        elif kind == "pooled":
-            code = grades == _POOLED
-        else:  # "gaining"
-            code = self.table.gaining
+            return (grades >= 0) & (grades >= level)  # type: ignore[no-any-return]
+        return self.table.gaining
+
+    def _where(self, kind: str, level: int = 0) -> _Positions:
+        code = self._code(kind, level)
         # Kinds whose codes coincide (grades >= 1 and the gaining ones, usually) share them.
         return self._once(  # type: ignore[no-any-return]
             ("codes", *code.tolist()), lambda: self._positions(code[self.codes])
@@ -251,7 +243,30 @@ class _Columns:
 
     def _positions(self, kind: NDArray[np.bool_]) -> _Positions:
         at = np.flatnonzero(kind)
-        return _Positions(self.rows[at], self.columns[at], self.codes[at], self.runs, self.depth)
+        return _Positions(at, self.rows[at], self.columns[at], self.codes[at], self.runs)
+
+    def _pooled_above(self, found: _Positions) -> NDArray[np.int64]:
+        """For each of `found`'s positions, how many pooled but unjudged results are above it
+        in its run: those before it among the run's results in the qrels."""
+        if not np.any(self.table.grades == _POOLED):
+            return np.zeros(found.at.size, dtype=np.int64)
+        marked = (self.table.grades == _POOLED)[self.codes]
+        before = self._once(("pooled before",), lambda: _exclusive_counts(marked))
+        counts: NDArray[np.int64] = before[found.at] - before[self._first()[found.rows]]
+        return counts
+
+    def _nonrelevant_above(self, found: _Positions, level: int) -> NDArray[np.int64]:
+        """For each position of `found` (the relevant results at `level`), how many judged
+        non-relevant results are above it in its run: each result in the qrels is relevant,
+        judged non-relevant or pooled, so they are those above it that are neither."""
+        above: NDArray[np.int64] = found.at - self._first()[found.rows]
+        return above - found.order - self._pooled_above(found)
+
+    def _first(self) -> NDArray[np.int64]:
+        """Each run's first place among the results in the qrels."""
+        return self._once(  # type: ignore[no-any-return]
+            ("first",), lambda: np.searchsorted(self.rows, np.arange(self.runs))
+        )
 
     def of(self, measure: Measure, relevant: int) -> NDArray[np.float64]:
         name, k, level = measure.name, measure.cutoff, measure.rel
@@ -326,7 +341,7 @@ class _Columns:
         """At each relevant rank 1 - min(n, R) / min(N, R), n the judged non-relevant above
         it (1 when there is none), added in rank order, over R."""
         found = self._where("relevant", level)
-        nonrel_above = self._where("nonrelevant", level).above(found)
+        nonrel_above = self._nonrelevant_above(found, level)
         nonrelevant = int(np.count_nonzero((self.judged >= 0) & (self.judged < level)))
         floor = min(nonrelevant, relevant)
         penalty = np.minimum(nonrel_above, relevant) / np.float64(max(floor, 1))
@@ -339,8 +354,8 @@ class _Columns:
         operations (see measures.inferred_average_precision), added in rank order, over R."""
         found = self._where("relevant", level)
         rel_above = found.order
-        nonrel_above = self._where("nonrelevant", level).above(found)
-        pooled_above = self._where("pooled").above(found)
+        nonrel_above = self._nonrelevant_above(found, level)
+        pooled_above = self._pooled_above(found)
         fj = found.columns.astype(np.float64)
         safe = np.where(fj > 0.0, fj, 1.0)
         term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
@@ -349,3 +364,10 @@ class _Columns:
         terms = np.where(found.columns == 0, 1.0, term)
         total = found.total(found.running(terms), found.counts)
         return total / np.float64(relevant) if relevant else total
+
+
+def _exclusive_counts(marked: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """For each place, how many of the places before it are marked."""
+    counts = np.zeros(marked.size + 1, dtype=np.int64)
+    np.cumsum(marked, out=counts[1:])
+    return counts[:-1]
