@@ -40,19 +40,22 @@ def test_many_runs_are_read_in_chunks_without_losing_a_rank() -> None:
         assert documents[reduced.indices[mine]].tolist() == ranking[where].tolist()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(st.integers(-3, 40), st.integers(-2, 4), max_size=30),
     st.lists(st.lists(st.integers(-3, 50), unique=True, max_size=40), max_size=6),
     st.sampled_from(["linear", "exponential"]),
+    st.lists(st.integers(1, 45), min_size=1, max_size=4),
 )
-def test_equivalent_rankings_score_as_the_originals_bit_for_bit(
-    grades: dict[int, int], lists: list[list[int]], scheme: str
+def test_reduced_rankings_score_as_the_originals_bit_for_bit(
+    grades: dict[int, int], lists: list[list[int]], scheme: str, ks: list[int]
 ) -> None:
     documents = np.array(sorted(grades), dtype=np.int64)
     rankings = dict(enumerate(lists))
-    equivalent = dict(enumerate(equivalent_rankings(qrels_ranks(lists, documents))))
-    ks = [1, 3, 10]
+    reduced = qrels_ranks(lists, documents)
     _, expected = ndcg_arrays.score_matrix(rankings, grades, ks, scheme)
+    equivalent = dict(enumerate(equivalent_rankings(reduced)))
     _, got = ndcg_arrays.score_matrix(equivalent, grades, ks, scheme)
+    np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+    got = ndcg_arrays.ranks_score_matrix(reduced, grades, ks, scheme)
     np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))

@@ -78,6 +78,13 @@ def test_qrels_ranks_that_do_not_fit_their_ranking_are_refused() -> None:
         ranking_bytes.unpack_qrels_ranks(reduced.documents, reduced.lengths, [packed[:-2]])
     with pytest.raises(ValueError, match="beyond the qrels"):
         ranking_bytes.unpack_qrels_ranks(reduced.documents[:1], reduced.lengths, [packed])
+    # Two runs whose bits and indices disagree, though their totals agree.
+    two = _reduced([[1, 3], [1, 3]], [1, 3])
+    first, second = ranking_bytes.pack_qrels_ranks(two)
+    with pytest.raises(ValueError, match="do not fit"):
+        ranking_bytes.unpack_qrels_ranks(
+            two.documents, two.lengths, [first[:-2], second + first[-2:]]
+        )
 
 
 def test_the_digest_names_the_set_of_documents() -> None:

@@ -128,19 +128,24 @@ def unpack_qrels_ranks(
 ) -> QrelsRanks:
     """The ranks of every run from its `pack_qrels_ranks` bytes (one per run, ranking lengths
     `lengths`), found for `documents`; ValueError if they do not fit the lengths."""
+    index_type = np.dtype(_index_type(documents.size))
     spans = (lengths + 7) // 8 * 8  # bits per run, whole bytes
     sizes = (spans // 8).tolist()
     views = [memoryview(data) for data in packed]
     maps = b"".join(view[:size] for view, size in zip(views, sizes, strict=True))
-    hits = np.flatnonzero(np.unpackbits(np.frombuffer(maps, dtype=np.uint8)))
-    ends = np.cumsum(spans)
-    rows = np.searchsorted(ends, hits, side="right")
-    positions = hits - (ends - spans)[rows]
+    # As booleans: np.flatnonzero is several times faster on them than on bytes.
+    hits = np.flatnonzero(np.unpackbits(np.frombuffer(maps, dtype=np.uint8)).view(np.bool_))
     indices = np.frombuffer(
-        b"".join(view[size:] for view, size in zip(views, sizes, strict=True)),
-        dtype=_index_type(documents.size),
+        b"".join(view[size:] for view, size in zip(views, sizes, strict=True)), dtype=index_type
     ).astype(np.int64)
-    if indices.size != hits.size or (positions >= lengths[rows]).any():
+    # A run holds as many qrels documents as its bytes hold indices; a run whose bits say
+    # otherwise moves a position out of its ranking.
+    held = np.fromiter(map(len, views), dtype=np.int64, count=len(views)) - spans // 8
+    rows = np.repeat(np.arange(len(views)), held // index_type.itemsize)
+    if not rows.size == hits.size == indices.size:
+        raise ValueError("packed qrels ranks do not fit their rankings")
+    positions = hits - (np.cumsum(spans) - spans)[rows]
+    if rows.size and ((positions < 0) | (positions >= lengths[rows])).any():
         raise ValueError("packed qrels ranks do not fit their rankings")
     if indices.size and indices.max() >= documents.size:
         raise ValueError("packed qrels ranks name a document beyond the qrels")

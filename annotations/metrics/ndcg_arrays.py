@@ -2,14 +2,17 @@
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from annotations.metrics.ndcg import check_cutoffs, discounts, gain_function, idcgs_for
 
-__all__ = ["MEASURES", "ordered_means", "score_matrix"]
+if TYPE_CHECKING:
+    from annotations.metrics.qrels_ranks import QrelsRanks
+
+__all__ = ["MEASURES", "ordered_means", "ranks_score_matrix", "score_matrix"]
 
 MEASURES: tuple[str, ...] = ("ndcg", "dcg", "judged", "ndcg_condensed")
 
@@ -244,6 +247,78 @@ def score_matrix(
     scores[:, 2] = judged_at
     scores[:, 3] = np.where(relevant, condensed / divisor, 0.0)
     return runs, scores
+
+
+def ranks_score_matrix(
+    ranks: "QrelsRanks",
+    grades: Mapping[int, int],
+    ks: Sequence[int],
+    scheme: str,
+    idcgs: Mapping[int, float] | None = None,
+) -> NDArray[np.float64]:
+    """`score_matrix` of the rankings `ranks` reduces (a row per run, in its order), bit for
+    bit, from the ranks of their qrels documents alone; `ranks.documents` must hold every
+    document of `grades`.
+
+    The same sums in the same order: each run's terms placed at their ranks in a matrix of
+    zeros (every other rank adds nothing: no gain, not judged) and added along the rows."""
+    cutoffs = check_cutoffs(ks)
+    if idcgs is None:
+        idcgs = idcgs_for(grades.values(), cutoffs, scheme)
+    missing = [k for k in cutoffs if k not in idcgs]
+    if missing:
+        raise ValueError(f"idcgs lacks cutoffs {missing}")
+    runs = ranks.runs
+    scores = np.zeros((runs, len(MEASURES), len(cutoffs)), dtype=np.float64)
+    deepest = cutoffs[-1]
+    depth = min(deepest, int(ranks.lengths.max(initial=0)))
+    if depth == 0:  # no runs, or only empty rankings
+        return scores
+    ks_array = np.array(cutoffs, dtype=np.int64)
+    table = _GradeTable(grades, gain_function(scheme))
+    codes = table(ranks.documents)[ranks.indices]
+    rows, positions = ranks.rows, ranks.positions
+
+    # DCG and judged@k: the gaining and the judged results of the top max(ks).
+    judged = table.judged[codes]
+    top = judged & (positions < depth)  # gaining results are judged ones
+    top_rows, top_positions, top_codes = rows[top], positions[top], codes[top]
+    gaining = table.gaining[top_codes]
+    discount = _discount_table(depth)
+    dcg = _cumulative_at(
+        top_rows[gaining],
+        top_positions[gaining],
+        table.gains[top_codes[gaining]] / discount[top_positions[gaining]],
+        (runs, depth),
+        ks_array,
+    )
+    counted = np.zeros((runs, depth), dtype=np.int32)
+    counted[top_rows, top_positions] = 1
+    judged_at = np.cumsum(counted, axis=1)[:, np.minimum(ks_array, depth) - 1] / ks_array
+
+    # The condensed list: each gaining judged result at its rank among the judged ones.
+    listed = np.flatnonzero(judged)
+    listed_rows = rows[listed]
+    per_run = np.bincount(listed_rows, minlength=runs)
+    places = np.arange(listed.size) - (np.cumsum(per_run) - per_run)[listed_rows]
+    keep = table.gaining[codes[listed]] & (places < deepest)
+    width = min(int(per_run.max(initial=0)), deepest)
+    condensed = _cumulative_at(
+        listed_rows[keep],
+        places[keep],
+        table.gains[codes[listed[keep]]] / _discount_table(max(width, 1))[places[keep]],
+        (runs, width),
+        ks_array,
+    )
+
+    idcg = np.array([idcgs[k] for k in cutoffs], dtype=np.float64)
+    relevant = idcg > 0.0
+    divisor = np.where(relevant, idcg, 1.0)  # no 0/0 warnings; those cells become 0.0
+    scores[:, 0] = np.where(relevant, dcg / divisor, 0.0)
+    scores[:, 1] = dcg
+    scores[:, 2] = judged_at
+    scores[:, 3] = np.where(relevant, condensed / divisor, 0.0)
+    return scores
 
 
 def ordered_means(values: NDArray[np.float64], counts: NDArray[np.bool_]) -> NDArray[np.float64]:

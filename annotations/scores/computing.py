@@ -71,8 +71,7 @@ def score_query(
         rows = selectors.whole_rankings(query_id=query_id, run_ids=run_ids)
         whole = {row[0]: ranking_bytes.unpack_id_array(row[2]) for row in rows}
         kept = kept_ranks(rows, qrels_documents(grades), whole)
-        rankings = {run_id: whole[run_id] for run_id in kept.run_ids}
-        return score_rankings(collection, grades, rankings, kept.ranks), kept
+        return score_ranks(collection, grades, kept.run_ids, kept.ranks), kept
     rankings = selectors.scoring_rankings(
         query_id=query_id,
         depth=max(collection.sorted_cutoffs),
@@ -87,10 +86,7 @@ def score_rankings(
     collection: Collection,
     grades: Mapping[int, int],
     rankings: Mapping[int, Sequence[int] | IntArray],
-    ranks: QrelsRanks | None = None,
 ) -> QueryScores:
-    """The scores of `rankings`; the measures from `ranks` where given (the same rankings
-    reduced, a row per ranking in the same order)."""
     ks = collection.sorted_cutoffs
     kept = collection.kept_measures
     layout = collection.measures_layout
@@ -99,11 +95,7 @@ def score_rankings(
     idcgs = ndcg.idcgs_for(grades.values(), ks, collection.gain)
     run_ids, matrix = ndcg_arrays.score_matrix(rankings, grades, ks, collection.gain, idcgs)
     values = None
-    if kept and ranks is not None:
-        if ranks.runs != len(run_ids):
-            raise AssertionError("reduced rankings out of step with the rankings")
-        values = measures_arrays.ranks_measure_matrix(ranks, grades, kept, collection.gain)
-    elif kept:
+    if kept:
         # The same rows as score_matrix's: both follow the order of `rankings`.
         measure_runs, values = measures_arrays.measure_matrix(
             rankings, grades, kept, collection.gain
@@ -111,6 +103,21 @@ def score_rankings(
         if measure_runs != run_ids:
             raise AssertionError("measure rows out of step with the nDCG rows")
     return QueryScores(idcgs, run_ids, matrix, layout, values)
+
+
+def score_ranks(
+    collection: Collection, grades: Mapping[int, int], run_ids: list[int], ranks: QrelsRanks
+) -> QueryScores:
+    """`score_rankings` of the rankings of `run_ids` from their qrels ranks (a row each, in
+    that order), for grades whose documents are all `ranks.documents`."""
+    ks = collection.sorted_cutoffs
+    kept = collection.kept_measures
+    if not grades or ranks.runs != len(run_ids):
+        raise ValueError("qrels ranks need grades and a row per run")
+    idcgs = ndcg.idcgs_for(grades.values(), ks, collection.gain)
+    matrix = ndcg_arrays.ranks_score_matrix(ranks, grades, ks, collection.gain, idcgs)
+    values = measures_arrays.ranks_measure_matrix(ranks, grades, kept, collection.gain)
+    return QueryScores(idcgs, run_ids, matrix, collection.measures_layout, values)
 
 
 def synchronous_commit_off() -> None:

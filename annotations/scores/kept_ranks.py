@@ -70,13 +70,18 @@ def kept_ranks(
     digest = ranking_bytes.qrels_digest(documents)
     kept = [row for row in rows if row[0] not in whole]
     found = [row for row in rows if row[0] in whole]
-    stored = ranking_bytes.unpack_qrels_ranks(
-        documents,
-        np.fromiter((row[1] for row in kept), dtype=np.int64, count=len(kept)),
-        [row[6] for row in kept],  # type: ignore[misc]
+    result = KeptRanks(
+        [row[0] for row in kept + found],
+        ranking_bytes.unpack_qrels_ranks(
+            documents,
+            np.fromiter((row[1] for row in kept), dtype=np.int64, count=len(kept)),
+            [row[6] for row in kept],  # type: ignore[misc]
+        ),
     )
+    if not found:
+        return result
     fresh = qrels_ranks([whole[row[0]] for row in found], documents)
-    result = KeptRanks([row[0] for row in kept + found], joined(stored, fresh))
+    result.ranks = joined(result.ranks, fresh)
     for row, packed in zip(found, ranking_bytes.pack_qrels_ranks(fresh), strict=True):
         run_id, _, _, ranking_id, kept_ranking, kept_digest, kept_packed = row
         values = (run_id, ranking_id, digest, packed)

@@ -20,8 +20,6 @@ from annotations.bulk import (
     reads,
 )
 from annotations.formats import score_bytes
-from annotations.formats.score_bytes import IntArray
-from annotations.metrics.qrels_ranks import equivalent_rankings
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores import query_plan
 from annotations.scores.computing import (
@@ -29,6 +27,7 @@ from annotations.scores.computing import (
     QueryScores,
     measures_depth,
     score_rankings,
+    score_ranks,
     synchronous_commit_off,
 )
 from annotations.scores.kept_ranks import (
@@ -110,23 +109,25 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             )
             ranking_rows = next(results)
             kept = None
-            if not grades:
-                rankings: Mapping[int, Sequence[int] | IntArray] = {}
-            elif keeps_ranks(collection.kept_measures):
+            if grades and keeps_ranks(collection.kept_measures):
                 # Measures that read deeper than the heads (AP, R-prec...) read the kept
                 # ranks of the qrels documents; only rankings whose kept ranks are not
                 # current (a document entered the qrels, a run was imported) are read whole.
                 kept = _kept_ranks(ranking_rows, grades)
-                rankings = dict(zip(kept.run_ids, equivalent_rankings(kept.ranks), strict=True))
+                new = score_ranks(collection, grades, kept.run_ids, kept.ranks)
             else:
-                rankings = selectors.scoring_rankings_from_rows(
-                    (row[:3] for row in ranking_rows),
-                    query_id=query_id,
-                    depth=max(collection.sorted_cutoffs),
-                    grades=grades,
-                    needed=measures_depth(collection.kept_measures),
+                rankings = (
+                    selectors.scoring_rankings_from_rows(
+                        (row[:3] for row in ranking_rows),
+                        query_id=query_id,
+                        depth=max(collection.sorted_cutoffs),
+                        grades=grades,
+                        needed=measures_depth(collection.kept_measures),
+                    )
+                    if grades
+                    else {}
                 )
-            new = score_rankings(collection, grades, rankings, kept.ranks if kept else None)
+                new = score_rankings(collection, grades, rankings)
             stored_rows, ideal_rows, run_rows = next(results), next(results), next(results)
         stored = {
             run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
