@@ -276,7 +276,8 @@ def ranks_score_matrix(
         return scores
     ks_array = np.array(cutoffs, dtype=np.int64)
     table = _GradeTable(grades, gain_function(scheme))
-    codes = table(ranks.documents)[ranks.indices]
+    # Codes as indices of the machine's width: numpy looks them up several times faster.
+    codes = table(ranks.documents).astype(np.intp)[ranks.indices]
     rows, positions = ranks.rows, ranks.positions
 
     # DCG and judged@k: the gaining and the judged results of the top max(ks).

@@ -70,18 +70,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             ),
             (*selectors.effective_grades_statement(query_id=query_id), True),
             (*selectors.ranking_heads_statement(query_id=query_id), True),
-            (
-                "SELECT run_id, cutoffs, ndcg, dcg, judged, ndcg_condensed, "
-                "measures, measure_values "
-                f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
-                [query_id],
-                True,
-            ),
-            (
-                f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s",
-                [query_id],
-                True,
-            ),
+            *stored_statements(query_id),
             (
                 "SELECT s.run_id, s.cutoffs "
                 f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
@@ -129,21 +118,39 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 )
                 new = score_rankings(collection, grades, rankings)
             stored_rows, ideal_rows, run_rows = next(results), next(results), next(results)
-        stored = {
-            run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
-            for run_id, cutoffs, *columns, measures, measure_values in stored_rows
-        }
         _store_query(
             collection,
             query_id,
             new,
-            stored=stored,
+            stored=stored_from_rows(stored_rows),
             old_ideal=dict(ideal_rows),
             run_layouts=dict(run_rows),
             version=version,
             kept=kept,
         )
     return True
+
+
+def stored_statements(query_id: int) -> list[tuple[str, list[Any], bool]]:
+    """The reads of one query's stored scores (as `reads` takes them): its per-query rows,
+    then its IDCGs; `stored_from_rows` and `dict` make them what `_store_query` compares."""
+    return [
+        (
+            "SELECT run_id, cutoffs, ndcg, dcg, judged, ndcg_condensed, measures, measure_values "
+            f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
+            [query_id],
+            True,
+        ),
+        (f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s", [query_id], True),
+    ]
+
+
+def stored_from_rows(rows: list[tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
+    """Run -> (layout, packed columns, measures layout, packed values) of stored rows."""
+    return {
+        run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
+        for run_id, cutoffs, *columns, measures, measure_values in rows
+    }
 
 
 def _kept_ranks(rows: Sequence[RankingRow], grades: Mapping[int, int]) -> KeptRanks:

@@ -15,6 +15,7 @@ from annotations.bulk import (
     bulk_delete,
     bulk_insert,
     bulk_update,
+    reads,
 )
 from annotations.formats import score_bytes
 from annotations.metrics.measure_names import format_measure
@@ -22,7 +23,6 @@ from annotations.metrics.measures import measure_value, summary
 from annotations.metrics.ndcg import ordered_mean
 from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
 from annotations.scores.computing import (
-    MEASURE_COLUMNS,
     QUERY_SCORE_COLUMNS,
     RUN_SCORE_COLUMNS,
     QueryScores,
@@ -30,7 +30,11 @@ from annotations.scores.computing import (
     score_query,
 )
 from annotations.scores.kept_ranks import KeptRanks, kept_ranks_write
-from annotations.scores.queries import scores_recompute_query
+from annotations.scores.queries import (
+    scores_recompute_query,
+    stored_from_rows,
+    stored_statements,
+)
 from annotations.selectors import measure_values, stored_scores
 
 
@@ -128,14 +132,9 @@ IDS_PER_STATEMENT = 500
 
 def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[Any, ...]]]:
     """One query's stored IDCGs (k -> value) and packed scores (run -> layout, columns)."""
-    ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
-    stored = {
-        run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
-        for run_id, cutoffs, *columns, measures, measure_values in QueryScore.objects.filter(
-            query_id=query_id
-        ).values_list("run_id", "cutoffs", *score_bytes.QUERY_MEASURES, *MEASURE_COLUMNS)
-    }
-    return ideal, stored
+    with reads(stored_statements(query_id)) as results:
+        stored, ideal = next(results), next(results)
+    return dict(ideal), stored_from_rows(stored)
 
 
 def scores_rescore_collection(*, collection_id: int) -> None:
