@@ -199,3 +199,20 @@ def test_verify_reports_current_ranks_that_are_wrong_and_a_rescore_mends_them(
     ]
     scores.scores_rescore_collection(collection_id=collection.id)
     _assert_equal_to_trec_eval(collection)
+
+
+def test_a_measure_set_reading_no_whole_ranking_drops_the_kept_ranks(
+    collection: Collection,
+) -> None:
+    gamma = RankingQrels.objects.get(run__name="gamma", query__qid="q2")
+    services.collection_update(collection=collection, measures=["P@5"])
+    collection.refresh_from_db()
+    assert not RankingQrels.objects.filter(query__collection=collection).exists()
+    _assert_equal_to_trec_eval(collection)
+    # Ranks kept anyway (as before that rescore): the heads of their rankings are not read,
+    # the rankings are read whole.
+    gamma.save(force_insert=True)
+    judgement = Judgement.objects.filter(query__collection=collection, query__qid="q2").first()
+    assert judgement is not None
+    _record(collection, "q2", judgement.document.docno, (judgement.grade + 1) % 4)
+    _assert_equal_to_trec_eval(collection)

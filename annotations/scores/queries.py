@@ -107,7 +107,9 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             else:
                 rankings = (
                     selectors.scoring_rankings_from_rows(
-                        (row[:3] for row in ranking_rows),
+                        # A ranking whose ranks are kept (from a former measure set) comes
+                        # without its head: read whole, as one whose head is too short.
+                        ((run, size, head or b"") for run, size, head, *_ in ranking_rows),
                         query_id=query_id,
                         depth=max(collection.sorted_cutoffs),
                         grades=grades,

@@ -21,7 +21,15 @@ from annotations.formats import score_bytes
 from annotations.metrics.measure_names import format_measure
 from annotations.metrics.measures import measure_value, summary
 from annotations.metrics.ndcg import ordered_mean
-from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
+from annotations.models import (
+    Collection,
+    IdealScore,
+    Query,
+    QueryScore,
+    RankingQrels,
+    Run,
+    RunScore,
+)
 from annotations.scores.computing import (
     QUERY_SCORE_COLUMNS,
     RUN_SCORE_COLUMNS,
@@ -29,7 +37,7 @@ from annotations.scores.computing import (
     lock_collection,
     score_query,
 )
-from annotations.scores.kept_ranks import KeptRanks, kept_ranks_write
+from annotations.scores.kept_ranks import KeptRanks, keeps_ranks, kept_ranks_write
 from annotations.scores.queries import (
     scores_recompute_query,
     stored_from_rows,
@@ -170,6 +178,9 @@ def scores_rescore_collection(*, collection_id: int) -> None:
         ideal_rows.flush()
         score_rows.flush()
         kept_rows.flush()
+        if not keeps_ranks(collection.kept_measures):
+            # Ranks kept for a former measure set: nothing reads them any more.
+            RankingQrels.objects.filter(query__collection=collection).delete()
         # Queries no longer evaluated (their judgements are gone) keep no scores.
         unjudged = [query_id for query_id in versions if query_id not in seen]
         for start in range(0, len(unjudged), IDS_PER_STATEMENT):

@@ -83,11 +83,12 @@ def scoring_rankings_statement(
 
 
 def ranking_heads_statement(*, query_id: int) -> tuple[str, list[Any]]:
-    """The copies of the top (see `Ranking.head`) of one query's rankings of every run with
-    their kept qrels ranks (see `RankingQrels`), as rows of (run, size, head, ranking id, and
-    the kept ranks' ranking id, digest and ranks, NULL where none are kept); the first three
-    are rows for `scoring_rankings_from_rows`. Fetch them in binary."""
-    return _with_kept_ranks("r.head", query_id, None)
+    """One query's rankings of every run with their kept qrels ranks (see `RankingQrels`):
+    rows of (run, size, head, ranking id, and the kept ranks' ranking id, digest and ranks,
+    NULL where none are kept). The copy of the top (see `Ranking.head`) comes only where no
+    ranks are kept (else NULL): scoring reads one or the other (a collection whose measures
+    read whole rankings keeps ranks for all of them). Fetch them in binary."""
+    return _with_kept_ranks("CASE WHEN x.ranking_id IS NULL THEN r.head END", query_id, None)
 
 
 def whole_rankings(
