@@ -277,8 +277,15 @@ def ranks_score_matrix(
     ks_array = np.array(cutoffs, dtype=np.int64)
     table = _GradeTable(grades, gain_function(scheme))
     # Codes as indices of the machine's width: numpy looks them up several times faster.
-    codes = table(ranks.documents).astype(np.intp)[ranks.indices]
-    rows, positions = ranks.rows, ranks.positions
+    graded = table(ranks.documents).astype(np.intp)
+    # A run's first max(ks) judged results are among its first max(ks) + u results in the
+    # qrels, u the qrels documents not judged (each in a ranking once at most): only those,
+    # whose ranks also hold the top max(ks), are read.
+    unjudged = int(np.count_nonzero(~table.judged[graded]))
+    first = np.searchsorted(ranks.rows, np.arange(runs))
+    read = np.flatnonzero(np.arange(ranks.rows.size) - first[ranks.rows] < deepest + unjudged)
+    rows, positions = ranks.rows[read], ranks.positions[read]
+    codes = graded[ranks.indices[read]]
 
     # DCG and judged@k: the gaining and the judged results of the top max(ks).
     judged = table.judged[codes]

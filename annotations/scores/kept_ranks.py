@@ -18,7 +18,7 @@ from annotations.models import HEAD_IDS, RankingQrels
 
 # A ranking as the reads give it with its kept ranks: (run, size, its ids or their head,
 # ranking id, and the kept ranks' ranking id, digest and packed ranks, None where none).
-RankingRow = tuple[int, int, Any, int, "int | None", "bytes | None", "bytes | None"]
+RankingRow = tuple[int, int, Any, int, int | None, bytes | None, bytes | None]
 KEPT_COLUMNS = ("ranking_id", "digest", "ranks")
 
 
