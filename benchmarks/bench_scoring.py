@@ -617,10 +617,11 @@ def set_measures(collection, names: list[str]) -> None:  # type: ignore[no-untyp
 
 def storage(collection) -> dict:  # type: ignore[no-untyped-def]
     """Bytes per stored (run, query) row: the measures' two columns and the whole row as
-    PostgreSQL stores them (pg_column_size), and the table's size over its rows."""
+    PostgreSQL stores them (pg_column_size), and the table's size over its rows; the kept
+    qrels ranks' rows likewise (none for nDCG@k alone)."""
     from django.db import connection
 
-    from annotations.models import QueryScore, Run
+    from annotations.models import QueryScore, RankingQrels, Run
 
     table, runs = QueryScore._meta.db_table, Run._meta.db_table
     with connection.cursor() as cursor:
@@ -633,12 +634,21 @@ def storage(collection) -> dict:  # type: ignore[no-untyped-def]
         rows, values, names, row = cursor.fetchone()
         cursor.execute(f"SELECT pg_total_relation_size('{table}'), count(*) FROM {table}")
         size, all_rows = cursor.fetchone()
+        kept = RankingQrels._meta.db_table
+        cursor.execute(
+            f"SELECT count(*), avg(pg_column_size(x.*)), pg_total_relation_size('{kept}') "
+            f"FROM {kept} x"
+        )
+        kept_rows, kept_row, kept_size = cursor.fetchone()
     return {
         "rows": rows,
         "measure_values_bytes": float(values or 0),
         "measures_layout_bytes": float(names or 0),
         "row_bytes": float(row or 0),
         "table_bytes_per_row": size / max(all_rows, 1),
+        "kept_rows": kept_rows,
+        "kept_row_bytes": float(kept_row or 0),
+        "kept_table_bytes_per_row": kept_size / max(kept_rows, 1),
     }
 
 
@@ -1272,6 +1282,9 @@ def _measures_details(args: argparse.Namespace, r: dict) -> list[str]:
         f"(nDCG@k alone: {alone.get('row_bytes', float('nan')):.0f} B); "
         f"table with indexes and TOAST {held['table_bytes_per_row']:.0f} B per row (nDCG@k "
         f"alone: {alone.get('table_bytes_per_row', float('nan')):.0f} B)",
+        f"kept qrels ranks, {held.get('kept_rows', 0):,} rows (one per ranking): whole row "
+        f"{held.get('kept_row_bytes', 0.0):.0f} B, table with indexes and TOAST "
+        f"{held.get('kept_table_bytes_per_row', 0.0):.0f} B per row",
     ]
     return details
 

@@ -1,5 +1,5 @@
 """Stored scores unpacked per cutoff, for assertions: one row per (run, query, k) or (run, k);
-and random judgement changes that move them."""
+the kept measures' values beside trec_eval's; and random judgement changes that move them."""
 
 from __future__ import annotations
 
@@ -8,11 +8,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+import pytrec_eval
 
-from annotations import services
+from annotations import selectors, services
 from annotations.formats import score_bytes
-from annotations.models import Document, Judgement, Query, QueryScore, RunScore
-from annotations.selectors import stored_scores
+from annotations.metrics.measure_names import parse_measure
+from annotations.models import Collection, Document, Judgement, Query, QueryScore, Run, RunScore
+from annotations.selectors import measure_values, stored_scores
+
+# A kept measure -> (trec_eval's measure as pytrec_eval is asked for it, the key of its value,
+# trec_eval's relevance level -l).
+TrecNames = Mapping[str, tuple[str, str, int]]
 
 
 def query_rows(**filters: Any) -> list[tuple[str, str, score_bytes.QueryValues]]:
@@ -152,3 +158,39 @@ def judge_at_random(
             grade=rng.randint(0, 3),
             source="api",
         )
+
+
+def trec_eval_values(collection: Collection, names: TrecNames) -> dict[tuple[str, str, str], float]:
+    """(run, qid, measure) -> pytrec_eval's value on the effective qrels of every kept measure
+    (named in `names`), for every judged query: 0 for one the run did not answer (trec_eval
+    -c)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, docno, grade in selectors.qrels_rows(collection=collection):
+        qrels.setdefault(qid, {})[docno] = grade
+    out: dict[tuple[str, str, str], float] = {}
+    if not qrels:
+        return out
+    for run in Run.objects.filter(collection=collection):
+        ranking: dict[str, dict[str, float]] = {}
+        for qid, docno, _, score, _ in selectors.run_rows(run=run):
+            ranking.setdefault(qid, {})[docno] = score
+        for name in collection.measures:
+            asked, key, level = names[name]
+            evaluator = pytrec_eval.RelevanceEvaluator(qrels, {asked}, relevance_level=level)
+            result = evaluator.evaluate(ranking)
+            for qid in qrels:
+                out[(run.name, qid, name)] = result[qid][key] if qid in result else 0.0
+    return out
+
+
+def kept_values(collection: Collection) -> dict[tuple[str, str, str], float]:
+    """(run, qid, measure) -> the stored value of every kept measure as the run-scores read
+    gives it."""
+    out: dict[tuple[str, str, str], float] = {}
+    for run in Run.objects.filter(collection=collection):
+        for name in collection.measures:
+            rows, _ = measure_values.run_measure_values(collection, parse_measure(name), run)
+            assert rows is not None, f"{run.name} {name} pending"
+            for qid, value, _ in rows:
+                out[(run.name, qid, name)] = value
+    return out

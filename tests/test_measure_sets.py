@@ -21,7 +21,7 @@ from annotations.metrics.ndcg import trec_order
 from annotations.models import Collection, Document, Query, QueryScore, Run, RunScore
 from annotations.selectors import measure_values
 from tests.factories import CollectionFactory, UserFactory
-from tests.stored import judge_at_random
+from tests.stored import judge_at_random, kept_values, trec_eval_values
 
 WRITE = Callable[..., Path]
 
@@ -72,37 +72,11 @@ def _collection(write_file: WRITE, rng: random.Random, **options: object) -> Col
 
 
 def _trec_eval(collection: Collection) -> dict[tuple[str, str, str], float]:
-    """(run, qid, measure) -> pytrec_eval's value on the effective qrels, for every judged
-    query: 0 for one the run did not answer (trec_eval -c)."""
-    qrels: dict[str, dict[str, int]] = {}
-    for qid, docno, grade in selectors.qrels_rows(collection=collection):
-        qrels.setdefault(qid, {})[docno] = grade
-    out: dict[tuple[str, str, str], float] = {}
-    if not qrels:
-        return out
-    for run in Run.objects.filter(collection=collection):
-        ranking: dict[str, dict[str, float]] = {}
-        for qid, docno, _, score, _ in selectors.run_rows(run=run):
-            ranking.setdefault(qid, {})[docno] = score
-        for name in collection.measures:
-            asked, key, level = TREC[name]
-            evaluator = pytrec_eval.RelevanceEvaluator(qrels, {asked}, relevance_level=level)
-            result = evaluator.evaluate(ranking)
-            for qid in qrels:
-                out[(run.name, qid, name)] = result[qid][key] if qid in result else 0.0
-    return out
+    return trec_eval_values(collection, TREC)
 
 
 def _stored(collection: Collection) -> dict[tuple[str, str, str], float]:
-    """(run, qid, measure) -> the stored value as the run-scores read gives it."""
-    out: dict[tuple[str, str, str], float] = {}
-    for run in Run.objects.filter(collection=collection):
-        for name in collection.measures:
-            rows, _ = measure_values.run_measure_values(collection, parse_measure(name), run)
-            assert rows is not None, f"{run.name} {name} pending"
-            for qid, value, _ in rows:
-                out[(run.name, qid, name)] = value
-    return out
+    return kept_values(collection)
 
 
 def _trec_eval_all(

@@ -1,4 +1,5 @@
-"""annotations.metrics.measures_arrays: bit-identical to the reference measures, run by run."""
+"""annotations.metrics.measures_arrays: bit-identical to the reference measures, run by run,
+from whole rankings and from the ranks of their qrels documents alone."""
 
 from collections.abc import Mapping, Sequence
 
@@ -8,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotations.metrics.measures import Measure, measure_value
-from annotations.metrics.measures_arrays import FAST, measure_matrix
+from annotations.metrics.measures_arrays import FAST, measure_matrix, ranks_measure_matrix
+from annotations.metrics.qrels_ranks import qrels_ranks
 
 MEASURES = [
     Measure(name, cutoff, level)
@@ -72,6 +74,10 @@ def assert_bit_identical(
     ).reshape(values.shape)
     # == treats -0.0 and 0.0 alike; the bit patterns do not.
     np.testing.assert_array_equal(values.view(np.int64), expected.view(np.int64))
+    documents = np.array(sorted(grades), dtype=np.int64)
+    reduced = qrels_ranks([rankings[run] for run in runs], documents)
+    from_ranks = ranks_measure_matrix(reduced, grades, measures, scheme)
+    np.testing.assert_array_equal(from_ranks.view(np.int64), expected.view(np.int64))
     return values
 
 

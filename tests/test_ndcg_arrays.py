@@ -1,4 +1,5 @@
-"""Tests for annotations.metrics.ndcg_arrays: bit-identical to ndcg.query_scores, run by run."""
+"""Tests for annotations.metrics.ndcg_arrays: bit-identical to ndcg.query_scores, run by run,
+from whole rankings and from the ranks of their qrels documents alone."""
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 
 from annotations.metrics.ndcg import idcgs_for, query_scores
-from annotations.metrics.ndcg_arrays import MEASURES, score_matrix
+from annotations.metrics.ndcg_arrays import MEASURES, ranks_score_matrix, score_matrix
+from annotations.metrics.qrels_ranks import qrels_ranks
 
 
 def expected_matrix(
@@ -42,6 +44,10 @@ def assert_bit_identical(
     assert (scores == expected).all()
     # == treats -0.0 and 0.0 alike; the bit patterns do not.
     np.testing.assert_array_equal(scores.view(np.int64), expected.view(np.int64))
+    documents = np.array(sorted(grades), dtype=np.int64)
+    reduced = qrels_ranks(list(rankings.values()), documents)
+    from_ranks = ranks_score_matrix(reduced, grades, ks, scheme, idcgs)
+    np.testing.assert_array_equal(from_ranks.view(np.int64), expected.view(np.int64))
     return scores
 
 

@@ -1,6 +1,6 @@
 """PURE: one query's measures for every run at once (numpy), bit-identical to the reference."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -9,8 +9,9 @@ from numpy.typing import NDArray
 from annotations.metrics.measures import INFAP_EPSILON, Measure, measure_value
 from annotations.metrics.ndcg import gain_function, idcg
 from annotations.metrics.ndcg_arrays import _UNGRADED, _discount_table, _GradeTable
+from annotations.metrics.qrels_ranks import QrelsRanks, equivalent_rankings
 
-__all__ = ["FAST", "measure_matrix"]
+__all__ = ["FAST", "measure_matrix", "ranks_measure_matrix"]
 
 # Families computed here on whole matrices; any other measure is computed run by run with
 # the reference (measures.measure_value), so every measure has one entry point.
@@ -68,9 +69,60 @@ def measure_matrix(
     in effective order, ids and grades ints within int64 (as ``ndcg_arrays.score_matrix``).
     """
     runs = list(rankings)
-    values = np.zeros((len(runs), len(measures)), dtype=np.float64)
     sequences = [rankings[run] for run in runs]
     lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(runs))
+
+    def found(table: _GradeTable, depth: int) -> _Found:
+        read = np.minimum(lengths, depth)
+        codes = table.read(sequences, np.arange(len(runs)), np.zeros_like(read), read)
+        hit = np.flatnonzero(codes != table.ungraded)
+        ends = np.cumsum(read)
+        rows = np.searchsorted(ends, hit, side="right")
+        return rows, hit - (ends - read)[rows], codes[hit]
+
+    return runs, _values(lengths, found, lambda: sequences, grades, measures, scheme)
+
+
+def ranks_measure_matrix(
+    ranks: QrelsRanks,
+    grades: Mapping[int, int],
+    measures: Sequence[Measure],
+    scheme: str = "linear",
+) -> NDArray[np.float64]:
+    """`measure_matrix` of the rankings `ranks` reduces (a row per run, in its order), bit
+    for bit, from the ranks of their qrels documents alone; `ranks.documents` must hold
+    every document of `grades`."""
+
+    def found(table: _GradeTable, depth: int) -> _Found:
+        graded = table(ranks.documents)
+        codes = graded[ranks.indices]
+        if depth < ranks.lengths.max(initial=0) or (graded == table.ungraded).any():
+            keep = np.flatnonzero((ranks.positions < depth) & (codes != table.ungraded))
+            return ranks.rows[keep], ranks.positions[keep], codes[keep]
+        return ranks.rows, ranks.positions, codes
+
+    return _values(
+        ranks.lengths, found, lambda: equivalent_rankings(ranks), grades, measures, scheme
+    )
+
+
+# The results of every run's top that are in the qrels: their runs, their 0-based positions
+# (grouped by run, in rank order) and their grade codes.
+_Found = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.integer[Any]]]
+
+
+def _values(
+    lengths: NDArray[np.int64],
+    found: Callable[[_GradeTable, int], _Found],
+    sequences: Callable[[], Sequence[Sequence[int] | NDArray[np.int64]]],
+    grades: Mapping[int, int],
+    measures: Sequence[Measure],
+    scheme: str,
+) -> NDArray[np.float64]:
+    """The values of every run (rankings of `lengths`): the FAST families from `found` in
+    the top as deep as they read, the others run by run from the rankings."""
+    runs = lengths.size
+    values = np.zeros((runs, len(measures)), dtype=np.float64)
     longest = int(lengths.max(initial=0))
     qrels = list(grades.values())
     fast = [index for index, measure in enumerate(measures) if measure.name in FAST]
@@ -98,51 +150,48 @@ def measure_matrix(
             else grades,
             gain_function(scheme),
         )
-        read = np.minimum(lengths, depth)
-        codes = table.read(sequences, np.arange(len(runs)), np.zeros_like(read), read)
-        if (read == depth).all():
-            top = codes.reshape(len(runs), depth)
-        else:
-            top = np.full((len(runs), depth), table.ungraded)
-            top[np.arange(depth) < read[:, None]] = codes  # short rankings padded: never relevant
-        columns = _Columns(table, top, lengths, judged, scheme)
+        rows, places, codes = found(table, depth)
+        # Codes as indices of the machine's width: numpy looks them up several times faster.
+        columns = _Columns(
+            table, (rows, places, codes.astype(np.intp)), lengths, depth, judged, scheme
+        )
         for index in fast:
             values[:, index] = columns.of(measures[index], relevant_of[measures[index].rel])
 
-    for index in slow:
-        measure = measures[index]
-        for row, sequence in enumerate(sequences):
-            ranking_grades = [grades.get(int(doc)) for doc in sequence]
-            values[row, index] = measure_value(measure, ranking_grades, qrels, scheme)
-    return runs, values
+    if slow:
+        rankings = sequences()
+        for index in slow:
+            measure = measures[index]
+            for row, sequence in enumerate(rankings):
+                ranking_grades = [grades.get(int(doc)) for doc in sequence]
+                values[row, index] = measure_value(measure, ranking_grades, qrels, scheme)
+    return values
 
 
 class _Positions:
-    """The ranks of the results of one kind (relevant at a level, judged non-relevant,
-    pooled but unjudged, gaining) in every run's top: their rows and columns in rank order,
-    a run's before the next run's, as np.nonzero gives them. The measures add their terms
-    only there, so they work on these few positions rather than on the whole matrix."""
+    """The ranks of the results of one kind (relevant at a level, gaining) in every run's
+    top: their places among the results in the qrels (`at`), their rows and columns in rank
+    order, a run's before the next run's, and their grade codes. The measures add their
+    terms only there, so they work on these few positions rather than on whole rankings."""
 
-    def __init__(self, at: NDArray[np.bool_]) -> None:
-        self.runs, self.width = at.shape[0], at.shape[1] + 1
-        self.rows, self.columns = np.nonzero(at)
+    def __init__(
+        self,
+        at: NDArray[np.int64],
+        rows: NDArray[np.int64],
+        columns: NDArray[np.int64],
+        codes: NDArray[np.integer[Any]],
+        runs: int,
+    ) -> None:
+        self.runs = runs
+        self.at, self.rows, self.columns, self.codes = at, rows, columns, codes
         self.counts = np.bincount(self.rows, minlength=self.runs)
         self.starts = np.cumsum(self.counts) - self.counts
         # 0-based place of each position among its run's: how many of them are above it.
         self.order = np.arange(self.rows.size) - self.starts[self.rows]
-        self._keys: NDArray[np.int64] | None = None
 
     def within(self, cut: int) -> NDArray[np.int64]:
         """Per run, how many of the positions are in its top `cut`."""
         return np.bincount(self.rows[self.columns < cut], minlength=self.runs)
-
-    def above(self, other: "_Positions") -> NDArray[np.int64]:
-        """For each of `other`'s positions, how many of these are above it in its run."""
-        if self._keys is None:
-            self._keys = self.rows * self.width + self.columns  # ascending, as the positions
-        theirs = other.rows * self.width + other.columns
-        found: NDArray[np.int64] = np.searchsorted(self._keys, theirs) - self.starts[other.rows]
-        return found
 
     def running(self, terms: NDArray[np.float64]) -> NDArray[np.float64]:
         """Each run's terms (one per position) added one by one in rank order, every
@@ -159,20 +208,22 @@ class _Positions:
 
 
 class _Columns:
-    """One query's measures for every run, from the grade codes of the runs' top results
-    (rows padded with _UNGRADED's code); what several measures share is computed once."""
+    """One query's measures for every run, from the results of the runs' tops that are in
+    the qrels (`_Found`); what several measures share is computed once."""
 
     def __init__(
         self,
         table: _GradeTable,
-        top: NDArray[np.unsignedinteger[Any]],
+        found: _Found,
         lengths: NDArray[np.int64],
+        depth: int,
         judged: NDArray[np.int64],
         scheme: str,
     ) -> None:
-        self.table, self.top, self.lengths, self.judged = table, top, lengths, judged
+        self.table, self.lengths, self.depth, self.judged = table, lengths, depth, judged
+        self.rows, self.columns, self.codes = found
         self.scheme = scheme
-        self.runs = top.shape[0]
+        self.runs = lengths.size
         self._shared: dict[tuple[Any, ...], Any] = {}
 
     def _once(self, key: tuple[Any, ...], make: Any) -> Any:
@@ -180,20 +231,45 @@ class _Columns:
             self._shared[key] = make()
         return self._shared[key]
 
-    def _where(self, kind: str, level: int = 0) -> _Positions:
+    def _code(self, kind: str, level: int = 0) -> NDArray[np.bool_]:
+        """Which grade codes are of `kind`: "relevant" (at relevance `level`) or "gaining"."""
         grades = self.table.grades
-
         if kind == "relevant":
-            code = (grades >= 0) & (grades >= level)
-        elif kind == "nonrelevant":
-            code = (grades >= 0) & (grades < level)
-        elif kind == "pooled":
-            code = grades == _POOLED
-        else:  # "gaining"
-            code = self.table.gaining
+            return (grades >= 0) & (grades >= level)  # type: ignore[no-any-return]
+        return self.table.gaining
+
+    def _where(self, kind: str, level: int = 0) -> _Positions:
+        code = self._code(kind, level)
         # Kinds whose codes coincide (grades >= 1 and the gaining ones, usually) share them.
         return self._once(  # type: ignore[no-any-return]
-            ("codes", *code.tolist()), lambda: _Positions(code[self.top])
+            ("codes", *code.tolist()), lambda: self._positions(code[self.codes])
+        )
+
+    def _positions(self, kind: NDArray[np.bool_]) -> _Positions:
+        at = np.flatnonzero(kind)
+        return _Positions(at, self.rows[at], self.columns[at], self.codes[at], self.runs)
+
+    def _pooled_above(self, found: _Positions) -> NDArray[np.int64]:
+        """For each of `found`'s positions, how many pooled but unjudged results are above it
+        in its run: those before it among the run's results in the qrels."""
+        if not np.any(self.table.grades == _POOLED):
+            return np.zeros(found.at.size, dtype=np.int64)
+        marked = (self.table.grades == _POOLED)[self.codes]
+        before = self._once(("pooled before",), lambda: _exclusive_counts(marked))
+        counts: NDArray[np.int64] = before[found.at] - before[self._first()[found.rows]]
+        return counts
+
+    def _nonrelevant_above(self, found: _Positions, level: int) -> NDArray[np.int64]:
+        """For each position of `found` (the relevant results at `level`), how many judged
+        non-relevant results are above it in its run: each result in the qrels is relevant,
+        judged non-relevant or pooled, so they are those above it that are neither."""
+        above: NDArray[np.int64] = found.at - self._first()[found.rows]
+        return above - found.order - self._pooled_above(found)
+
+    def _first(self) -> NDArray[np.int64]:
+        """Each run's first place among the results in the qrels."""
+        return self._once(  # type: ignore[no-any-return]
+            ("first",), lambda: np.searchsorted(self.rows, np.arange(self.runs))
         )
 
     def of(self, measure: Measure, relevant: int) -> NDArray[np.float64]:
@@ -259,8 +335,7 @@ class _Columns:
         running = self._once(
             ("DCG", 0),
             lambda: gaining.running(
-                self.table.gains[self.top[gaining.rows, gaining.columns]]
-                / _discount_table(self.top.shape[1])[gaining.columns]
+                self.table.gains[gaining.codes] / _discount_table(self.depth)[gaining.columns]
             ),
         )
         count = gaining.counts if k is None else gaining.within(k)
@@ -270,7 +345,7 @@ class _Columns:
         """At each relevant rank 1 - min(n, R) / min(N, R), n the judged non-relevant above
         it (1 when there is none), added in rank order, over R."""
         found = self._where("relevant", level)
-        nonrel_above = self._where("nonrelevant", level).above(found)
+        nonrel_above = self._nonrelevant_above(found, level)
         nonrelevant = int(np.count_nonzero((self.judged >= 0) & (self.judged < level)))
         floor = min(nonrelevant, relevant)
         penalty = np.minimum(nonrel_above, relevant) / np.float64(max(floor, 1))
@@ -283,8 +358,8 @@ class _Columns:
         operations (see measures.inferred_average_precision), added in rank order, over R."""
         found = self._where("relevant", level)
         rel_above = found.order
-        nonrel_above = self._where("nonrelevant", level).above(found)
-        pooled_above = self._where("pooled").above(found)
+        nonrel_above = self._nonrelevant_above(found, level)
+        pooled_above = self._pooled_above(found)
         fj = found.columns.astype(np.float64)
         safe = np.where(fj > 0.0, fj, 1.0)
         term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
@@ -293,3 +368,10 @@ class _Columns:
         terms = np.where(found.columns == 0, 1.0, term)
         total = found.total(found.running(terms), found.counts)
         return total / np.float64(relevant) if relevant else total
+
+
+def _exclusive_counts(marked: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """For each place, how many of the places before it are marked."""
+    counts = np.zeros(marked.size + 1, dtype=np.int64)
+    np.cumsum(marked, out=counts[1:])
+    return counts[:-1]

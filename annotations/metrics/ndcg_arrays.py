@@ -2,14 +2,17 @@
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from annotations.metrics.ndcg import check_cutoffs, discounts, gain_function, idcgs_for
 
-__all__ = ["MEASURES", "ordered_means", "score_matrix"]
+if TYPE_CHECKING:
+    from annotations.metrics.qrels_ranks import QrelsRanks
+
+__all__ = ["MEASURES", "ordered_means", "ranks_score_matrix", "score_matrix"]
 
 MEASURES: tuple[str, ...] = ("ndcg", "dcg", "judged", "ndcg_condensed")
 
@@ -36,31 +39,17 @@ def _discount_table(length: int) -> NDArray[np.float64]:
     return table
 
 
-class _GradeTable:
-    """Document ids -> grade codes, for whole arrays of ids: an open-addressing hash table
-    (linear probing) in numpy arrays, 8 to 16 slots per graded id, so most lookups take one
-    probe. On 33,000 ids it takes ~0.25 ms, np.searchsorted in the sorted ids ~1.7 ms
-    (unsorted needles), ``map(grades.get, ...)`` ~2 ms.
+class _IdTable:
+    """Document ids -> their place among some keys, for whole arrays of ids: an open-addressing
+    hash table (linear probing) in numpy arrays, 8 to 16 slots per key, so most lookups take
+    one probe. On 33,000 ids it takes ~0.25 ms, np.searchsorted in the sorted ids ~1.7 ms
+    (unsorted needles), ``map(grades.get, ...)`` ~2 ms."""
 
-    A code indexes ``gains`` (scoring's gain function applied once per distinct grade: the
-    very doubles query_scores adds), ``gaining`` and ``judged``; codes are one byte wide for
-    up to 255 distinct grades, which keeps the arrays of a whole query small.
-    """
-
-    def __init__(self, grades: Mapping[int, int], gain_of: Callable[[int], float]) -> None:
-        count = len(grades)
-        keys = np.fromiter(grades.keys(), dtype=np.int64, count=count)
-        values = np.fromiter(grades.values(), dtype=np.int64, count=count)
-        distinct, inverse = np.unique(np.append(values, _UNGRADED), return_inverse=True)
-        self.grades = distinct  # the grade of each code, _UNGRADED's included
-        self.gains = np.array([gain_of(int(grade)) for grade in distinct], dtype=np.float64)
-        self.gaining = self.gains > 0.0
-        self.judged = distinct >= 0
-        # Slot value ``count`` marks an empty slot; its key 0 may match an id 0 there, and its
-        # code is _UNGRADED's, as an absent id's should be.
+    def __init__(self, keys: NDArray[np.int64]) -> None:
+        count = keys.size
+        # Slot value ``count`` (`empty`) marks an empty slot and an absent id's place; its
+        # key 0 may match an id 0 there, which then finds `empty` too.
         self.empty = count
-        self.codes = inverse.reshape(-1).astype(np.min_scalar_type(distinct.size))
-        self.ungraded = self.codes[count]
         self.keys = np.append(keys, 0)
         bits = max(3, (8 * count).bit_length())
         self.shift = np.uint64(64 - bits)
@@ -76,21 +65,47 @@ class _GradeTable:
     def _hash(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         return ((ids.view(np.uint64) * _FIBONACCI) >> self.shift).view(np.int64)
 
-    def __call__(self, ids: NDArray[np.int64]) -> NDArray[np.unsignedinteger[Any]]:
+    def find(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Each id's place among the keys; `empty` for an id that is not one of them."""
         slot = self._hash(ids)
         entry = self.slots[slot]
         found = self.keys[entry] == ids
-        result = self.codes[np.where(found, entry, self.empty)]
+        result = np.where(found, entry, self.empty)
         todo = np.flatnonzero(~found & (entry != self.empty))  # probe on until an empty slot
         slot = slot[todo]
         while todo.size:
             slot = (slot + 1) & self.mask
             entry = self.slots[slot]
             found = self.keys[entry] == ids[todo]
-            result[todo[found]] = self.codes[entry[found]]
+            result[todo[found]] = entry[found]
             going = ~found & (entry != self.empty)
             todo, slot = todo[going], slot[going]
         return result
+
+
+class _GradeTable(_IdTable):
+    """Document ids -> grade codes (`_IdTable` over the graded ids).
+
+    A code indexes ``gains`` (scoring's gain function applied once per distinct grade: the
+    very doubles query_scores adds), ``gaining`` and ``judged``; codes are one byte wide for
+    up to 255 distinct grades, which keeps the arrays of a whole query small.
+    """
+
+    def __init__(self, grades: Mapping[int, int], gain_of: Callable[[int], float]) -> None:
+        count = len(grades)
+        super().__init__(np.fromiter(grades.keys(), dtype=np.int64, count=count))
+        values = np.fromiter(grades.values(), dtype=np.int64, count=count)
+        distinct, inverse = np.unique(np.append(values, _UNGRADED), return_inverse=True)
+        self.grades = distinct  # the grade of each code, _UNGRADED's included
+        self.gains = np.array([gain_of(int(grade)) for grade in distinct], dtype=np.float64)
+        self.gaining = self.gains > 0.0
+        self.judged = distinct >= 0
+        # The code at `empty` is _UNGRADED's, as an absent id's should be.
+        self.codes = inverse.reshape(-1).astype(np.min_scalar_type(distinct.size))
+        self.ungraded = self.codes[count]
+
+    def __call__(self, ids: NDArray[np.int64]) -> NDArray[np.unsignedinteger[Any]]:
+        return self.codes[self.find(ids)]  # type: ignore[no-any-return]
 
     def read(
         self,
@@ -232,6 +247,86 @@ def score_matrix(
     scores[:, 2] = judged_at
     scores[:, 3] = np.where(relevant, condensed / divisor, 0.0)
     return runs, scores
+
+
+def ranks_score_matrix(
+    ranks: "QrelsRanks",
+    grades: Mapping[int, int],
+    ks: Sequence[int],
+    scheme: str,
+    idcgs: Mapping[int, float] | None = None,
+) -> NDArray[np.float64]:
+    """`score_matrix` of the rankings `ranks` reduces (a row per run, in its order), bit for
+    bit, from the ranks of their qrels documents alone; `ranks.documents` must hold every
+    document of `grades`.
+
+    The same sums in the same order: each run's terms placed at their ranks in a matrix of
+    zeros (every other rank adds nothing: no gain, not judged) and added along the rows."""
+    cutoffs = check_cutoffs(ks)
+    if idcgs is None:
+        idcgs = idcgs_for(grades.values(), cutoffs, scheme)
+    missing = [k for k in cutoffs if k not in idcgs]
+    if missing:
+        raise ValueError(f"idcgs lacks cutoffs {missing}")
+    runs = ranks.runs
+    scores = np.zeros((runs, len(MEASURES), len(cutoffs)), dtype=np.float64)
+    deepest = cutoffs[-1]
+    depth = min(deepest, int(ranks.lengths.max(initial=0)))
+    if depth == 0:  # no runs, or only empty rankings
+        return scores
+    ks_array = np.array(cutoffs, dtype=np.int64)
+    table = _GradeTable(grades, gain_function(scheme))
+    # Codes as indices of the machine's width: numpy looks them up several times faster.
+    graded = table(ranks.documents).astype(np.intp)
+    # A run's first max(ks) judged results are among its first max(ks) + u results in the
+    # qrels, u the qrels documents not judged (each in a ranking once at most): only those,
+    # whose ranks also hold the top max(ks), are read.
+    unjudged = int(np.count_nonzero(~table.judged[graded]))
+    first = np.searchsorted(ranks.rows, np.arange(runs))
+    read = np.flatnonzero(np.arange(ranks.rows.size) - first[ranks.rows] < deepest + unjudged)
+    rows, positions = ranks.rows[read], ranks.positions[read]
+    codes = graded[ranks.indices[read]]
+
+    # DCG and judged@k: the gaining and the judged results of the top max(ks).
+    judged = table.judged[codes]
+    top = judged & (positions < depth)  # gaining results are judged ones
+    top_rows, top_positions, top_codes = rows[top], positions[top], codes[top]
+    gaining = table.gaining[top_codes]
+    discount = _discount_table(depth)
+    dcg = _cumulative_at(
+        top_rows[gaining],
+        top_positions[gaining],
+        table.gains[top_codes[gaining]] / discount[top_positions[gaining]],
+        (runs, depth),
+        ks_array,
+    )
+    counted = np.zeros((runs, depth), dtype=np.int32)
+    counted[top_rows, top_positions] = 1
+    judged_at = np.cumsum(counted, axis=1)[:, np.minimum(ks_array, depth) - 1] / ks_array
+
+    # The condensed list: each gaining judged result at its rank among the judged ones.
+    listed = np.flatnonzero(judged)
+    listed_rows = rows[listed]
+    per_run = np.bincount(listed_rows, minlength=runs)
+    places = np.arange(listed.size) - (np.cumsum(per_run) - per_run)[listed_rows]
+    keep = table.gaining[codes[listed]] & (places < deepest)
+    width = min(int(per_run.max(initial=0)), deepest)
+    condensed = _cumulative_at(
+        listed_rows[keep],
+        places[keep],
+        table.gains[codes[listed[keep]]] / _discount_table(max(width, 1))[places[keep]],
+        (runs, width),
+        ks_array,
+    )
+
+    idcg = np.array([idcgs[k] for k in cutoffs], dtype=np.float64)
+    relevant = idcg > 0.0
+    divisor = np.where(relevant, idcg, 1.0)  # no 0/0 warnings; those cells become 0.0
+    scores[:, 0] = np.where(relevant, dcg / divisor, 0.0)
+    scores[:, 1] = dcg
+    scores[:, 2] = judged_at
+    scores[:, 3] = np.where(relevant, condensed / divisor, 0.0)
+    return scores
 
 
 def ordered_means(values: NDArray[np.float64], counts: NDArray[np.bool_]) -> NDArray[np.float64]:

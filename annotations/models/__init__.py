@@ -44,6 +44,7 @@ from annotations.models.scores import (
     MeasureSignificance,
     QueryBound,
     QueryScore,
+    RankingQrels,
     RunScore,
 )
 from annotations.models.systems import FetchFailure, SearchSystem
@@ -89,6 +90,7 @@ __all__ = [
     "QueryBound",
     "QueryScore",
     "Ranking",
+    "RankingQrels",
     "Run",
     "RunScore",
     "SearchSystem",

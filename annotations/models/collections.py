@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -164,7 +165,11 @@ class Collection(models.Model):
     @property
     def kept_measures(self) -> list[Measure]:
         """The measures kept beside nDCG@k (stored as their ir_measures names)."""
-        return measure_set(self.measures) if self.measures else []
+        if not self.measures:
+            return []
+        if all(isinstance(name, str) for name in self.measures):
+            return list(_measure_set(tuple(self.measures)))
+        return measure_set(self.measures)  # raises, naming the entry
 
     @property
     def measures_layout(self) -> str:
@@ -175,6 +180,13 @@ class Collection(models.Model):
     @property
     def sorted_cutoffs(self) -> list[int]:
         return sorted(int(k) for k in self.cutoffs)
+
+
+@functools.lru_cache(maxsize=64)
+def _measure_set(names: tuple[str, ...]) -> tuple[Measure, ...]:
+    # Every recomputation of a query reads its collection's measures: each set of names is
+    # parsed once per process.
+    return tuple(measure_set(names))
 
 
 def measures_checked(entries: object) -> list[str]:

@@ -84,6 +84,40 @@ class QueryScore(models.Model):
         )
 
 
+class RankingQrels(models.Model):
+    """Where a run's ranking of a query holds the query's qrels documents (packed by
+    `annotations.formats.ranking_bytes.pack_qrels_ranks`): all that the measures without a
+    cutoff (AP, RR, R-prec, bpref, infAP, nDCG) read of a ranking, kept so that a judgement
+    does not read the query's whole rankings again.
+
+    Derived data, used only while it describes what is current: the ranking it was found in
+    (`ranking_id`: a re-imported run has new rankings) and the query's set of qrels
+    documents (`digest`, `ranking_bytes.qrels_digest`: a document entering or leaving the
+    qrels changes it; a grade change does not). Otherwise the ranks are found again in the
+    whole ranking and the row rewritten.
+    """
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="ranking_qrels", db_index=False
+    )
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="ranking_qrels", db_index=False
+    )
+    ranking_id = models.BigIntegerField(help_text="The ranking the ranks were found in")
+    digest = models.BinaryField(help_text="The set of qrels documents they were found for")
+    ranks = models.BinaryField(help_text="Where the ranking holds those documents, packed")
+
+    class Meta:
+        ordering = ["query_id", "run_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "run"], name="ranking_qrels_unique"),
+        ]
+        verbose_name_plural = "ranking qrels"
+
+    def __str__(self) -> str:
+        return f"qrels ranks of run {self.run_id} on query {self.query_id}"
+
+
 class RunScore(models.Model):
     """That a run is scored in a layout of cutoffs, and when its scores last moved.
 

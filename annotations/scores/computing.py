@@ -10,11 +10,13 @@ from django.db import connection
 
 from annotations import selectors
 from annotations.bulk import execute
-from annotations.formats import score_bytes
+from annotations.formats import ranking_bytes, score_bytes
 from annotations.formats.score_bytes import FloatArray, IntArray
 from annotations.metrics import measures_arrays, ndcg, ndcg_arrays
 from annotations.metrics.measures import Measure, depth_read
+from annotations.metrics.qrels_ranks import QrelsRanks
 from annotations.models import Collection
+from annotations.scores.kept_ranks import KeptRanks, keeps_ranks, kept_ranks, qrels_documents
 
 # The packed columns of the collection's other measures, after nDCG's.
 MEASURE_COLUMNS = ("measures", "measure_values")
@@ -53,19 +55,23 @@ def measures_depth(measures: Sequence[Measure]) -> int | None:
         return None
     return max((depth for depth in depths if depth is not None), default=0)
 
-    def row_of(self) -> dict[int, int]:
-        return {run_id: i for i, run_id in enumerate(self.run_ids)}
-
 
 def score_query(
     collection: Collection,
     query_id: int,
     grades: Mapping[int, int],
     run_ids: Iterable[int] | None = None,
-) -> QueryScores:
-    """The IDCG per k and every run's scores of one query, from its current grades."""
+) -> tuple[QueryScores, KeptRanks | None]:
+    """The IDCG per k and every run's scores of one query, from its current grades and its
+    rankings read whole where the measures read them deeper than their heads (then also
+    their qrels ranks, found afresh, with the kept rows that differ)."""
     if not grades:
-        return score_rankings(collection, grades, {})
+        return score_rankings(collection, grades, {}), None
+    if keeps_ranks(collection.kept_measures):
+        rows = selectors.whole_rankings(query_id=query_id, run_ids=run_ids)
+        whole = {row[0]: ranking_bytes.unpack_id_array(row[2]) for row in rows}
+        kept = kept_ranks(rows, qrels_documents(grades), whole)
+        return score_ranks(collection, grades, kept.run_ids, kept.ranks), kept
     rankings = selectors.scoring_rankings(
         query_id=query_id,
         depth=max(collection.sorted_cutoffs),
@@ -73,7 +79,7 @@ def score_query(
         run_ids=run_ids,
         needed=measures_depth(collection.kept_measures),
     )
-    return score_rankings(collection, grades, rankings)
+    return score_rankings(collection, grades, rankings), None
 
 
 def score_rankings(
@@ -97,6 +103,21 @@ def score_rankings(
         if measure_runs != run_ids:
             raise AssertionError("measure rows out of step with the nDCG rows")
     return QueryScores(idcgs, run_ids, matrix, layout, values)
+
+
+def score_ranks(
+    collection: Collection, grades: Mapping[int, int], run_ids: list[int], ranks: QrelsRanks
+) -> QueryScores:
+    """`score_rankings` of the rankings of `run_ids` from their qrels ranks (a row each, in
+    that order), for grades whose documents are all `ranks.documents`."""
+    ks = collection.sorted_cutoffs
+    kept = collection.kept_measures
+    if not grades or ranks.runs != len(run_ids):
+        raise ValueError("qrels ranks need grades and a row per run")
+    idcgs = ndcg.idcgs_for(grades.values(), ks, collection.gain)
+    matrix = ndcg_arrays.ranks_score_matrix(ranks, grades, ks, collection.gain, idcgs)
+    values = measures_arrays.ranks_measure_matrix(ranks, grades, kept, collection.gain)
+    return QueryScores(idcgs, run_ids, matrix, collection.measures_layout, values)
 
 
 def synchronous_commit_off() -> None:

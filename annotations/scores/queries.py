@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +27,17 @@ from annotations.scores.computing import (
     QueryScores,
     measures_depth,
     score_rankings,
+    score_ranks,
     synchronous_commit_off,
+)
+from annotations.scores.kept_ranks import (
+    KeptRanks,
+    RankingRow,
+    keeps_ranks,
+    kept_ranks,
+    kept_ranks_write,
+    qrels_documents,
+    stale_runs,
 )
 
 
@@ -59,18 +70,7 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
             ),
             (*selectors.effective_grades_statement(query_id=query_id), True),
             (*selectors.ranking_heads_statement(query_id=query_id), True),
-            (
-                "SELECT run_id, cutoffs, ndcg, dcg, judged, ndcg_condensed, "
-                "measures, measure_values "
-                f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
-                [query_id],
-                True,
-            ),
-            (
-                f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s",
-                [query_id],
-                True,
-            ),
+            *stored_statements(query_id),
             (
                 "SELECT s.run_id, s.cutoffs "
                 f"FROM {RunScore._meta.db_table} s JOIN {Run._meta.db_table} r "
@@ -97,36 +97,74 @@ def scores_recompute_query(*, query_id: int, force: bool = False) -> bool:
                 machine_rule=collection.machine_grades,
             )
             ranking_rows = next(results)
-            depth = max(collection.sorted_cutoffs)
-            # A collection whose measures read deeper than the heads (AP, R-prec...) reads
-            # the longer rankings whole in a second statement; nDCG@k alone never does.
-            rankings = (
-                selectors.scoring_rankings_from_rows(
-                    ranking_rows,
-                    query_id=query_id,
-                    depth=depth,
-                    grades=grades,
-                    needed=measures_depth(collection.kept_measures),
+            kept = None
+            if grades and keeps_ranks(collection.kept_measures):
+                # Measures that read deeper than the heads (AP, R-prec...) read the kept
+                # ranks of the qrels documents; only rankings whose kept ranks are not
+                # current (a document entered the qrels, a run was imported) are read whole.
+                kept = _kept_ranks(ranking_rows, grades)
+                new = score_ranks(collection, grades, kept.run_ids, kept.ranks)
+            else:
+                rankings = (
+                    selectors.scoring_rankings_from_rows(
+                        # A ranking whose ranks are kept (from a former measure set) comes
+                        # without its head: read whole, as one whose head is too short.
+                        ((run, size, head or b"") for run, size, head, *_ in ranking_rows),
+                        query_id=query_id,
+                        depth=max(collection.sorted_cutoffs),
+                        grades=grades,
+                        needed=measures_depth(collection.kept_measures),
+                    )
+                    if grades
+                    else {}
                 )
-                if grades
-                else {}
-            )
-            new = score_rankings(collection, grades, rankings)
+                new = score_rankings(collection, grades, rankings)
             stored_rows, ideal_rows, run_rows = next(results), next(results), next(results)
-        stored = {
-            run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
-            for run_id, cutoffs, *columns, measures, measure_values in stored_rows
-        }
         _store_query(
             collection,
             query_id,
             new,
-            stored=stored,
+            stored=stored_from_rows(stored_rows),
             old_ideal=dict(ideal_rows),
             run_layouts=dict(run_rows),
             version=version,
+            kept=kept,
         )
     return True
+
+
+def stored_statements(query_id: int) -> list[tuple[str, list[Any], bool]]:
+    """The reads of one query's stored scores (as `reads` takes them): its per-query rows,
+    then its IDCGs; `stored_from_rows` and `dict` make them what `_store_query` compares."""
+    return [
+        (
+            "SELECT run_id, cutoffs, ndcg, dcg, judged, ndcg_condensed, measures, measure_values "
+            f"FROM {QueryScore._meta.db_table} WHERE query_id = %s",
+            [query_id],
+            True,
+        ),
+        (f"SELECT k, idcg FROM {IdealScore._meta.db_table} WHERE query_id = %s", [query_id], True),
+    ]
+
+
+def stored_from_rows(rows: list[tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
+    """Run -> (layout, packed columns, measures layout, packed values) of stored rows."""
+    return {
+        run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
+        for run_id, cutoffs, *columns, measures, measure_values in rows
+    }
+
+
+def _kept_ranks(rows: Sequence[RankingRow], grades: Mapping[int, int]) -> KeptRanks:
+    """The query's rankings reduced to their qrels ranks: the kept ones where current, the
+    others found in the whole rankings (a ranking deleted meanwhile is left out)."""
+    documents = qrels_documents(grades)
+    stale = set(stale_runs(rows, documents))
+    ranking_of = {row[0]: row[3] for row in rows if row[0] in stale}
+    read = selectors.rankings_by_id(list(ranking_of.values()))
+    whole = {run: read[ranking] for run, ranking in ranking_of.items() if ranking in read}
+    present = [row for row in rows if row[0] not in stale or row[0] in whole]
+    return kept_ranks(present, documents, whole)
 
 
 def _collection_from_row(row: tuple[Any, ...]) -> Collection:
@@ -166,6 +204,7 @@ def _store_query(
     old_ideal: dict[int, float],
     run_layouts: dict[int, str],
     version: int,
+    kept: KeptRanks | None,
 ) -> None:
     """Write what changed for one query (`query_plan.plan_query`) and mark `version` scored.
 
@@ -173,7 +212,8 @@ def _store_query(
     packed values), its stored IDCGs and the layout of every RunScore row of the
     collection, read under the collection lock. The run means are not written: readers
     compute them from the per-query values; a run whose values moved has its RunScore's
-    `updated` set (the time pages show as "last recomputed").
+    `updated` set (the time pages show as "last recomputed"). `kept`: the kept qrels ranks
+    that changed.
     """
     writes = query_plan.plan_query(
         score_bytes.layout(collection.sorted_cutoffs),
@@ -195,6 +235,8 @@ def _store_query(
     bulk_insert(
         IdealScore, ("query_id", "k", "idcg"), [(query_id, *row) for row in writes.ideal_inserts]
     )
+    if kept is not None:
+        kept_ranks_write([(query_id, kept)], updates=False)
     # The updates go out without waiting: the server applies them back to back.
     with pipeline():
         synchronous_commit_off()
@@ -211,6 +253,8 @@ def _store_query(
             columns=("idcg",),
             rows=[(query_id, *row) for row in writes.ideal_updates],
         )
+        if kept is not None:
+            kept_ranks_write([(query_id, kept)], inserts=False)
         if writes.touched:
             execute(*_touch_statement(writes.touched, timezone.now()))
         if writes.unscored:

@@ -15,32 +15,66 @@ from annotations.bulk import (
     bulk_delete,
     bulk_insert,
     bulk_update,
+    reads,
 )
 from annotations.formats import score_bytes
 from annotations.metrics.measure_names import format_measure
 from annotations.metrics.measures import measure_value, summary
 from annotations.metrics.ndcg import ordered_mean
-from annotations.models import Collection, IdealScore, Query, QueryScore, Run, RunScore
+from annotations.models import (
+    Collection,
+    IdealScore,
+    Query,
+    QueryScore,
+    RankingQrels,
+    Run,
+    RunScore,
+)
 from annotations.scores.computing import (
-    MEASURE_COLUMNS,
     QUERY_SCORE_COLUMNS,
     RUN_SCORE_COLUMNS,
     QueryScores,
     lock_collection,
     score_query,
 )
-from annotations.scores.queries import scores_recompute_query
+from annotations.scores.kept_ranks import KeptRanks, keeps_ranks, kept_ranks_write
+from annotations.scores.queries import (
+    scores_recompute_query,
+    stored_from_rows,
+    stored_statements,
+)
 from annotations.selectors import measure_values, stored_scores
 
 
 def _scored_queries(
     collection: Collection, run_ids: list[int] | None = None
-) -> Iterator[tuple[int, QueryScores]]:
-    """(query id, its scores) of every evaluated query, one at a time."""
+) -> Iterator[tuple[int, QueryScores, KeptRanks | None]]:
+    """(query id, its scores, its kept qrels ranks if the measures read them) of every
+    evaluated query, one at a time."""
     for query_id, grades in selectors.effective_grades_by_query(collection=collection):
-        scores = score_query(collection, query_id, grades, run_ids=run_ids)
+        scores, kept = score_query(collection, query_id, grades, run_ids=run_ids)
         if scores.idcgs:
-            yield query_id, scores
+            yield query_id, scores, kept
+
+
+@dataclass
+class _KeptWrites:
+    """The kept qrels ranks that changed, gathered over several queries."""
+
+    batch: list[tuple[int, KeptRanks]] = field(default_factory=list)
+    rows: int = 0
+
+    def add(self, query_id: int, kept: KeptRanks | None) -> None:
+        if kept is None or not (kept.inserts or kept.updates):
+            return
+        self.batch.append((query_id, kept))
+        self.rows += len(kept.inserts) + len(kept.updates)
+        if self.rows >= ROWS_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        kept_ranks_write(self.batch)
+        self.batch, self.rows = [], 0
 
 
 def _packed_rows(
@@ -79,7 +113,9 @@ def scores_recompute_run(*, run_id: int) -> bool:
         RunScore.objects.filter(run_id=run_id).delete()
         layout = score_bytes.layout(collection.sorted_cutoffs)
         rows: list[tuple[object, ...]] = []
-        for query_id, scores in _scored_queries(collection, run_ids=[run_id]):
+        kept_rows = _KeptWrites()
+        for query_id, scores, kept in _scored_queries(collection, run_ids=[run_id]):
+            kept_rows.add(query_id, kept)
             rows.extend(
                 (run, query_id, *values)
                 for (_, run), values in _packed_rows(query_id, scores, layout).items()
@@ -88,6 +124,7 @@ def scores_recompute_run(*, run_id: int) -> bool:
                 bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
                 rows = []
         bulk_insert(QueryScore, QUERY_SCORE_COLUMNS, rows)
+        kept_rows.flush()
         now = timezone.now()
         bulk_insert(
             RunScore, RUN_SCORE_COLUMNS, [(run_id, layout, collection.measures_layout, now)]
@@ -103,14 +140,9 @@ IDS_PER_STATEMENT = 500
 
 def _stored_query(query_id: int) -> tuple[dict[int, float], dict[int, tuple[Any, ...]]]:
     """One query's stored IDCGs (k -> value) and packed scores (run -> layout, columns)."""
-    ideal = dict(IdealScore.objects.filter(query_id=query_id).values_list("k", "idcg"))
-    stored = {
-        run_id: (cutoffs, *map(bytes, columns), measures, bytes(measure_values))
-        for run_id, cutoffs, *columns, measures, measure_values in QueryScore.objects.filter(
-            query_id=query_id
-        ).values_list("run_id", "cutoffs", *score_bytes.QUERY_MEASURES, *MEASURE_COLUMNS)
-    }
-    return ideal, stored
+    with reads(stored_statements(query_id)) as results:
+        stored, ideal = next(results), next(results)
+    return dict(ideal), stored_from_rows(stored)
 
 
 def scores_rescore_collection(*, collection_id: int) -> None:
@@ -130,7 +162,9 @@ def scores_rescore_collection(*, collection_id: int) -> None:
         score_rows = _Writes(
             QueryScore, key=("query_id", "run_id"), columns=QUERY_SCORE_COLUMNS[2:]
         )
-        for query_id, scores in _scored_queries(collection):
+        kept_rows = _KeptWrites()
+        for query_id, scores, kept in _scored_queries(collection):
+            kept_rows.add(query_id, kept)
             ideal, stored = _stored_query(query_id)
             ideal_rows.sync(
                 stored={(query_id, k): (value,) for k, value in ideal.items()},
@@ -143,6 +177,10 @@ def scores_rescore_collection(*, collection_id: int) -> None:
             seen.add(query_id)
         ideal_rows.flush()
         score_rows.flush()
+        kept_rows.flush()
+        if not keeps_ranks(collection.kept_measures):
+            # Ranks kept for a former measure set: nothing reads them any more.
+            RankingQrels.objects.filter(query__collection=collection).delete()
         # Queries no longer evaluated (their judgements are gone) keep no scores.
         unjudged = [query_id for query_id in versions if query_id not in seen]
         for start in range(0, len(unjudged), IDS_PER_STATEMENT):
@@ -264,6 +302,7 @@ def _differences(collection: Collection) -> list[str]:
     layout = score_bytes.layout(collection.sorted_cutoffs)
     ideal_differences: list[tuple[tuple[int, int], str]] = []
     score_differences: list[tuple[tuple[int, int, int], str]] = []
+    kept_differences: list[str] = []
 
     def compare(query_id: int, scores: QueryScores | None) -> None:
         ideal, stored = _stored_query(query_id)
@@ -318,14 +357,20 @@ def _differences(collection: Collection) -> list[str]:
                 )
 
     seen: set[int] = set()
-    for query_id, scores in _scored_queries(collection):
+    for query_id, scores, kept in _scored_queries(collection):
         seen.add(query_id)
         compare(query_id, scores)
+        for run_id in kept.mismatched if kept is not None else ():
+            kept_differences.append(
+                f"run={names[run_id]} query={qids[query_id]}: kept qrels ranks differ from "
+                "those of its ranking"
+            )
     for query_id in qids:
         if query_id not in seen:
             compare(query_id, None)
     lines = [line for _, line in sorted(ideal_differences)]
     lines += [line for _, line in sorted(score_differences)]
+    lines += sorted(kept_differences)
     lines += _mean_differences(collection, names)
     lines += _measure_mean_differences(collection, names)
     for query_id, version in _versions(collection).items():

@@ -19,10 +19,12 @@ from annotations.selectors.qrels import qrels_lines, qrels_rows, run_rows
 from annotations.selectors.rankings import (
     query_rankings,
     ranking_heads_statement,
+    rankings_by_id,
     scoring_rankings,
     scoring_rankings_from_rows,
     scoring_rankings_statement,
     top_documents,
+    whole_rankings,
 )
 
 if TYPE_CHECKING:
@@ -107,10 +109,12 @@ __all__ = [
     "qrels_rows",
     "query_rankings",
     "ranking_heads_statement",
+    "rankings_by_id",
     "run_rows",
     "runs_of",
     "scoring_rankings",
     "scoring_rankings_from_rows",
     "scoring_rankings_statement",
     "top_documents",
+    "whole_rankings",
 ]

@@ -16,6 +16,7 @@ from annotations.models import (
     HEAD_IDS,
     Collection,
     Ranking,
+    RankingQrels,
 )
 
 if TYPE_CHECKING:
@@ -82,12 +83,51 @@ def scoring_rankings_statement(
 
 
 def ranking_heads_statement(*, query_id: int) -> tuple[str, list[Any]]:
-    """The copies of the top (see `Ranking.head`) of one query's rankings of every run, as
-    rows for `scoring_rankings_from_rows`; fetch them in binary."""
-    return (
-        f"SELECT run_id, size, head FROM {Ranking._meta.db_table} WHERE query_id = %s",
-        [query_id],
+    """One query's rankings of every run with their kept qrels ranks (see `RankingQrels`):
+    rows of (run, size, head, ranking id, and the kept ranks' ranking id, digest and ranks,
+    NULL where none are kept). The copy of the top (see `Ranking.head`) comes only where no
+    ranks are kept (else NULL): scoring reads one or the other (a collection whose measures
+    read whole rankings keeps ranks for all of them). Fetch them in binary."""
+    return _with_kept_ranks("CASE WHEN x.ranking_id IS NULL THEN r.head END", query_id, None)
+
+
+def whole_rankings(
+    *, query_id: int, run_ids: Iterable[int] | None = None
+) -> list[tuple[int, int, bytes, int, int | None, bytes | None, bytes | None]]:
+    """One query's rankings read whole, with their kept qrels ranks: rows of (run, size,
+    packed document ids, ranking id, and the kept ranks' ranking id, digest and ranks, NULL
+    where none are kept); the rankings of `run_ids` only, if given."""
+    wanted = None if run_ids is None else list(run_ids)
+    if wanted == []:
+        return []
+    return fetch_binary(*_with_kept_ranks("r.documents", query_id, wanted))
+
+
+def _with_kept_ranks(
+    column: str, query_id: int, run_ids: list[int] | None
+) -> tuple[str, list[Any]]:
+    table, kept = Ranking._meta.db_table, RankingQrels._meta.db_table
+    sql = (
+        f"SELECT r.run_id, r.size, {column}, r.id, x.ranking_id, x.digest, x.ranks "
+        f"FROM {table} r LEFT JOIN {kept} x ON x.query_id = r.query_id AND x.run_id = r.run_id "
+        "WHERE r.query_id = %s"
     )
+    params: list[Any] = [query_id]
+    if run_ids is not None:
+        sql += f" AND r.run_id IN ({', '.join(['%s'] * len(run_ids))})"
+        params.extend(run_ids)
+    return sql, params
+
+
+def rankings_by_id(ranking_ids: list[int]) -> dict[int, npt.NDArray[np.int64]]:
+    """Ranking id -> its document ids, read whole (rankings deleted meanwhile are absent)."""
+    if not ranking_ids:
+        return {}
+    marks = ", ".join(["%s"] * len(ranking_ids))
+    rows = fetch_binary(
+        f"SELECT id, documents FROM {Ranking._meta.db_table} WHERE id IN ({marks})", ranking_ids
+    )
+    return {ranking_id: ranking_bytes.unpack_id_array(documents) for ranking_id, documents in rows}
 
 
 def scoring_rankings_from_rows(

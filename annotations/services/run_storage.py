@@ -68,6 +68,7 @@ def run_prepared(
     if may_replace is not None and not may_replace(run):
         raise PermissionDenied("System owners may change only their own runs.")
     run.rankings.all().delete()
+    run.ranking_qrels.all().delete()
     run.query_scores.all().delete()
     run.run_scores.all().delete()
     run.description = description or run.description
