@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -180,6 +181,122 @@ def _ids_ensure_csv(
     if not ids.all():
         raise RuntimeError(f"{(ids == 0).sum()} of {count} {key} values found no row")
     return ids
+
+
+# `Document.hash_of` in SQL, over the columns (or values) named `title` and `text` of `w`.
+CONTENT_HASH_SQL = "encode(sha256(convert_to(w.title || E'\\n' || w.text, 'UTF8')), 'hex')"
+
+
+def document_ids_filled(
+    *, collection_id: int, documents: Sequence[tuple[str, str, str, str]]
+) -> tuple[dict[str, int], int]:
+    """docno -> document id for documents given as (docno, title, text, url), each docno
+    once: the missing documents created with their texts, a held one without any text given
+    them (unless they are empty too), every other one left as it is; and the number created
+    or given texts.
+
+    A fetch writes the documents of a search engine's answers this way as they arrive. On
+    PostgreSQL the documents travel as one JSON parameter (written and quoted in C, where
+    arrays of strings are adapted one element at a time); one statement finds each held
+    one by one index probe (a plan that does not depend on statistics, which lag behind a
+    table that every batch grows), inserts the others and returns every id; a second one
+    gives texts, by id, to held documents without any. A writer creating the same docnos
+    meanwhile makes this one give way (ON CONFLICT) and look them up."""
+    from annotations.models import Document
+
+    if not documents:
+        return {}, 0
+    if connection.vendor != "postgresql":
+        return _document_ids_filled_orm(collection_id, documents)
+    table = connection.ops.quote_name(Document._meta.db_table)
+    given = (
+        "SELECT e->>0 AS docno, e->>1 AS title, e->>2 AS text, e->>3 AS url "
+        "FROM json_array_elements(%s::json) e"
+    )
+    held = (
+        "SELECT w.docno, d.id, d.empty AND (w.title <> '' OR w.text <> '' OR w.url <> '') "
+        f"AS fill FROM given w CROSS JOIN LATERAL (SELECT x.id, x.title = '' AND x.text = '' "
+        f"AND x.url = '' AS empty FROM {table} x WHERE x.collection_id = %s "
+        "AND x.docno = w.docno LIMIT 1) d"
+    )
+    payload = json.dumps(documents, ensure_ascii=False)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH given AS MATERIALIZED ({given}), held AS MATERIALIZED ({held}), "
+            f"created AS (INSERT INTO {table} (collection_id, docno, title, text, url, "
+            f"content_hash) SELECT %s, w.docno, w.title, w.text, w.url, {CONTENT_HASH_SQL} "
+            "FROM given w WHERE NOT EXISTS (SELECT FROM held h WHERE h.docno = w.docno) "
+            "ON CONFLICT (collection_id, docno) DO NOTHING RETURNING docno, id) "
+            "SELECT docno, id, fill FROM held UNION ALL SELECT docno, id, NULL FROM created",
+            [payload, collection_id, collection_id],
+        )
+        found: dict[str, int] = {}
+        fill: list[int] = []
+        changed = 0
+        for docno, pk, to_fill in cursor.fetchall():
+            found[docno] = pk
+            changed += to_fill is None
+            if to_fill:
+                fill.append(pk)
+        if len(found) < len(documents):  # created by another writer meanwhile
+            cursor.execute(f"WITH given AS ({given}) {held}", [payload, collection_id])
+            found.update((docno, pk) for docno, pk, _ in cursor.fetchall())
+        if fill:
+            texts = {found[docno]: (title, text, url) for docno, title, text, url in documents}
+            cursor.execute(
+                f"UPDATE {table} d SET title = w.title, text = w.text, url = w.url, "
+                f"content_hash = {CONTENT_HASH_SQL} FROM (SELECT (e->>0)::bigint AS id, "
+                "e->>1 AS title, e->>2 AS text, e->>3 AS url FROM json_array_elements(%s::json) e"
+                ") w WHERE d.id = w.id AND d.title = '' AND d.text = '' AND d.url = ''",
+                [json.dumps([(pk, *texts[pk]) for pk in fill], ensure_ascii=False)],
+            )
+            changed += cursor.rowcount
+    return found, changed
+
+
+def _document_ids_filled_orm(
+    collection_id: int, documents: Sequence[tuple[str, str, str, str]]
+) -> tuple[dict[str, int], int]:
+    """`document_ids_filled` through the ORM (SQLite)."""
+    from annotations.models import Document
+
+    given = {docno: (title, text, url) for docno, title, text, url in documents}
+    wanted = list(given)
+    found: dict[str, int] = {}
+    fill: list[Document] = []
+    for start in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
+        chunk = wanted[start : start + 500]
+        held = Document.objects.filter(collection_id=collection_id, docno__in=chunk)
+        for docno, pk, *texts in held.values_list("docno", "pk", "title", "text", "url"):
+            found[docno] = pk
+            title, text, url = given[docno]
+            if not any(texts) and (title or text or url):
+                hashed = Document.hash_of(title, text)
+                fill.append(Document(pk=pk, title=title, text=text, url=url, content_hash=hashed))
+    created = [
+        Document(
+            collection_id=collection_id,
+            docno=docno,
+            title=title,
+            text=text,
+            url=url,
+            content_hash=Document.hash_of(title, text),
+        )
+        for docno, (title, text, url) in given.items()
+        if docno not in found
+    ]
+    with transaction.atomic():
+        Document.objects.bulk_update(fill, ["title", "text", "url", "content_hash"])
+        Document.objects.bulk_create(created, ignore_conflicts=True)
+    missing = [docno for docno in wanted if docno not in found]
+    for start in range(0, len(missing), 500):
+        chunk = missing[start : start + 500]
+        found.update(
+            Document.objects.filter(collection_id=collection_id, docno__in=chunk).values_list(
+                "docno", "pk"
+            )
+        )
+    return found, len(fill) + len(created)
 
 
 @contextmanager

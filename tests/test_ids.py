@@ -84,3 +84,32 @@ def test_ids_by_value_share_the_column_lookup_and_its_quoting(db: None) -> None:
     assert found["b"] == existing.id
     assert docnos_of(list(found.values())) == list(found)
     assert ensure(collection.id, list(found)) == list(found.values())
+
+
+def test_documents_with_texts_are_created_filled_when_blank_and_otherwise_kept(db: None) -> None:
+    collection, other = CollectionFactory(), CollectionFactory()
+    blank = DocumentFactory(collection=collection, docno="blank", title="", text="", url="")
+    kept = DocumentFactory(collection=collection, docno="kept", title="Old", text="old text")
+    untouched = DocumentFactory(collection=collection, docno="no-texts", title="", text="")
+    DocumentFactory(collection=other, docno="new")
+    given = [
+        ("new", 'A "quoted" title', "Text\twith tab, é and \\ back", "https://e.org/n"),
+        ("blank", "Filled", "filled text", ""),
+        ("kept", "New", "new text", "https://e.org/k"),
+        ("no-texts", "", "", ""),  # nothing to give: left as it is
+    ]
+    found, changed = ids.document_ids_filled(collection_id=collection.id, documents=given)
+    assert changed == 2  # "new" created, "blank" filled
+    mine = {d.docno: d for d in Document.objects.filter(collection=collection)}
+    assert found == {docno: document.id for docno, document in mine.items()}
+    assert (found["blank"], found["kept"]) == (blank.id, kept.id)
+    assert found["no-texts"] == untouched.id
+    for docno, title, text, url in given[:2]:
+        document = mine[docno]
+        assert (document.title, document.text, document.url) == (title, text, url)
+        # The database's hash is the model's, bit for bit.
+        assert document.content_hash == Document.hash_of(title, text)
+    assert (mine["kept"].title, mine["kept"].text) == ("Old", "old text")
+    again, changed = ids.document_ids_filled(collection_id=collection.id, documents=given)
+    assert (again, changed) == (found, 0)
+    assert ids.document_ids_filled(collection_id=collection.id, documents=[]) == ({}, 0)

@@ -76,20 +76,29 @@ def run_prepared(
     return run
 
 
-def rankings_store(collection: Collection, run: Run, results: Results) -> int:
-    """Store a run's results as one packed ranking per query; returns their number."""
+def rankings_store(
+    collection: Collection,
+    run: Run,
+    results: Results,
+    document_ids: Mapping[str, int] | None = None,
+) -> int:
+    """Store a run's results as one packed ranking per query; returns their number.
+    `document_ids`: the ids of every docno of the results, when the caller holds them (a
+    document is deleted only with its collection); else looked up, created if missing."""
     query_ids = queries_ensure(collection=collection, qids=results.keys())
-    doc_ids = documents_ensure(
-        collection=collection,
-        docnos=(docno for docs in results.values() for docno, _, _ in docs),
-    )
+    doc_ids = document_ids
+    if doc_ids is None:
+        doc_ids = documents_ensure(
+            collection=collection,
+            docnos=(docno for docs in results.values() for docno, _, _ in docs),
+        )
     rows = _ranking_rows(run.id, results, query_ids, doc_ids)
     bulk_insert(Ranking, RANKING_COLUMNS, rows, binary=True)
     return sum(len(docs) for docs in results.values())
 
 
 def _ranking_rows(
-    run_id: int, results: Results, query_ids: dict[str, int], doc_ids: dict[str, int]
+    run_id: int, results: Results, query_ids: dict[str, int], doc_ids: Mapping[str, int]
 ) -> Iterable[tuple[object, ...]]:
     """One packed row per query, documents in trec_eval's order (fixed here, once).
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from django.contrib.auth.models import User
@@ -140,14 +140,16 @@ def run_store(
     description: str = "",
     replace: bool = False,
     may_replace: RunCheck | None = None,
+    document_ids: Mapping[str, int] | None = None,
 ) -> tuple[Run, int]:
     """Store a run's results {qid: [(docno, score, rank)]} and schedule its scoring
-    (`may_replace` as in `run_files_import`). A run needs at least one result."""
+    (`may_replace` as in `run_files_import`; `document_ids` as in `rankings_store`). A run
+    needs at least one result."""
     if not any(results.values()):
         raise ValidationError({"results": "a run needs at least one result"})
     with transaction.atomic():
         run = run_prepared(collection, run_name, owner, description, replace, may_replace)
-        count = rankings_store(collection, run, results)
+        count = rankings_store(collection, run, results, document_ids)
         Run.objects.filter(id=run.id).update(scored_at=None)
         scores_schedule(run_ids=[run.id])
     return run, count
