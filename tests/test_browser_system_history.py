@@ -1,13 +1,15 @@
 """The whole loop of a search system in a real browser at a phone's width: describe it against
 a real engine (tantivy behind a local server answering as Elasticsearch), fetch a run,
-change the request and fetch again, see the history and what changed, send the new top k
-to judging, judge it, and see the score move; every page axe clean."""
+change the request and fetch again, see the history and what changed (on nDCG@k and on a
+kept measure), send the new top k to judging, judge it, and see the score move; every
+page axe clean."""
 
 from __future__ import annotations
 
 import pytest
 
 from annotations.models import Collection, ImportJob, Pool, Run
+from annotations.services.collections import collection_update
 from annotations.services.imports import QueryFields, queries_store
 from tests.grading_keys import grade, grade_last, watch
 from tests.search_engine import search_engine
@@ -37,6 +39,7 @@ def test_a_system_fetched_twice_shows_its_history_and_its_new_top_k_is_judged(  
         collection=trial,
         queries=[QueryFields("q3", "cats", "kittens and what they eat")],
     )
+    collection_update(collection=trial, measures=["AP"])
     problems: list[str] = []
     with search_engine() as served, browser_page(browser, live_server, viewport=PHONE) as page:
         log_in(page, "olga")
@@ -69,6 +72,8 @@ def test_a_system_fetched_twice_shows_its_history_and_its_new_top_k_is_judged(  
         # Nothing judged yet: no query counts.
         assert runs.nth(0).locator("td.num").nth(0).inner_text() == "0.0000"
 
+        problems += page_problems(page, "/collections/trial/systems/engine/changes/?measure=AP")
+        assert "with-description against title-only by AP" in page.inner_text("h2")
         problems += page_problems(page, "/collections/trial/systems/engine/changes/")
         assert "with-description against title-only" in page.inner_text("h2")
         with page.expect_navigation():

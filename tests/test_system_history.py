@@ -163,6 +163,36 @@ def test_what_changed_lists_the_moved_queries_the_top_k_and_the_paired_test(
     assert later.comparison.p_value == 1.0 and not later.significant and not later.regressed
 
 
+def test_what_changed_compares_on_any_measure_the_collection_keeps(
+    lab: dict[str, Any], django_capture_on_commit_callbacks: Capture
+) -> None:
+    system = lab["system"]
+    ap, p2 = lab["collection"].kept_measures
+    old = _fetched(django_capture_on_commit_callbacks, system, "monday", GOOD_RUN)
+    new = _fetched(
+        django_capture_on_commit_callbacks, system, "tuesday", dict.fromkeys(QIDS, SWAPPED)
+    )
+    # d1 (grade 2) and d2 (grade 1) swapped: nDCG@3 drops on every query, AP does not move
+    # (both relevant documents are still the first two).
+    at3 = runs_changed(old=old, new=new, k=3)
+    assert len(at3.moved) == 12 and at3.regressed
+    by_ap = runs_changed(old=old, new=new, k=3, measure=ap)
+    assert by_ap.comparison.measure_label == "AP"
+    assert by_ap.moved == [] and not by_ap.significant and by_ap.comparison.ties == 12
+    oracle = _oracle(dict.fromkeys(QIDS, SWAPPED), "map")
+    assert [row.a for row in by_ap.comparison.rows] == [oracle[qid] for qid in QIDS]
+    assert by_ap.tops == at3.tops == []  # the same three documents in each top 3
+    # P@2 from a run that loses both relevant documents on ten queries.
+    bad = _fetched(django_capture_on_commit_callbacks, system, "wednesday", BAD_RUN)
+    by_p2 = runs_changed(old=new, new=bad, k=3, measure=p2)
+    before, after = _oracle(dict.fromkeys(QIDS, SWAPPED), "P.2"), _oracle(BAD_RUN, "P.2")
+    assert [(row.qid, row.b, row.a) for row in by_p2.moved] == [
+        (qid, before[qid], after[qid]) for qid in QIDS[:10]
+    ]
+    assert by_p2.comparison.mean_a == pytest.approx(sum(after.values()) / 12, abs=1e-12)
+    assert by_p2.regressed
+
+
 def test_a_significantly_worse_run_sends_system_regressed_and_a_slight_slip_does_not(
     lab: dict[str, Any], django_capture_on_commit_callbacks: Capture
 ) -> None:
@@ -280,6 +310,16 @@ def test_the_history_and_changes_api_answer_organisers(
     assert changed["unjudged"] == 32
     swapped = api.get(f"{base}/changes/?run=monday&previous=tuesday").json()
     assert swapped["difference"] == pytest.approx(10 / 12) and swapped["regressed"] is False
+    by_ap = api.get(f"{base}/changes/?measure=AP").json()
+    compared = api.get("/api/v1/collections/lab/compare/?a=tuesday&b=monday&measure=AP").json()
+    assert (by_ap["measure"], by_ap["k"]) == ("AP", 3)
+    assert (by_ap["mean"], by_ap["previous_mean"], by_ap["p_value"]) == (
+        compared["mean_a"], compared["mean_b"], compared["p_value"]
+    )  # fmt: skip
+    assert [row["score"] for row in by_ap["moved"]] == [0.0] * 10
+    assert by_ap["tops"] == changed["tops"]  # the top k is the same whatever the measure
+    refused = api.get(f"{base}/changes/?measure=RBP")
+    assert refused.status_code == 400 and "measure" in refused.json()["error"]["fields"]
     assert api.get(f"{base}/changes/?run=monday").status_code == 400  # no run before it
     assert api.get(f"{base}/changes/?run=nope").status_code == 404
     # Assessors see no system.
@@ -309,6 +349,14 @@ def test_the_pages_show_the_history_what_changed_and_send_the_new_top_k_to_judgi
     assert state["active"] is False and 'id="history-runs"' in state["html"]
     changes = client.get(reverse("system-changes", args=["lab", "engine"])).content.decode()
     assert "Significantly worse" in changes and "32 pairs" in changes
+    assert "tuesday against monday at nDCG@3" in changes
+    by_ap = client.get(reverse("system-changes", args=["lab", "engine"]) + "?measure=AP")
+    assert "tuesday against monday by AP" in by_ap.content.decode()
+    assert "Queries that moved most in AP" in by_ap.content.decode()
+    assert "measure=AP" in by_ap.content.decode()  # the compare page's link keeps it
+    unknown = client.get(reverse("system-changes", args=["lab", "engine"]) + "?measure=RBP")
+    assert "not kept by this collection" in unknown.content.decode()
+    assert "tuesday against monday at nDCG@3" in unknown.content.decode()
     response = client.post(
         reverse("system-changes-to-pool", args=["lab", "engine"]), {"run": "tuesday", "k": "3"}
     )

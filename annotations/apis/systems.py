@@ -257,8 +257,9 @@ class SystemHistoryApi(_SystemApiView):
 
 class SystemChangesApi(_SystemApiView):
     @extend_schema(
-        summary="What changed from one run of the system to another: the paired test, the "
-        "queries that moved most, the documents that entered or left the top k",
+        summary="What changed from one run of the system to another on nDCG@k or a kept "
+        "measure: the paired test, the queries that moved most, the documents that entered or "
+        "left the top k",
         parameters=[
             OpenApiParameter(
                 "run", ID_SCHEMA, description="A run of the system (default: its latest)."
@@ -269,12 +270,14 @@ class SystemChangesApi(_SystemApiView):
                 description="The run to compare with (default: the system's run before `run`).",
             ),
             MAIN_K_PARAMETER,
+            MEASURE_PARAMETER,
         ],
         responses={200: SystemChangeSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
         system = self.system(name)
         k = _main_or_asked(self, request)
+        measure = measure_of(self.collection, request)
         new = self._run(system, "run") or (
             Run.objects.filter(system=system).order_by("-created", "-id").first()
         )
@@ -283,7 +286,8 @@ class SystemChangesApi(_SystemApiView):
         old = self._run(system, "previous") or previous_run(new)
         if old is None or old.id == new.id:
             raise ValidationError({"previous": ["The run has no earlier run to compare with."]})
-        return Response(SystemChangeSerializer(runs_changed(old=old, new=new, k=k)).data)
+        change = runs_changed(old=old, new=new, k=k, measure=measure)
+        return Response(SystemChangeSerializer(change).data)
 
     def _run(self, system: SearchSystem, key: str) -> Run | None:
         name = self.request.query_params.get(key)

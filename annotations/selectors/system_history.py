@@ -166,9 +166,10 @@ class TopChange:
 
 @dataclass(frozen=True)
 class Change:
-    """What changed from `old` to `new` (two runs of one system) at k: the paired comparison
-    (new - old, the compare page's), the queries that moved most, the documents that entered
-    or left each query's top k, and the new run's unjudged top-k pairs."""
+    """What changed from `old` to `new` (two runs of one system): the paired comparison
+    (new - old, the compare page's) on nDCG@k or a kept measure, the queries that moved most
+    on it, the documents that entered or left each query's top k, and the new run's
+    unjudged top-k pairs."""
 
     comparison: Comparison
     alpha: float
@@ -225,10 +226,14 @@ def _tops(old: Run, new: Run, k: int) -> list[TopChange]:
     return sorted(found, key=lambda change: change.qid)
 
 
-def runs_changed(*, old: Run, new: Run, k: int, shown: int = MOVED_SHOWN) -> Change:
-    """What changed from `old` to `new` at k (see `Change`): the queries that moved most are
-    the `shown` of largest |new - old| (then by qid), those that did not move left out."""
-    comparison = comparison_cached(a=new, b=old, k=k)
+def runs_changed(
+    *, old: Run, new: Run, k: int, measure: Measure | None = None, shown: int = MOVED_SHOWN
+) -> Change:
+    """What changed from `old` to `new` (see `Change`), compared on nDCG@k or on `measure`
+    (one the collection keeps; the top k and its unjudged pairs stay at k): the queries that
+    moved most are the `shown` of largest |new - old| (then by qid), those that did not move
+    left out."""
+    comparison = comparison_cached(a=new, b=old, k=k, measure=measure)
     moving = [row for row in comparison.rows if row.difference != 0.0]
     moved = sorted(moving, key=lambda row: (-abs(row.difference), row.qid))[:shown]
     tops = _tops(old, new, k)

@@ -166,8 +166,10 @@ class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 class SystemChangedQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     qid = serializers.CharField()
-    score = serializers.FloatField(source="a", help_text="nDCG@k of the run")
-    previous_score = serializers.FloatField(source="b", help_text="nDCG@k of the previous run")
+    score = serializers.FloatField(source="a", help_text="The measure's value for the run")
+    previous_score = serializers.FloatField(
+        source="b", help_text="The measure's value for the previous run"
+    )
     difference = serializers.FloatField(help_text="score - previous_score")
 
 
@@ -188,7 +190,13 @@ class SystemChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     system = serializers.CharField(source="new.system.name")
     run = serializers.CharField(source="new.name")
     previous_run = serializers.CharField(source="old.name")
-    k = serializers.IntegerField(source="comparison.k")
+    measure = serializers.CharField(
+        source="comparison.measure_label",
+        help_text='What the runs are compared on: "nDCG@10", or a kept measure (`measure=`)',
+    )
+    k = serializers.IntegerField(
+        source="comparison.k", help_text="The cutoff of nDCG@k and of the top k compared"
+    )
     pending = serializers.BooleanField(source="comparison.pending")
     queries = serializers.SerializerMethodField(help_text="The queries both runs count")
     mean = serializers.FloatField(source="comparison.mean_a", allow_null=True)
