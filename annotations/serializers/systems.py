@@ -145,6 +145,25 @@ class SystemHistoryPointSerializer(serializers.Serializer):  # type: ignore[type
     ci_low = serializers.FloatField(allow_null=True, help_text="Bootstrap CI of the mean")
     ci_high = serializers.FloatField(allow_null=True)
     queries = serializers.IntegerField(help_text="The queries the mean is over")
+    version_mean = serializers.FloatField(
+        source="on_version.mean",
+        allow_null=True,
+        default=None,
+        help_text="Mean nDCG@k on the qrels version asked for (`version=`): the run as it is, "
+        "the judgements and rules as they were; null without one",
+    )
+    version_ci_low = serializers.FloatField(
+        source="on_version.ci_low", allow_null=True, default=None, help_text="Its bootstrap CI"
+    )
+    version_ci_high = serializers.FloatField(
+        source="on_version.ci_high", allow_null=True, default=None
+    )
+    version_queries = serializers.IntegerField(
+        source="on_version.queries",
+        allow_null=True,
+        default=None,
+        help_text="The queries that mean is over",
+    )
 
 
 class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -158,6 +177,12 @@ class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
     pending = serializers.BooleanField(help_text="Some run or query is still being scored")
     main_k = serializers.IntegerField(
         help_text="The cutoff of the collection's main measure, nDCG@k, regressions are judged on"
+    )
+    version = serializers.CharField(
+        source="version.name",
+        allow_null=True,
+        default=None,
+        help_text="The qrels version of each run's `on_version` (`version=`); null: none",
     )
     runs = SystemHistoryPointSerializer(
         source="points", many=True, help_text="The latest 120 runs, oldest (first fetched) first"
