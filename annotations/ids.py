@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -187,108 +187,117 @@ def _ids_ensure_csv(
 CONTENT_HASH_SQL = "encode(sha256(convert_to(w.title || E'\\n' || w.text, 'UTF8')), 'hex')"
 
 
-def document_ids_filled(
-    *, collection_id: int, documents: Sequence[tuple[str, str, str, str]]
-) -> tuple[dict[str, int], int]:
-    """docno -> document id for documents given as (docno, title, text, url), each docno
-    once: the missing documents created with their texts, a held one without any text given
-    them (unless they are empty too), every other one left as it is; and the number created
-    or given texts.
+Texts = Callable[[str], tuple[str, str, str]]
 
-    A fetch writes the documents of a search engine's answers this way as they arrive. On
-    PostgreSQL the documents travel as one JSON parameter (written and quoted in C, where
-    arrays of strings are adapted one element at a time); one statement finds each held
-    one by one index probe (a plan that does not depend on statistics, which lag behind a
-    table that every batch grows), inserts the others and returns every id; a second one
-    gives texts, by id, to held documents without any. A writer creating the same docnos
-    meanwhile makes this one give way (ON CONFLICT) and look them up."""
+
+def document_ids_filled(
+    *, collection_id: int, docnos: Sequence[str], texts: Texts
+) -> tuple[dict[str, int], int]:
+    """docno -> document id for `docnos` (each once), `texts(docno)` giving a document's
+    (title, text, url): the missing documents created with their texts, a held one without
+    any text given them (unless they are empty too), every other one left as it is (its
+    texts never asked for); and the number created or given texts.
+
+    A fetch writes the documents of a search engine's answers this way as they arrive, and
+    a fetch again of the same engine finds most of them held: on PostgreSQL the docnos
+    alone are looked up first, each by one index probe (a plan that does not depend on
+    statistics, which lag behind a table that every batch grows); only the documents not
+    held travel with their texts, to be inserted, and only those held without any text to
+    be given them, by id. Values travel as one JSON parameter (written and quoted in C,
+    where arrays of strings are adapted one element at a time). A writer creating the same
+    docnos meanwhile makes this one give way (ON CONFLICT) and look them up again."""
     from annotations.models import Document
 
-    if not documents:
+    if not docnos:
         return {}, 0
     if connection.vendor != "postgresql":
-        return _document_ids_filled_orm(collection_id, documents)
+        return _document_ids_filled_orm(collection_id, docnos, texts)
     table = connection.ops.quote_name(Document._meta.db_table)
-    given = (
-        "SELECT e->>0 AS docno, e->>1 AS title, e->>2 AS text, e->>3 AS url "
-        "FROM json_array_elements(%s::json) e"
-    )
     held = (
-        "SELECT w.docno, d.id, d.empty AND (w.title <> '' OR w.text <> '' OR w.url <> '') "
-        f"AS fill FROM given w CROSS JOIN LATERAL (SELECT x.id, x.title = '' AND x.text = '' "
-        f"AND x.url = '' AS empty FROM {table} x WHERE x.collection_id = %s "
-        "AND x.docno = w.docno LIMIT 1) d"
+        "SELECT w.docno, d.id, d.empty FROM jsonb_array_elements_text(%s::jsonb) w(docno) "
+        "CROSS JOIN LATERAL (SELECT x.id, x.title = '' AND x.text = '' AND x.url = '' AS empty "
+        f"FROM {table} x WHERE x.collection_id = %s AND x.docno = w.docno LIMIT 1) d"
     )
-    payload = json.dumps(documents, ensure_ascii=False)
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH given AS MATERIALIZED ({given}), held AS MATERIALIZED ({held}), "
-            f"created AS (INSERT INTO {table} (collection_id, docno, title, text, url, "
-            f"content_hash) SELECT %s, w.docno, w.title, w.text, w.url, {CONTENT_HASH_SQL} "
-            "FROM given w WHERE NOT EXISTS (SELECT FROM held h WHERE h.docno = w.docno) "
-            "ON CONFLICT (collection_id, docno) DO NOTHING RETURNING docno, id) "
-            "SELECT docno, id, fill FROM held UNION ALL SELECT docno, id, NULL FROM created",
-            [payload, collection_id, collection_id],
-        )
+        cursor.execute(held, [json.dumps(docnos, ensure_ascii=False), collection_id])
         found: dict[str, int] = {}
-        fill: list[int] = []
-        changed = 0
-        for docno, pk, to_fill in cursor.fetchall():
+        fill: list[tuple[int, tuple[str, str, str]]] = []
+        for docno, pk, empty in cursor.fetchall():
             found[docno] = pk
-            changed += to_fill is None
-            if to_fill:
-                fill.append(pk)
-        if len(found) < len(documents):  # created by another writer meanwhile
-            cursor.execute(f"WITH given AS ({given}) {held}", [payload, collection_id])
-            found.update((docno, pk) for docno, pk, _ in cursor.fetchall())
+            if empty and any(given := texts(docno)):
+                fill.append((pk, given))
+        missing = [docno for docno in docnos if docno not in found]
+        changed = 0
+        if missing:
+            cursor.execute(
+                f"INSERT INTO {table} (collection_id, docno, title, text, url, content_hash) "
+                f"SELECT %s, w.docno, w.title, w.text, w.url, {CONTENT_HASH_SQL} FROM (SELECT "
+                "e->>0 AS docno, e->>1 AS title, e->>2 AS text, e->>3 AS url FROM "
+                "jsonb_array_elements(%s::jsonb) e) w "
+                "ON CONFLICT (collection_id, docno) DO NOTHING RETURNING docno, id",
+                [collection_id, _json_rows((docno, *texts(docno)) for docno in missing)],
+            )
+            created = cursor.fetchall()
+            changed += len(created)
+            found.update(created)
+            if len(created) < len(missing):  # created by another writer meanwhile
+                raced = [docno for docno in missing if docno not in found]
+                cursor.execute(held, [json.dumps(raced, ensure_ascii=False), collection_id])
+                found.update((docno, pk) for docno, pk, _ in cursor.fetchall())
         if fill:
-            texts = {found[docno]: (title, text, url) for docno, title, text, url in documents}
             cursor.execute(
                 f"UPDATE {table} d SET title = w.title, text = w.text, url = w.url, "
                 f"content_hash = {CONTENT_HASH_SQL} FROM (SELECT (e->>0)::bigint AS id, "
-                "e->>1 AS title, e->>2 AS text, e->>3 AS url FROM json_array_elements(%s::json) e"
-                ") w WHERE d.id = w.id AND d.title = '' AND d.text = '' AND d.url = ''",
-                [json.dumps([(pk, *texts[pk]) for pk in fill], ensure_ascii=False)],
+                "e->>1 AS title, e->>2 AS text, e->>3 AS url FROM "
+                "jsonb_array_elements(%s::jsonb) e) w "
+                "WHERE d.id = w.id AND d.title = '' AND d.text = '' AND d.url = ''",
+                [_json_rows((pk, *given) for pk, given in fill)],
             )
             changed += cursor.rowcount
     return found, changed
 
 
+def _json_rows(rows: Iterable[tuple[object, ...]]) -> str:
+    return json.dumps(list(rows), ensure_ascii=False)
+
+
 def _document_ids_filled_orm(
-    collection_id: int, documents: Sequence[tuple[str, str, str, str]]
+    collection_id: int, docnos: Sequence[str], texts: Texts
 ) -> tuple[dict[str, int], int]:
     """`document_ids_filled` through the ORM (SQLite)."""
     from annotations.models import Document
 
-    given = {docno: (title, text, url) for docno, title, text, url in documents}
-    wanted = list(given)
     found: dict[str, int] = {}
     fill: list[Document] = []
-    for start in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
-        chunk = wanted[start : start + 500]
+    for start in range(0, len(docnos), 500):  # SQLite's bound-parameter limit
+        chunk = docnos[start : start + 500]
         held = Document.objects.filter(collection_id=collection_id, docno__in=chunk)
-        for docno, pk, *texts in held.values_list("docno", "pk", "title", "text", "url"):
+        for docno, pk, *held_texts in held.values_list("docno", "pk", "title", "text", "url"):
             found[docno] = pk
-            title, text, url = given[docno]
-            if not any(texts) and (title or text or url):
+            if any(held_texts):
+                continue
+            title, text, url = texts(docno)
+            if title or text or url:
                 hashed = Document.hash_of(title, text)
                 fill.append(Document(pk=pk, title=title, text=text, url=url, content_hash=hashed))
-    created = [
-        Document(
-            collection_id=collection_id,
-            docno=docno,
-            title=title,
-            text=text,
-            url=url,
-            content_hash=Document.hash_of(title, text),
-        )
-        for docno, (title, text, url) in given.items()
-        if docno not in found
-    ]
+    created = []
+    for docno in docnos:
+        if docno not in found:
+            title, text, url = texts(docno)
+            created.append(
+                Document(
+                    collection_id=collection_id,
+                    docno=docno,
+                    title=title,
+                    text=text,
+                    url=url,
+                    content_hash=Document.hash_of(title, text),
+                )
+            )
     with transaction.atomic():
         Document.objects.bulk_update(fill, ["title", "text", "url", "content_hash"])
         Document.objects.bulk_create(created, ignore_conflicts=True)
-    missing = [docno for docno in wanted if docno not in found]
+    missing = [docno for docno in docnos if docno not in found]
     for start in range(0, len(missing), 500):
         chunk = missing[start : start + 500]
         found.update(

@@ -33,7 +33,8 @@ from annotations.formats import search_answers, trec
 from annotations.ids import document_ids_filled
 from annotations.models import Collection, FetchFailure, ImportJob, Run, SearchSystem
 from annotations.services.job_queue import NOT_QUEUED
-from annotations.services.runs import run_store
+from annotations.services.run_storage import PackedRanking, ranking_packed
+from annotations.services.runs import run_store_packed
 from annotations.services.search_client import (
     Pace,
     QueryText,
@@ -122,20 +123,30 @@ def system_fetch_cancel(*, job: ImportJob) -> None:
 class _Asked:
     """What the queries asked so far gave."""
 
-    rankings: dict[str, list[tuple[str, float]]]  # qid -> (docno, score), the engine's order
     failures: dict[str, SearchFailed]
+    # qid -> its ranking, packed once its documents have ids; before: (docno, score, rank)
+    packed: dict[str, PackedRanking] = field(default_factory=dict)
+    unpacked: dict[str, list[tuple[str, float | None, int | None]]] = field(default_factory=dict)
+    empty: int = 0  # queries the engine found nothing for
     documents: dict[str, int] = field(default_factory=dict)  # docno -> id, written
     waiting: dict[str, search_answers.Hit] = field(default_factory=dict)  # not written yet
     changed: int = 0  # documents created or given their texts
     in_a_row: int = 0
     last: str = ""
 
-    def answered(self, qid: str, hits: list[search_answers.Hit]) -> None:
-        self.rankings[qid] = [(hit.docno, hit.score) for hit in hits]
+    @property
+    def answered(self) -> int:
+        return len(self.packed) + len(self.unpacked) + self.empty
+
+    def add(self, qid: str, hits: list[search_answers.Hit]) -> None:
+        self.in_a_row = 0
+        if not hits:
+            self.empty += 1
+            return
+        self.unpacked[qid] = [(hit.docno, hit.score, place) for place, hit in enumerate(hits, 1)]
         for hit in hits:
             if hit.docno not in self.documents:
                 self.waiting.setdefault(hit.docno, hit)
-        self.in_a_row = 0
 
 
 def system_fetch_run(*, job_id: int) -> str:
@@ -176,9 +187,9 @@ def _fetched(job: ImportJob) -> str:
     total = len(queries)
     held = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=job.started)
     held.update(lines_total=total, lines_done=0, stage="")
-    asked = _Asked(rankings={}, failures={})
+    asked = _Asked(failures={})
     stopped = _ask_all(system, queries, asked, held)
-    done = len(asked.rankings) + len(asked.failures)
+    done = asked.answered + len(asked.failures)
     if stopped == "gone":
         return ImportJob.FAILED
     if stopped == "cancelled":
@@ -190,7 +201,7 @@ def _fetched(job: ImportJob) -> str:
             f"{asked.last}); the queries after them were not asked and no run was stored. "
             "Press Retry once the engine answers again.",
         )  # fmt: skip
-    if not any(asked.rankings.values()):
+    if not asked.packed:
         why = (
             f"no query got an answer ({len(asked.failures)} failed, listed below)"
             if asked.failures else "the engine found nothing for any query"
@@ -225,7 +236,7 @@ def _ask_all(
             for future in finished:
                 query = flight.pop(future)
                 try:
-                    asked.answered(query.qid, future.result())
+                    asked.add(query.qid, future.result())
                 except SearchFailed as failed:
                     asked.failures[query.qid] = failed
                     asked.in_a_row += 1
@@ -236,7 +247,7 @@ def _ask_all(
                 _documents_write(system.collection, asked)
             if time.monotonic() - written >= PROGRESS_SECONDS or not flight:
                 written = time.monotonic()
-                count = len(asked.rankings) + len(asked.failures)
+                count = asked.answered + len(asked.failures)
                 if not held.update(lines_done=count, heartbeat=timezone.now()):
                     stop = "gone"
                 elif not stop and held.filter(cancel_requested=True).exists():
@@ -265,30 +276,30 @@ def _failed(job: ImportJob, held: QuerySet[ImportJob], asked: _Asked, error: str
 def _documents_write(collection: Collection, asked: _Asked) -> None:
     """Write the documents waiting: those the collection did not hold created with the
     texts the mapping read, those it held without any text given theirs, the others left
-    as they are (`ids.document_ids_filled`)."""
+    as they are (`ids.document_ids_filled`); then pack the rankings whose documents all
+    have ids now."""
+    waiting = asked.waiting
+
+    def texts(docno: str) -> tuple[str, str, str]:
+        hit = waiting[docno]
+        return hit.title, hit.snippet, hit.url[:_URL_LENGTH]
+
     ids, changed = document_ids_filled(
-        collection_id=collection.id,
-        documents=[
-            (docno, hit.title, hit.snippet, hit.url[:_URL_LENGTH])
-            for docno, hit in asked.waiting.items()
-        ],
+        collection_id=collection.id, docnos=list(waiting), texts=texts
     )
     asked.documents.update(ids)
     asked.changed += changed
     asked.waiting.clear()
+    for qid, results in asked.unpacked.items():
+        asked.packed[qid] = ranking_packed(results, asked.documents)
+    asked.unpacked.clear()
 
 
 def _store(
     job: ImportJob, system: SearchSystem, held: QuerySet[ImportJob], asked: _Asked, total: int
 ) -> str:
     held.update(stage=ImportJob.STORING, heartbeat=timezone.now())
-    results = {
-        qid: [(docno, score, place) for place, (docno, score) in enumerate(found, start=1)]
-        for qid, found in sorted(asked.rankings.items())
-        if found
-    }
-    missing = len(asked.failures)
-    empty = len(asked.rankings) - len(results)
+    missing, empty = len(asked.failures), asked.empty
     description = job.description
     if missing:
         description += (
@@ -296,16 +307,15 @@ def _store(
             f"(fetch {job.id} lists them)."
         )
     with transaction.atomic():
-        run, count = run_store(
+        run, count = run_store_packed(
             collection=job.collection,
             run_name=job.run_name,
-            results=results,
+            rankings=dict(sorted(asked.packed.items())),
             owner=job.created_by,
             description=description,
-            document_ids=asked.documents,
         )
         Run.objects.filter(id=run.id).update(system=system)  # its place in the history
-        parts = [f"run: {run.name}, {len(results)} queries, {count} results"]
+        parts = [f"run: {run.name}, {len(asked.packed)} queries, {count} results"]
         if empty:
             parts.append(f"{empty} queries found nothing")
         if missing:
