@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo serve worker worker-derived worker-imports worker-outbound beat production test test-broker-outages test-several-hosts test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading clean
+.PHONY: demo serve worker worker-derived worker-imports worker-outbound beat production test test-broker-outages test-several-hosts test-model check lint typecheck migrations-check install install-model lock fuzz benchmark benchmark-reads benchmark-impact benchmark-impact-refresh benchmark-hybrid benchmark-cutoffs benchmark-production benchmark-production-scale benchmark-statistics benchmark-webhooks benchmark-grading benchmark-fetch clean
 
 # What serving needs (make demo, make serve); the test toolchain comes on top (make test).
 # Installs take the versions pinned in constraints.txt (`make lock` renews them).
@@ -169,6 +169,11 @@ benchmark-webhooks: $(STAMP)
 ## Keyboard grading in Chromium against gunicorn: next pair visible, committed, vs a page load
 benchmark-grading: $(STAMP)
 	$(BIN)/python benchmarks/bench_grading.py
+
+## A search system's run fetched in production mode (250 queries x 1,000 hits from a local
+## engine): wall time vs the engine's own, storage vs COPY, last answer -> scores stored
+benchmark-fetch: $(STAMP)
+	$(BIN)/python benchmarks/bench_fetch.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

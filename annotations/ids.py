@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -180,6 +181,131 @@ def _ids_ensure_csv(
     if not ids.all():
         raise RuntimeError(f"{(ids == 0).sum()} of {count} {key} values found no row")
     return ids
+
+
+# `Document.hash_of` in SQL, over the columns (or values) named `title` and `text` of `w`.
+CONTENT_HASH_SQL = "encode(sha256(convert_to(w.title || E'\\n' || w.text, 'UTF8')), 'hex')"
+
+
+Texts = Callable[[str], tuple[str, str, str]]
+
+
+def document_ids_filled(
+    *, collection_id: int, docnos: Sequence[str], texts: Texts
+) -> tuple[dict[str, int], int]:
+    """docno -> document id for `docnos` (each once), `texts(docno)` giving a document's
+    (title, text, url): the missing documents created with their texts, a held one without
+    any text given them (unless they are empty too), every other one left as it is (its
+    texts never asked for); and the number created or given texts.
+
+    A fetch writes the documents of a search engine's answers this way as they arrive, and
+    a fetch again of the same engine finds most of them held: on PostgreSQL the docnos
+    alone are looked up first, each by one index probe (a plan that does not depend on
+    statistics, which lag behind a table that every batch grows); only the documents not
+    held travel with their texts, to be inserted, and only those held without any text to
+    be given them, by id. Values travel as one JSON parameter (written and quoted in C,
+    where arrays of strings are adapted one element at a time). A writer creating the same
+    docnos meanwhile makes this one give way (ON CONFLICT) and look them up again."""
+    from annotations.models import Document
+
+    if not docnos:
+        return {}, 0
+    if connection.vendor != "postgresql":
+        return _document_ids_filled_orm(collection_id, docnos, texts)
+    table = connection.ops.quote_name(Document._meta.db_table)
+    held = (
+        "SELECT w.docno, d.id, d.empty FROM jsonb_array_elements_text(%s::jsonb) w(docno) "
+        "CROSS JOIN LATERAL (SELECT x.id, x.title = '' AND x.text = '' AND x.url = '' AS empty "
+        f"FROM {table} x WHERE x.collection_id = %s AND x.docno = w.docno LIMIT 1) d"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(held, [json.dumps(docnos, ensure_ascii=False), collection_id])
+        found: dict[str, int] = {}
+        fill: list[tuple[int, tuple[str, str, str]]] = []
+        for docno, pk, empty in cursor.fetchall():
+            found[docno] = pk
+            if empty and any(given := texts(docno)):
+                fill.append((pk, given))
+        missing = [docno for docno in docnos if docno not in found]
+        changed = 0
+        if missing:
+            cursor.execute(
+                f"INSERT INTO {table} (collection_id, docno, title, text, url, content_hash) "
+                f"SELECT %s, w.docno, w.title, w.text, w.url, {CONTENT_HASH_SQL} FROM (SELECT "
+                "e->>0 AS docno, e->>1 AS title, e->>2 AS text, e->>3 AS url FROM "
+                "jsonb_array_elements(%s::jsonb) e) w "
+                "ON CONFLICT (collection_id, docno) DO NOTHING RETURNING docno, id",
+                [collection_id, _json_rows((docno, *texts(docno)) for docno in missing)],
+            )
+            created = cursor.fetchall()
+            changed += len(created)
+            found.update(created)
+            if len(created) < len(missing):  # created by another writer meanwhile
+                raced = [docno for docno in missing if docno not in found]
+                cursor.execute(held, [json.dumps(raced, ensure_ascii=False), collection_id])
+                found.update((docno, pk) for docno, pk, _ in cursor.fetchall())
+        if fill:
+            cursor.execute(
+                f"UPDATE {table} d SET title = w.title, text = w.text, url = w.url, "
+                f"content_hash = {CONTENT_HASH_SQL} FROM (SELECT (e->>0)::bigint AS id, "
+                "e->>1 AS title, e->>2 AS text, e->>3 AS url FROM "
+                "jsonb_array_elements(%s::jsonb) e) w "
+                "WHERE d.id = w.id AND d.title = '' AND d.text = '' AND d.url = ''",
+                [_json_rows((pk, *given) for pk, given in fill)],
+            )
+            changed += cursor.rowcount
+    return found, changed
+
+
+def _json_rows(rows: Iterable[tuple[object, ...]]) -> str:
+    return json.dumps(list(rows), ensure_ascii=False)
+
+
+def _document_ids_filled_orm(
+    collection_id: int, docnos: Sequence[str], texts: Texts
+) -> tuple[dict[str, int], int]:
+    """`document_ids_filled` through the ORM (SQLite)."""
+    from annotations.models import Document
+
+    found: dict[str, int] = {}
+    fill: list[Document] = []
+    for start in range(0, len(docnos), 500):  # SQLite's bound-parameter limit
+        chunk = docnos[start : start + 500]
+        held = Document.objects.filter(collection_id=collection_id, docno__in=chunk)
+        for docno, pk, *held_texts in held.values_list("docno", "pk", "title", "text", "url"):
+            found[docno] = pk
+            if any(held_texts):
+                continue
+            title, text, url = texts(docno)
+            if title or text or url:
+                hashed = Document.hash_of(title, text)
+                fill.append(Document(pk=pk, title=title, text=text, url=url, content_hash=hashed))
+    created = []
+    for docno in docnos:
+        if docno not in found:
+            title, text, url = texts(docno)
+            created.append(
+                Document(
+                    collection_id=collection_id,
+                    docno=docno,
+                    title=title,
+                    text=text,
+                    url=url,
+                    content_hash=Document.hash_of(title, text),
+                )
+            )
+    with transaction.atomic():
+        Document.objects.bulk_update(fill, ["title", "text", "url", "content_hash"])
+        Document.objects.bulk_create(created, ignore_conflicts=True)
+    missing = [docno for docno in docnos if docno not in found]
+    for start in range(0, len(missing), 500):
+        chunk = missing[start : start + 500]
+        found.update(
+            Document.objects.filter(collection_id=collection_id, docno__in=chunk).values_list(
+                "docno", "pk"
+            )
+        )
+    return found, len(fill) + len(created)
 
 
 @contextmanager

@@ -113,8 +113,11 @@ def organiser_login(collection: Any, username: str) -> tuple[Any, str, str]:
 
 def prepare(url: str) -> dict[str, str]:
     """An organiser account with an API token and a session; the names to request."""
+    from django.core.management import call_command
+
     from annotations.models import Collection, Query, Run
 
+    call_command("migrate", verbosity=0, interactive=False)  # a database of older code
     collection = Collection.objects.filter(slug=SLUG).first()
     if collection is None:
         sys.exit(f"no collection {SLUG!r} in {url}: run benchmarks/bench_scoring.py first")

@@ -1,14 +1,17 @@
 """The whole loop of a search system in a real browser at a phone's width: describe it against
 a real engine (tantivy behind a local server answering as Elasticsearch), fetch a run,
-change the request and fetch again, see the history and what changed, send the new top k
-to judging, judge it, and see the score move; every page axe clean."""
+change the request and fetch again, see the history and what changed (on nDCG@k and on a
+kept measure), send the new top k to judging, judge it, and see the score move, beside its
+mean on the qrels version tagged before; every page axe clean."""
 
 from __future__ import annotations
 
 import pytest
 
 from annotations.models import Collection, ImportJob, Pool, Run
+from annotations.services.collections import collection_update
 from annotations.services.imports import QueryFields, queries_store
+from annotations.services.versions import qrels_version_tag
 from tests.grading_keys import grade, grade_last, watch
 from tests.search_engine import search_engine
 from tests.test_browser_accessibility import PHONE, page_problems
@@ -37,6 +40,7 @@ def test_a_system_fetched_twice_shows_its_history_and_its_new_top_k_is_judged(  
         collection=trial,
         queries=[QueryFields("q3", "cats", "kittens and what they eat")],
     )
+    collection_update(collection=trial, measures=["AP"])
     problems: list[str] = []
     with search_engine() as served, browser_page(browser, live_server, viewport=PHONE) as page:
         log_in(page, "olga")
@@ -69,8 +73,12 @@ def test_a_system_fetched_twice_shows_its_history_and_its_new_top_k_is_judged(  
         # Nothing judged yet: no query counts.
         assert runs.nth(0).locator("td.num").nth(0).inner_text() == "0.0000"
 
+        problems += page_problems(page, "/collections/trial/systems/engine/changes/?measure=AP")
+        assert "with-description against title-only by AP" in page.inner_text("h2")
         problems += page_problems(page, "/collections/trial/systems/engine/changes/")
         assert "with-description against title-only" in page.inner_text("h2")
+        version = "before-judging-the-new-top-k-of-the-engine-" + "x" * 40
+        qrels_version_tag(collection=trial, name=version, created_by=None)
         with page.expect_navigation():
             page.click("#changes-to-pool button[type=submit]")
         pool = Pool.objects.get(name="with-description-top5")
@@ -95,5 +103,14 @@ def test_a_system_fetched_twice_shows_its_history_and_its_new_top_k_is_judged(  
         problems += page_problems(page, "/collections/trial/systems/engine/history/")
         latest = page.locator("#history-runs tbody tr").nth(0)
         assert latest.locator("td.num").nth(0).inner_text() == "1.0000"
+        # On the version tagged before judging: nothing judged counts, the chart says so.
+        page.select_option("#history-version", version)
+        with page.expect_navigation():
+            page.click("form.run-pick button[type=submit]")
+        problems += page_problems(page, page.url.split(live_server.url, 1)[1])
+        assert "on qrels before-judging" in page.inner_text("#history-chart-heading")
+        latest = page.locator("#history-runs tbody tr").nth(0)
+        assert latest.locator("td.num").nth(0).inner_text() == "1.0000"
+        assert latest.locator("td.num").nth(4).inner_text() == "0.0000"
     assert Run.objects.filter(system__name="engine").count() == 2
     assert not problems, "\n".join(problems)

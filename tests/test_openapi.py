@@ -395,6 +395,8 @@ def test_every_response_of_a_scripted_session_matches_the_schema(
         Run.objects.filter(id__in=two).update(system=SearchSystem.objects.get(name="bm25"))
         call(organiser, "get", f"{systems}bm25/history/", 200)
         call(organiser, "get", f"{systems}bm25/history/?k=3&measure=AP", 400)
+        call(organiser, "get", f"{systems}bm25/history/?version=round-1", 200)
+        call(organiser, "get", f"{systems}bm25/history/?version=ghost", 400)
         call(assessor, "get", f"{systems}bm25/history/", 403)
         call(organiser, "get", f"{systems}bm25/changes/", 200)
         call(organiser, "get", f"{systems}bm25/changes/?run=no-such-run", 404)

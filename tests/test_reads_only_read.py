@@ -118,7 +118,7 @@ def populated(transactional_db: None, tmp_path: Path, settings: Any) -> dict[str
     fetch = ImportJob.objects.create(
         collection=collection, kind=ImportJob.FETCH, system=system, file_name=system.name,
         size=0, run_name="engine-run", lines_total=3, lines_done=1, state=ImportJob.FAILED,
-        error="Cancelled after 1 of 3 queries; nothing was stored.", created_by=organiser,
+        error="Cancelled after 1 of 3 queries; no run was stored.", created_by=organiser,
     )  # fmt: skip
     FetchFailure.objects.create(job=fetch, qid="q1", status=503, message="HTTP 503")
     # Two runs of its history, so that its history and what changed have values to show.

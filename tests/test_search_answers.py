@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import jmespath
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from annotations.formats import search_answers as sa
 
@@ -187,3 +190,26 @@ def test_a_body_template_must_be_json_with_known_placeholders() -> None:
     assert "Not JSON" in (sa.body_problem('{"query": {{title}}}') or "")
     assert "is not a placeholder" in (sa.body_problem('{"q": "{{narrative}}"}') or "")
     assert sa.body_problem("") is None
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "_c"]), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(
+    value=_JSON,
+    names=st.lists(st.sampled_from(["a", "b", "_c"]), min_size=1, max_size=3),
+)
+def test_an_expression_of_field_names_reads_what_jmespath_reads(
+    value: object, names: list[str]
+) -> None:
+    """Field paths (the presets') are read by dictionary lookups, not by JMESPath: the
+    same value for any JSON."""
+    expression = ".".join(names)
+    assert sa._getter(expression)(value) == jmespath.search(expression, value)

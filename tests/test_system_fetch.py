@@ -75,6 +75,7 @@ def test_a_fetch_stores_the_engines_ranking_documents_failures_and_scores(
     # Documents known by id only (from a qrels file): a fetch gives them their texts.
     documents_ensure(collection=trial, docnos=["d1", "d2", "d3"])
     record_grades(trial, organiser, {("q1", "d1"): 3, ("q1", "d3"): 1, ("q2", "d2"): 2})
+    monkeypatch.setattr(system_fetch, "DOCUMENTS_PER_WRITE", 2)  # written in several goes
     served = Served(
         engine,
         faults={"dogs": [(429, {"Retry-After": "0"}), (503, {"Retry-After": "0"})]},
@@ -181,7 +182,7 @@ def test_a_fetch_whose_engine_keeps_failing_stops_and_stores_nothing(
         job = system_fetch_start(system=system, created_by=None)
         job.refresh_from_db()
     assert job.state == ImportJob.FAILED
-    assert "no answer for 2 queries in a row" in job.error and "nothing was stored" in job.error
+    assert "no answer for 2 queries in a row" in job.error and "no run was stored" in job.error
     assert "HTTP 400" in job.error
     assert not Run.objects.exists()
     assert FetchFailure.objects.filter(job=job).count() >= 2
@@ -199,12 +200,38 @@ def test_a_queued_fetch_cancelled_stores_nothing_and_retry_fetches_again(
         system_fetch_cancel(job=job)
         job.refresh_from_db()
         assert (job.state, job.error) == (
-            ImportJob.FAILED, "Cancelled after 0 of 5 queries; nothing was stored."
+            ImportJob.FAILED, "Cancelled after 0 of 5 queries; no run was stored."
         )  # fmt: skip
         assert not served.requests and not Run.objects.exists()
         job = job_recovery.import_job_retry(job=job, by=None)
     assert job.state == ImportJob.DONE, job.error
     assert Run.objects.filter(collection=trial, name="later").exists()
+
+
+def test_a_running_fetch_cancelled_asks_no_more_and_keeps_the_documents_written(
+    trial: Collection, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancel is pressed once the first answer's documents are written: the queries handed
+    to the threads but not started are dropped, no run is stored, and the documents stay."""
+    write = system_fetch._documents_write
+
+    def written_then_cancelled(collection: Collection, asked: Any) -> None:
+        write(collection, asked)
+        ImportJob.objects.filter(kind=ImportJob.FETCH).update(cancel_requested=True)
+
+    monkeypatch.setattr(system_fetch, "_documents_write", written_then_cancelled)
+    monkeypatch.setattr(system_fetch, "DOCUMENTS_PER_WRITE", 1)
+    monkeypatch.setattr(system_fetch, "PROGRESS_SECONDS", 0.0)
+    with search_engine(Served(engine)) as served:
+        system = _elasticsearch(trial, served.url, headers=[], concurrency=1)
+        job = system_fetch_start(system=system, created_by=None)
+        job.refresh_from_db()
+    assert job.state == ImportJob.FAILED
+    assert job.error.startswith("Cancelled after ") and job.error.endswith("no run was stored.")
+    assert len(served.requests) < len(QUERIES)
+    assert not Run.objects.exists()
+    cats = [docno for docno, _, _ in engine.search("cats", 4)]
+    assert set(cats) <= set(Document.objects.values_list("docno", flat=True))
 
 
 def test_a_run_name_taken_or_no_secret_is_refused_before_queueing(

@@ -32,6 +32,7 @@ from annotations.selectors.system_schedule import systems_due
 from annotations.services.imports import QueryFields, documents_ensure, queries_store
 from annotations.services.system_schedule import system_fetches_sweep
 from annotations.services.systems import system_create
+from annotations.services.versions import qrels_version_tag
 from annotations.services.webhooks import subscription_create
 from tests.factories import CollectionFactory, UserFactory, record_grades
 
@@ -129,6 +130,53 @@ def test_the_history_holds_each_runs_mean_and_bootstrap_ci_in_fetch_order(
         assert (point.ci_low, point.ci_high) == significance.bootstrap_ci(values)
 
 
+def _oracle_on(
+    rankings: dict[str, list[str]], grades: dict[str, int], measure: str
+) -> dict[str, float]:
+    """pytrec_eval's per-query values with every query's judged documents `grades`."""
+    qrels = {qid: dict(grades) for qid in QIDS}
+    run = {qid: {d: float(10 - i) for i, d in enumerate(docs)} for qid, docs in rankings.items()}
+    evaluated = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(run)
+    return {qid: evaluated[qid][measure.replace(".", "_")] for qid in QIDS}
+
+
+def test_the_history_on_a_qrels_version_scores_every_run_on_the_judgements_of_then(
+    lab: dict[str, Any], django_capture_on_commit_callbacks: Capture
+) -> None:
+    collection, system, organiser = lab["collection"], lab["system"], lab["organiser"]
+    _fetched(django_capture_on_commit_callbacks, system, "monday", GOOD_RUN)
+    then = qrels_version_tag(collection=collection, name="v1", created_by=organiser)
+    # Later, d3 is judged highly relevant everywhere and a run that ranks it first comes.
+    with django_capture_on_commit_callbacks(execute=True):
+        record_grades(collection, organiser, {(qid, "d3"): 3 for qid in QIDS})
+    _fetched(django_capture_on_commit_callbacks, system, "tuesday", BAD_RUN)
+    now = qrels_version_tag(collection=collection, name="v2", created_by=organiser)
+    history = system_history(system=system, k=3, version=then)
+    assert history.version == then
+    for point, rankings in zip(history.points, (GOOD_RUN, BAD_RUN), strict=True):
+        old = _oracle_on(rankings, {"d1": 2, "d2": 1}, "ndcg_cut.3")
+        current = _oracle_on(rankings, {"d1": 2, "d2": 1, "d3": 3}, "ndcg_cut.3")
+        assert point.mean == pytest.approx(sum(current.values()) / 12, abs=1e-12)
+        assert point.on_version is not None and point.on_version.queries == 12
+        assert point.on_version.mean == pytest.approx(sum(old.values()) / 12, abs=1e-12)
+        bootstrap = significance.bootstrap_ci([old[qid] for qid in QIDS])
+        assert (point.on_version.ci_low, point.on_version.ci_high) == pytest.approx(bootstrap)
+    # On v1 monday was far better; on today's judgements tuesday's d3 narrows the gap.
+    monday, tuesday = history.points
+    assert monday.on_version and tuesday.on_version
+    assert monday.on_version.mean == 1.0 and tuesday.on_version.mean == pytest.approx(2 / 12)
+    assert monday.mean is not None and monday.mean < 1.0
+    # A version of the judgements as they stand gives the current means and CIs exactly.
+    for point in system_history(system=system, k=3, version=now).points:
+        assert point.on_version is not None
+        assert (point.on_version.mean, point.on_version.ci_low, point.on_version.ci_high) == (
+            point.mean, point.ci_low, point.ci_high
+        )  # fmt: skip
+    # A kept measure is not scored on versions: no version means.
+    by_ap = system_history(system=system, k=3, measure=collection.kept_measures[0], version=then)
+    assert by_ap.version is None and all(point.on_version is None for point in by_ap.points)
+
+
 def test_what_changed_lists_the_moved_queries_the_top_k_and_the_paired_test(
     lab: dict[str, Any], django_capture_on_commit_callbacks: Capture
 ) -> None:
@@ -161,6 +209,36 @@ def test_what_changed_lists_the_moved_queries_the_top_k_and_the_paired_test(
     later = runs_changed(old=new, new=mended, k=3)
     assert [(row.qid, row.difference) for row in later.moved] == [("q01", 1.0)]
     assert later.comparison.p_value == 1.0 and not later.significant and not later.regressed
+
+
+def test_what_changed_compares_on_any_measure_the_collection_keeps(
+    lab: dict[str, Any], django_capture_on_commit_callbacks: Capture
+) -> None:
+    system = lab["system"]
+    ap, p2 = lab["collection"].kept_measures
+    old = _fetched(django_capture_on_commit_callbacks, system, "monday", GOOD_RUN)
+    new = _fetched(
+        django_capture_on_commit_callbacks, system, "tuesday", dict.fromkeys(QIDS, SWAPPED)
+    )
+    # d1 (grade 2) and d2 (grade 1) swapped: nDCG@3 drops on every query, AP does not move
+    # (both relevant documents are still the first two).
+    at3 = runs_changed(old=old, new=new, k=3)
+    assert len(at3.moved) == 12 and at3.regressed
+    by_ap = runs_changed(old=old, new=new, k=3, measure=ap)
+    assert by_ap.comparison.measure_label == "AP"
+    assert by_ap.moved == [] and not by_ap.significant and by_ap.comparison.ties == 12
+    oracle = _oracle(dict.fromkeys(QIDS, SWAPPED), "map")
+    assert [row.a for row in by_ap.comparison.rows] == [oracle[qid] for qid in QIDS]
+    assert by_ap.tops == at3.tops == []  # the same three documents in each top 3
+    # P@2 from a run that loses both relevant documents on ten queries.
+    bad = _fetched(django_capture_on_commit_callbacks, system, "wednesday", BAD_RUN)
+    by_p2 = runs_changed(old=new, new=bad, k=3, measure=p2)
+    before, after = _oracle(dict.fromkeys(QIDS, SWAPPED), "P.2"), _oracle(BAD_RUN, "P.2")
+    assert [(row.qid, row.b, row.a) for row in by_p2.moved] == [
+        (qid, before[qid], after[qid]) for qid in QIDS[:10]
+    ]
+    assert by_p2.comparison.mean_a == pytest.approx(sum(after.values()) / 12, abs=1e-12)
+    assert by_p2.regressed
 
 
 def test_a_significantly_worse_run_sends_system_regressed_and_a_slight_slip_does_not(
@@ -266,6 +344,16 @@ def test_the_history_and_changes_api_answer_organisers(
     assert api.get(f"{base}/history/?measure=nDCG@7").status_code == 400
     assert api.get(f"{base}/history/?k=4").status_code == 400
     assert api.get(f"{base}/history/?since=1").status_code == 400
+    qrels_version_tag(collection=lab["collection"], name="v1", created_by=None)
+    on_v1 = api.get(f"{base}/history/?version=v1").json()
+    assert on_v1["version"] == "v1" and body["version"] is None
+    assert [r["version_mean"] for r in on_v1["runs"]] == [r["mean"] for r in body["runs"]]
+    assert on_v1["runs"][1]["version_ci_low"] == body["runs"][1]["ci_low"]
+    assert on_v1["runs"][1]["version_queries"] == 12
+    assert all(r["version_mean"] is None for r in body["runs"])
+    unknown = api.get(f"{base}/history/?version=v9")
+    assert unknown.status_code == 400 and "v1" in unknown.json()["error"]["fields"]["version"][0]
+    assert api.get(f"{base}/history/?version=v1&measure=AP").status_code == 400
     changed = api.get(f"{base}/changes/").json()
     assert (changed["run"], changed["previous_run"], changed["k"]) == ("tuesday", "monday", 3)
     assert changed["regressed"] is True and changed["significant"] is True
@@ -280,6 +368,16 @@ def test_the_history_and_changes_api_answer_organisers(
     assert changed["unjudged"] == 32
     swapped = api.get(f"{base}/changes/?run=monday&previous=tuesday").json()
     assert swapped["difference"] == pytest.approx(10 / 12) and swapped["regressed"] is False
+    by_ap = api.get(f"{base}/changes/?measure=AP").json()
+    compared = api.get("/api/v1/collections/lab/compare/?a=tuesday&b=monday&measure=AP").json()
+    assert (by_ap["measure"], by_ap["k"]) == ("AP", 3)
+    assert (by_ap["mean"], by_ap["previous_mean"], by_ap["p_value"]) == (
+        compared["mean_a"], compared["mean_b"], compared["p_value"]
+    )  # fmt: skip
+    assert [row["score"] for row in by_ap["moved"]] == [0.0] * 10
+    assert by_ap["tops"] == changed["tops"]  # the top k is the same whatever the measure
+    refused = api.get(f"{base}/changes/?measure=RBP")
+    assert refused.status_code == 400 and "measure" in refused.json()["error"]["fields"]
     assert api.get(f"{base}/changes/?run=monday").status_code == 400  # no run before it
     assert api.get(f"{base}/changes/?run=nope").status_code == 404
     # Assessors see no system.
@@ -305,10 +403,24 @@ def test_the_pages_show_the_history_what_changed_and_send_the_new_top_k_to_judgi
     unknown = client.get(reverse("system-history", args=["lab", "engine"]) + "?measure=RBP")
     assert "not kept by this collection" in unknown.content.decode()
     assert "Mean nDCG@3 over time" in unknown.content.decode()
+    qrels_version_tag(collection=lab["collection"], name="v1", created_by=None)
+    on_v1 = client.get(reverse("system-history", args=["lab", "engine"]) + "?version=v1")
+    assert "Mean nDCG@3 over time on qrels v1" in on_v1.content.decode()
+    assert ">on v1</th>" in on_v1.content.decode()
+    missing = client.get(reverse("system-history", args=["lab", "engine"]) + "?version=v9")
+    assert "No qrels version named" in missing.content.decode()
     state = client.get(reverse("system-history-state", args=["lab", "engine"])).json()
     assert state["active"] is False and 'id="history-runs"' in state["html"]
     changes = client.get(reverse("system-changes", args=["lab", "engine"])).content.decode()
     assert "Significantly worse" in changes and "32 pairs" in changes
+    assert "tuesday against monday at nDCG@3" in changes
+    by_ap = client.get(reverse("system-changes", args=["lab", "engine"]) + "?measure=AP")
+    assert "tuesday against monday by AP" in by_ap.content.decode()
+    assert "Queries that moved most in AP" in by_ap.content.decode()
+    assert "measure=AP" in by_ap.content.decode()  # the compare page's link keeps it
+    unknown = client.get(reverse("system-changes", args=["lab", "engine"]) + "?measure=RBP")
+    assert "not kept by this collection" in unknown.content.decode()
+    assert "tuesday against monday at nDCG@3" in unknown.content.decode()
     response = client.post(
         reverse("system-changes-to-pool", args=["lab", "engine"]), {"run": "tuesday", "k": "3"}
     )

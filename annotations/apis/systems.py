@@ -22,7 +22,7 @@ from annotations.apis._base import (
     documented_errors,
     measure_of,
 )
-from annotations.models import FetchFailure, ImportJob, Run, SearchSystem
+from annotations.models import FetchFailure, ImportJob, QrelsVersion, Run, SearchSystem
 from annotations.selectors.leaderboards import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from annotations.selectors.system_history import (
     main_cutoff,
@@ -235,30 +235,59 @@ MAIN_K_PARAMETER = OpenApiParameter(
 )
 
 
+VERSION_PARAMETER = OpenApiParameter(
+    "version",
+    {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$", "maxLength": 100},
+    description="A qrels version of the collection: each run's mean nDCG@k and CI on its "
+    "judgements too (`version_mean`, ...). Versions are scored by nDCG@k: not with `measure`.",
+)
+
+
 class SystemHistoryApi(_SystemApiView):
     @extend_schema(
         summary="The system's runs in fetch order with the mean nDCG@k (or a kept measure) "
-        "of each and its bootstrap CI: the system's score over time",
-        parameters=[MAIN_K_PARAMETER, MEASURE_PARAMETER],
+        "of each and its bootstrap CI: the system's score over time, also on a qrels version",
+        parameters=[MAIN_K_PARAMETER, MEASURE_PARAMETER, VERSION_PARAMETER],
         responses={200: SystemHistorySerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
         system = self.system(name)
         k = _main_or_asked(self, request)
-        history = system_history(system=system, k=k, measure=measure_of(self.collection, request))
+        measure = measure_of(self.collection, request)
+        version = self._version(request)
+        if version is not None and measure is not None:
+            raise ValidationError(
+                {"version": ["A qrels version is scored by nDCG@k: ask without `measure`."]}
+            )
+        history = system_history(system=system, k=k, measure=measure, version=version)
         body = {
             "system": system, "measure": history.measure, "k": history.k,
             "confidence": history.confidence, "resamples": BOOTSTRAP_RESAMPLES,
             "seed": BOOTSTRAP_SEED, "pending": history.pending,
-            "main_k": main_cutoff(self.collection), "points": history.points,
+            "main_k": main_cutoff(self.collection), "version": history.version,
+            "points": history.points,
         }  # fmt: skip
         return Response(SystemHistorySerializer(body).data)
+
+    def _version(self, request: Request) -> QrelsVersion | None:
+        name = request.query_params.get("version")
+        if not name:
+            return None
+        found = QrelsVersion.objects.filter(collection=self.collection, name=name).first()
+        if found is None:
+            names = QrelsVersion.objects.filter(collection=self.collection).values_list(
+                "name", flat=True
+            )
+            known = ", ".join(names) or "none yet"
+            raise ValidationError({"version": [f"No qrels version {name!r} (tagged: {known})."]})
+        return found
 
 
 class SystemChangesApi(_SystemApiView):
     @extend_schema(
-        summary="What changed from one run of the system to another: the paired test, the "
-        "queries that moved most, the documents that entered or left the top k",
+        summary="What changed from one run of the system to another on nDCG@k or a kept "
+        "measure: the paired test, the queries that moved most, the documents that entered or "
+        "left the top k",
         parameters=[
             OpenApiParameter(
                 "run", ID_SCHEMA, description="A run of the system (default: its latest)."
@@ -269,12 +298,14 @@ class SystemChangesApi(_SystemApiView):
                 description="The run to compare with (default: the system's run before `run`).",
             ),
             MAIN_K_PARAMETER,
+            MEASURE_PARAMETER,
         ],
         responses={200: SystemChangeSerializer, **documented_errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
         system = self.system(name)
         k = _main_or_asked(self, request)
+        measure = measure_of(self.collection, request)
         new = self._run(system, "run") or (
             Run.objects.filter(system=system).order_by("-created", "-id").first()
         )
@@ -283,7 +314,8 @@ class SystemChangesApi(_SystemApiView):
         old = self._run(system, "previous") or previous_run(new)
         if old is None or old.id == new.id:
             raise ValidationError({"previous": ["The run has no earlier run to compare with."]})
-        return Response(SystemChangeSerializer(runs_changed(old=old, new=new, k=k)).data)
+        change = runs_changed(old=old, new=new, k=k, measure=measure)
+        return Response(SystemChangeSerializer(change).data)
 
     def _run(self, system: SearchSystem, key: str) -> Run | None:
         name = self.request.query_params.get(key)

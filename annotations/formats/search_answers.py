@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from collections.abc import Mapping as MappingType
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -207,43 +209,88 @@ def _kind(value: object) -> str:
     return "an object"
 
 
-def _search(expression: str, value: object, path: str) -> object:
+# A JMESPath expression that only names fields (`_source.title`) is read by dictionary
+# lookups, which give what JMESPath gives (a missing field, or a field of a non-object, is
+# null) without its interpreter: it runs once per field of every hit, a thousand deep.
+_FIELDS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+Getter = Callable[[object], object]
+
+
+def _field_getter(names: tuple[str, ...]) -> Getter:
+    if len(names) == 1:  # `_id`, `score`: the usual case, without the loop
+        (only,) = names
+        return lambda value: value.get(only) if isinstance(value, dict) else None
+
+    def get(value: object) -> object:
+        for name in names:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(name)
+        return value
+
+    return get
+
+
+@functools.lru_cache(maxsize=256)
+def _getter(expression: str) -> Getter:
+    """A function reading `expression` from a value as `jmespath.search` does (compiled
+    once; a JMESPathError where the search would raise one)."""
+    if _FIELDS.match(expression):
+        return _field_getter(tuple(expression.split(".")))
+    return jmespath.compile(expression).search
+
+
+class _Unusable(Exception):
+    """A value of a hit that cannot be used; the caller names where it was."""
+
+
+def _read(expression: str, value: object) -> object:
     try:
-        return jmespath.search(expression, value)
+        return _getter(expression)(value)
     except jmespath.exceptions.JMESPathError as error:
-        raise AnswerProblem(path, f"the expression failed ({type(error).__name__})") from None
+        raise _Unusable(f"the expression failed ({type(error).__name__})") from None
 
 
-def _docno(value: object, path: str) -> str:
+def _optional(expression: str) -> Getter | None:
+    return _getter(expression) if expression else None
+
+
+def _docno(value: object) -> str:
+    if type(value) is str and trec.id_problem(value) is None:
+        return value
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise AnswerProblem(path, f"the document id is {_kind(value)}, not a string")
+        raise _Unusable(f"the document id is {_kind(value)}, not a string")
     docno = str(value)
     problem = trec.id_problem(docno)
     if problem is not None:
-        raise AnswerProblem(path, f"not a usable document id ({problem})")
+        raise _Unusable(f"not a usable document id ({problem})")
     return docno
 
 
-def _score(value: object, path: str) -> float | None:
+def _score(value: object) -> float | None:
+    if type(value) is float and math.isfinite(value):
+        return value
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise AnswerProblem(path, f"the score is {_kind(value)}, not a number")
+        raise _Unusable(f"the score is {_kind(value)}, not a number")
     score = float(value)
     if not math.isfinite(score):
-        raise AnswerProblem(path, "the score is not a finite number")
+        raise _Unusable("the score is not a finite number")
     return score
 
 
-def _text(value: object, path: str) -> str:
+def _text(value: object) -> str:
+    if type(value) is str:
+        return value if value.isprintable() else _CONTROL.sub("", value)
     if value is None:
         return ""
     if isinstance(value, list):
-        return JOINER.join(_text(item, path) for item in value if item is not None)
+        return JOINER.join(_text(item) for item in value if item is not None)
     if isinstance(value, bool | dict):
-        raise AnswerProblem(path, f"the text is {_kind(value)}, not a string")
+        raise _Unusable(f"the text is {_kind(value)}, not a string")
     return _CONTROL.sub("", str(value))
 
 
@@ -265,47 +312,52 @@ def parse_answer(body: bytes | str, mapping: Mapping, depth: int) -> list[Hit]:
     for an answer that is not JSON, hits that are not a list, a hit without a usable id,
     some hits with scores and others without."""
     answer = _loaded(body)
-    found = _search(mapping.hits, answer, mapping.hits)
+    try:
+        found = _read(mapping.hits, answer)
+    except _Unusable as problem:
+        raise AnswerProblem(mapping.hits, str(problem)) from None
     if found is None:
         raise AnswerProblem(mapping.hits, "not found in the answer")
     if not isinstance(found, list):
         raise AnswerProblem(mapping.hits, f"the hits are {_kind(found)}, not a list")
+    read_id, read_score = _getter(mapping.id), _optional(mapping.score)
+    read_title, read_snippet = _optional(mapping.title), _optional(mapping.snippet)
+    read_url = _optional(mapping.url)
     hits: list[Hit] = []
-    scores: list[float | None] = []
-    places: list[int] = []  # each hit's index in the answer, to name it
+    without_score: list[int] = []  # the index in the answer of each hit without a score
     seen: set[str] = set()
     for index, item in enumerate(found):
         if len(hits) >= depth:
             break
-        at = f"{mapping.hits}[{index}]"
-        docno = _docno(_search(mapping.id, item, f"{at}.{mapping.id}"), f"{at}.{mapping.id}")
-        if docno in seen:
-            continue
-        seen.add(docno)
-        score_path = f"{at}.{mapping.score}"
-        score = (
-            _score(_search(mapping.score, item, score_path), score_path) if mapping.score else None
-        )
-        texts = {
-            name: _text(_search(expression, item, f"{at}.{expression}"), f"{at}.{expression}")
-            if expression
-            else ""
-            for name, expression in (
-                ("title", mapping.title), ("snippet", mapping.snippet), ("url", mapping.url)
-            )
-        }  # fmt: skip
-        scores.append(score)
-        places.append(index)
-        hits.append(Hit(docno=docno, score=0.0, **texts))
-    given = [score is not None for score in scores]
-    if all(given):
-        return [
-            replace(hit, score=float(score or 0.0)) for hit, score in zip(hits, scores, strict=True)
-        ]
-    if any(given):
-        missing = places[given.index(False)]
+        expression = mapping.id
+        try:
+            docno = _docno(read_id(item))
+            if docno in seen:
+                continue
+            seen.add(docno)
+            expression = mapping.score
+            score = _score(read_score(item)) if read_score else None
+            expression = mapping.title
+            title = _text(read_title(item)) if read_title else ""
+            expression = mapping.snippet
+            snippet = _text(read_snippet(item)) if read_snippet else ""
+            expression = mapping.url
+            url = _text(read_url(item)) if read_url else ""
+        except _Unusable as problem:
+            raise AnswerProblem(f"{mapping.hits}[{index}].{expression}", str(problem)) from None
+        except jmespath.exceptions.JMESPathError as error:
+            raise AnswerProblem(
+                f"{mapping.hits}[{index}].{expression}",
+                f"the expression failed ({type(error).__name__})",
+            ) from None
+        if score is None:
+            without_score.append(index)
+        hits.append(Hit(docno, 0.0 if score is None else score, title, snippet, url))
+    if not without_score:
+        return hits
+    if len(without_score) < len(hits):
         raise AnswerProblem(
-            f"{mapping.hits}[{missing}].{mapping.score}",
+            f"{mapping.hits}[{without_score[0]}].{mapping.score}",
             "no score for this hit while others have one",
         )
     return [replace(hit, score=float(len(hits) - place)) for place, hit in enumerate(hits)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -321,3 +322,9 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection.slug}/{self.docno}"
+
+    @staticmethod
+    def hash_of(title: str, text: str) -> str:
+        """`content_hash` of a title and text: the SHA-256 of both, a line feed between
+        (`ids.CONTENT_HASH_SQL` computes the same in PostgreSQL)."""
+        return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()

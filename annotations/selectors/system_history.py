@@ -1,5 +1,5 @@
-"""A search system's history: its runs in fetch order with their means and bootstrap CIs, and
-what changed between two of its runs."""
+"""A search system's history: its runs in fetch order with their means and bootstrap CIs (also
+on a stored qrels version), and what changed between two of its runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from annotations.metrics import significance_arrays
 from annotations.metrics.measure_names import format_measure
 from annotations.metrics.measures import Measure
 from annotations.metrics.ndcg import ordered_mean
-from annotations.models import Collection, Document, Query, Run, SearchSystem
+from annotations.models import Collection, Document, QrelsVersion, Query, Run, SearchSystem
 from annotations.selectors.compare_page import comparison_cached
 from annotations.selectors.comparisons import Comparison, ComparisonRow
 from annotations.selectors.judging import pool_candidates
@@ -26,6 +26,7 @@ from annotations.selectors.measure_values import runs_measure_rows
 from annotations.selectors.rankings import top_documents
 from annotations.selectors.scores_state import scores_state
 from annotations.selectors.stored_scores import evaluated_queries, query_vector, stored_ndcg
+from annotations.selectors.versions import Mark, leaderboard_as_of
 
 # The runs a history shows and charts: the latest ones (a run a day is four months).
 HISTORY_RUNS = 120
@@ -57,15 +58,27 @@ def previous_run(run: Run) -> Run | None:
 
 
 @dataclass(frozen=True)
+class VersionMean:
+    """A run's mean nDCG@k on a qrels version's judgements, with its bootstrap CI."""
+
+    mean: float
+    ci_low: float | None
+    ci_high: float | None
+    queries: int
+
+
+@dataclass(frozen=True)
 class HistoryPoint:
     """One run of the history: its mean over the queries that count, and the percentile
-    bootstrap CI of that mean (the leaderboard's resamples and seed); None while pending."""
+    bootstrap CI of that mean (the leaderboard's resamples and seed); None while pending.
+    `on_version`: the same on the qrels version asked for (None without one)."""
 
     run: Run
     mean: float | None
     ci_low: float | None
     ci_high: float | None
     queries: int
+    on_version: VersionMean | None = None
 
     @property
     def fetched(self) -> datetime:
@@ -80,6 +93,7 @@ class History:
     points: list[HistoryPoint]
     confidence: float
     pending: bool  # some run's scores, or some query's, are still being computed
+    version: QrelsVersion | None = None  # the qrels version of each point's `on_version`
 
     @property
     def scored(self) -> list[HistoryPoint]:
@@ -112,10 +126,51 @@ def _measure_vectors(
     return out
 
 
-def system_history(*, system: SearchSystem, k: int, measure: Measure | None = None) -> History:
+def _intervals(
+    vectors: dict[int, tuple[list[float], float]],
+) -> dict[int, tuple[float, float]]:
+    """run id -> the bootstrap CI of its mean (the leaderboard's), for runs with values."""
+    with_values = [run_id for run_id, (values, _) in vectors.items() if values]
+    found = significance_arrays.bootstrap_cis(
+        [vectors[run_id][0] for run_id in with_values],
+        resamples=BOOTSTRAP_RESAMPLES,
+        confidence=CONFIDENCE,
+        seed=BOOTSTRAP_SEED,
+    )
+    return dict(zip(with_values, found, strict=True))
+
+
+def _version_means(
+    collection: Collection, runs: Sequence[Run], k: int, version: QrelsVersion
+) -> dict[int, VersionMean]:
+    """run id -> its mean nDCG@k and CI on the version's qrels (the versions' leaderboard
+    as of the version: the runs as they are now, the qrels and rules as they were)."""
+    board = leaderboard_as_of(collection=collection, mark=Mark.of_version(version), k=k)
+    rows = {row.run: row for row in board.rows}
+    vectors = {
+        run.id: (list(rows[run.name].per_query.values()), rows[run.name].ndcg)
+        for run in runs
+        if run.name in rows
+    }
+    intervals = _intervals(vectors)
+    found = {}
+    for run_id, (values, mean) in vectors.items():
+        low, high = intervals.get(run_id, (None, None))
+        found[run_id] = VersionMean(mean, low, high, len(values))
+    return found
+
+
+def system_history(
+    *,
+    system: SearchSystem,
+    k: int,
+    measure: Measure | None = None,
+    version: QrelsVersion | None = None,
+) -> History:
     """The system's runs in fetch order with their mean nDCG@k (or the mean of a measure the
     collection keeps) and its bootstrap CI over the queries; a run with no evaluated query
-    has its mean (0 in zero mode) and no interval."""
+    has its mean (0 in zero mode) and no interval. With `version` (nDCG@k only: a version
+    is scored by it), each run's mean and CI on that version's qrels too."""
     collection = system.collection
     runs = system_runs(system)
     if measure is None:
@@ -124,24 +179,17 @@ def system_history(*, system: SearchSystem, k: int, measure: Measure | None = No
     else:
         vectors = _measure_vectors(collection, runs, measure)
         label = format_measure(measure)
-    with_values = [run.id for run in runs if run.id in vectors and vectors[run.id][0]]
-    intervals = dict(
-        zip(
-            with_values,
-            significance_arrays.bootstrap_cis(
-                [vectors[run_id][0] for run_id in with_values],
-                resamples=BOOTSTRAP_RESAMPLES,
-                confidence=CONFIDENCE,
-                seed=BOOTSTRAP_SEED,
-            ),
-            strict=True,
-        )
+    intervals = _intervals(vectors)
+    on_version = (
+        _version_means(collection, runs, k, version)
+        if version is not None and measure is None
+        else {}
     )
     points = []
     for run in runs:
         values, mean = vectors.get(run.id, ([], None))  # type: ignore[arg-type]
         low, high = intervals.get(run.id, (None, None))
-        points.append(HistoryPoint(run, mean, low, high, len(values)))
+        points.append(HistoryPoint(run, mean, low, high, len(values), on_version.get(run.id)))
     pending = scores_state(collection=collection).pending or any(
         point.mean is None for point in points
     )
@@ -152,6 +200,7 @@ def system_history(*, system: SearchSystem, k: int, measure: Measure | None = No
         points=points,
         confidence=CONFIDENCE,
         pending=pending,
+        version=version if measure is None else None,
     )
 
 
@@ -166,9 +215,10 @@ class TopChange:
 
 @dataclass(frozen=True)
 class Change:
-    """What changed from `old` to `new` (two runs of one system) at k: the paired comparison
-    (new - old, the compare page's), the queries that moved most, the documents that entered
-    or left each query's top k, and the new run's unjudged top-k pairs."""
+    """What changed from `old` to `new` (two runs of one system): the paired comparison
+    (new - old, the compare page's) on nDCG@k or a kept measure, the queries that moved most
+    on it, the documents that entered or left each query's top k, and the new run's
+    unjudged top-k pairs."""
 
     comparison: Comparison
     alpha: float
@@ -225,10 +275,14 @@ def _tops(old: Run, new: Run, k: int) -> list[TopChange]:
     return sorted(found, key=lambda change: change.qid)
 
 
-def runs_changed(*, old: Run, new: Run, k: int, shown: int = MOVED_SHOWN) -> Change:
-    """What changed from `old` to `new` at k (see `Change`): the queries that moved most are
-    the `shown` of largest |new - old| (then by qid), those that did not move left out."""
-    comparison = comparison_cached(a=new, b=old, k=k)
+def runs_changed(
+    *, old: Run, new: Run, k: int, measure: Measure | None = None, shown: int = MOVED_SHOWN
+) -> Change:
+    """What changed from `old` to `new` (see `Change`), compared on nDCG@k or on `measure`
+    (one the collection keeps; the top k and its unjudged pairs stay at k): the queries that
+    moved most are the `shown` of largest |new - old| (then by qid), those that did not move
+    left out."""
+    comparison = comparison_cached(a=new, b=old, k=k, measure=measure)
     moving = [row for row in comparison.rows if row.difference != 0.0]
     moved = sorted(moving, key=lambda row: (-abs(row.difference), row.qid))[:shown]
     tops = _tops(old, new, k)

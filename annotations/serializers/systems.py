@@ -145,6 +145,25 @@ class SystemHistoryPointSerializer(serializers.Serializer):  # type: ignore[type
     ci_low = serializers.FloatField(allow_null=True, help_text="Bootstrap CI of the mean")
     ci_high = serializers.FloatField(allow_null=True)
     queries = serializers.IntegerField(help_text="The queries the mean is over")
+    version_mean = serializers.FloatField(
+        source="on_version.mean",
+        allow_null=True,
+        default=None,
+        help_text="Mean nDCG@k on the qrels version asked for (`version=`): the run as it is, "
+        "the judgements and rules as they were; null without one",
+    )
+    version_ci_low = serializers.FloatField(
+        source="on_version.ci_low", allow_null=True, default=None, help_text="Its bootstrap CI"
+    )
+    version_ci_high = serializers.FloatField(
+        source="on_version.ci_high", allow_null=True, default=None
+    )
+    version_queries = serializers.IntegerField(
+        source="on_version.queries",
+        allow_null=True,
+        default=None,
+        help_text="The queries that mean is over",
+    )
 
 
 class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -159,6 +178,12 @@ class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
     main_k = serializers.IntegerField(
         help_text="The cutoff of the collection's main measure, nDCG@k, regressions are judged on"
     )
+    version = serializers.CharField(
+        source="version.name",
+        allow_null=True,
+        default=None,
+        help_text="The qrels version of each run's `on_version` (`version=`); null: none",
+    )
     runs = SystemHistoryPointSerializer(
         source="points", many=True, help_text="The latest 120 runs, oldest (first fetched) first"
     )
@@ -166,8 +191,10 @@ class SystemHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 class SystemChangedQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     qid = serializers.CharField()
-    score = serializers.FloatField(source="a", help_text="nDCG@k of the run")
-    previous_score = serializers.FloatField(source="b", help_text="nDCG@k of the previous run")
+    score = serializers.FloatField(source="a", help_text="The measure's value for the run")
+    previous_score = serializers.FloatField(
+        source="b", help_text="The measure's value for the previous run"
+    )
     difference = serializers.FloatField(help_text="score - previous_score")
 
 
@@ -188,7 +215,13 @@ class SystemChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     system = serializers.CharField(source="new.system.name")
     run = serializers.CharField(source="new.name")
     previous_run = serializers.CharField(source="old.name")
-    k = serializers.IntegerField(source="comparison.k")
+    measure = serializers.CharField(
+        source="comparison.measure_label",
+        help_text='What the runs are compared on: "nDCG@10", or a kept measure (`measure=`)',
+    )
+    k = serializers.IntegerField(
+        source="comparison.k", help_text="The cutoff of nDCG@k and of the top k compared"
+    )
     pending = serializers.BooleanField(source="comparison.pending")
     queries = serializers.SerializerMethodField(help_text="The queries both runs count")
     mean = serializers.FloatField(source="comparison.mean_a", allow_null=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,10 +131,6 @@ def queries_upsert(*, collection: Collection, topics: Sequence[trec.Topic]) -> I
     return ImportSummary(created, updated, unchanged)
 
 
-def _content_hash(title: str, text: str) -> str:
-    return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()
-
-
 def documents_import(
     *, collection: Collection, source: Source, name: str | None = None
 ) -> ImportSummary:
@@ -173,7 +168,7 @@ def documents_upsert(
             "title": record.title,
             "text": record.text,
             "url": record.url,
-            "content_hash": _content_hash(record.title, record.text),
+            "content_hash": Document.hash_of(record.title, record.text),
         }
         document = existing.get(record.docno)
         if document is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +77,15 @@ def run_prepared(
     return run
 
 
+class PackedRanking(NamedTuple):
+    """One query's results as its Ranking row holds them (`ranking_packed`)."""
+
+    size: int
+    documents: bytes
+    scores: bytes
+    ranks: bytes
+
+
 def rankings_store(collection: Collection, run: Run, results: Results) -> int:
     """Store a run's results as one packed ranking per query; returns their number."""
     query_ids = queries_ensure(collection=collection, qids=results.keys())
@@ -84,33 +93,40 @@ def rankings_store(collection: Collection, run: Run, results: Results) -> int:
         collection=collection,
         docnos=(docno for docs in results.values() for docno, _, _ in docs),
     )
-    rows = _ranking_rows(run.id, results, query_ids, doc_ids)
+    rows = (
+        (run.id, query_ids[qid], *ranking_packed(docs, doc_ids)) for qid, docs in results.items()
+    )
     bulk_insert(Ranking, RANKING_COLUMNS, rows, binary=True)
     return sum(len(docs) for docs in results.values())
 
 
-def _ranking_rows(
-    run_id: int, results: Results, query_ids: dict[str, int], doc_ids: dict[str, int]
-) -> Iterable[tuple[object, ...]]:
-    """One packed row per query, documents in trec_eval's order (fixed here, once).
+def packed_rankings_store(
+    collection: Collection, run: Run, rankings: Mapping[str, PackedRanking]
+) -> int:
+    """Store a run's rankings packed already, one row per query; the number of results."""
+    query_ids = queries_ensure(collection=collection, qids=rankings.keys())
+    rows = ((run.id, query_ids[qid], *packed) for qid, packed in rankings.items())
+    bulk_insert(Ranking, RANKING_COLUMNS, rows, binary=True)
+    return sum(packed.size for packed in rankings.values())
+
+
+def ranking_packed(
+    docs: Sequence[tuple[str, float | None, int | None]], doc_ids: Mapping[str, int]
+) -> PackedRanking:
+    """One query's results packed, documents in trec_eval's order (fixed here, once).
 
     An ignored rank is stored as the result's place in that order, the rank trec_eval
     gives it.
     """
-    for qid, docs in results.items():
-        docnos, scores, ranks = zip(*ndcg.order_results(docs), strict=True)
-        if None in ranks:
-            ranks = tuple(
-                place if rank is None else rank for place, rank in enumerate(ranks, start=1)
-            )
-        yield (
-            run_id,
-            query_ids[qid],
-            len(docnos),
-            ranking_bytes.pack_ids(list(map(doc_ids.__getitem__, docnos))),
-            b"" if scores[0] is None else ranking_bytes.pack_scores(scores),
-            ranking_bytes.pack_ranks(ranks),
-        )
+    docnos, scores, ranks = zip(*ndcg.order_results(docs), strict=True)
+    if None in ranks:
+        ranks = tuple(place if rank is None else rank for place, rank in enumerate(ranks, start=1))
+    return PackedRanking(
+        len(docnos),
+        ranking_bytes.pack_ids(list(map(doc_ids.__getitem__, docnos))),
+        b"" if scores[0] is None else ranking_bytes.pack_scores(scores),
+        ranking_bytes.pack_ranks(ranks),
+    )
 
 
 def column_ranking_rows(
@@ -119,7 +135,7 @@ def column_ranking_rows(
     query_ids: dict[str, int],
     doc_ids: npt.NDArray[np.int64],
 ) -> Iterable[tuple[object, ...]]:
-    """`_ranking_rows` for a file read into columns (already in effective order)."""
+    """`ranking_packed`'s rows for a file read into columns (already in effective order)."""
     ids = ranking_bytes.pack_column("q", doc_ids[columns.documents])
     scores = ranking_bytes.pack_column("d", columns.scores)
     ranks = ranking_bytes.pack_column("i", columns.ranks)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from django.contrib.auth.models import User
@@ -16,7 +16,14 @@ from annotations.scores import scores_schedule
 from annotations.scores.refresh_queue import leaderboards_refresh_after_commit
 from annotations.services.imports import Source
 from annotations.services.run_files import RunFiles, RunImported
-from annotations.services.run_storage import Results, RunCheck, rankings_store, run_prepared
+from annotations.services.run_storage import (
+    PackedRanking,
+    Results,
+    RunCheck,
+    packed_rankings_store,
+    rankings_store,
+    run_prepared,
+)
 
 __all__ = [
     "RunCheck",
@@ -148,6 +155,26 @@ def run_store(
     with transaction.atomic():
         run = run_prepared(collection, run_name, owner, description, replace, may_replace)
         count = rankings_store(collection, run, results)
+        Run.objects.filter(id=run.id).update(scored_at=None)
+        scores_schedule(run_ids=[run.id])
+    return run, count
+
+
+def run_store_packed(
+    *,
+    collection: Collection,
+    run_name: str,
+    rankings: Mapping[str, PackedRanking],
+    owner: User | None = None,
+    description: str = "",
+) -> tuple[Run, int]:
+    """`run_store` of a new run whose rankings were packed already (`ranking_packed`: a
+    fetch packs each query's as soon as its documents have ids), its scoring scheduled."""
+    if not rankings:
+        raise ValidationError({"results": "a run needs at least one result"})
+    with transaction.atomic():
+        run = run_prepared(collection, run_name, owner, description, replace=False)
+        count = packed_rankings_store(collection, run, rankings)
         Run.objects.filter(id=run.id).update(scored_at=None)
         scores_schedule(run_ids=[run.id])
     return run, count

@@ -3,13 +3,15 @@
 
 The queries are asked a few at a time (the system's concurrency, threads of the worker's
 task, never of a web process), at most the system's requests per minute, each with its
-attempts (Retry-After honoured). Progress is the queries asked. Nothing is stored until
-every query was asked: then, in one transaction with the job's "done", the run, the
-documents the answers named (with the title, text and link the mapping reads, for those the
-collection did not hold yet) and the queries that got no answer. A run missing some queries
-says so in its description and the job's summary, and each is listed with why. A cancelled
-job, a job whose engine failed FAILURES_IN_A_ROW queries in a row, or one whose worker
-stopped, stores no run (Retry asks again)."""
+attempts (Retry-After honoured). Progress is the queries asked. The documents the answers
+name are written as the answers arrive, a few thousand at a time (those the collection did
+not hold created with the title, text and link the mapping reads; those it held without
+any text given theirs), so that what is left once every query was asked is the run: in
+one transaction with the job's "done", the run's rankings and the queries that got no
+answer. A run missing some queries says so in its description and the job's summary, and
+each is listed with why. A cancelled job, a job whose engine failed FAILURES_IN_A_ROW
+queries in a row, or one whose worker stopped, stores no run (Retry asks again); the
+documents written by then stay in the collection, as any document does."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import logging
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import User
@@ -28,10 +30,11 @@ from django.utils import timezone
 
 from annotations import publishing
 from annotations.formats import search_answers, trec
-from annotations.models import Document, FetchFailure, ImportJob, Run, SearchSystem
-from annotations.services.imports import documents_upsert
+from annotations.ids import document_ids_filled
+from annotations.models import Collection, FetchFailure, ImportJob, Run, SearchSystem
 from annotations.services.job_queue import NOT_QUEUED
-from annotations.services.runs import run_store
+from annotations.services.run_storage import PackedRanking, ranking_packed
+from annotations.services.runs import run_store_packed
 from annotations.services.search_client import (
     Pace,
     QueryText,
@@ -50,7 +53,14 @@ FAILURES_IN_A_ROW = 10
 # How often a running fetch writes its progress and heartbeat (well under the sweep's
 # job_recovery.DEAD_SECONDS), and looks for a cancel.
 PROGRESS_SECONDS = 2.0
-CANCELLED = "Cancelled after {done:,} of {total:,} queries; nothing was stored."
+# Queries handed to the threads beyond those being asked, so that they keep asking while
+# this thread writes documents; not started ones are dropped when the fetch stops.
+QUEUED_AHEAD = 32
+# The documents of the answers are written once this many wait (each write a transaction
+# of its own, while the next answers are being asked): the run's storing after the last
+# answer is then its rankings alone.
+DOCUMENTS_PER_WRITE = 2000
+CANCELLED = "Cancelled after {done:,} of {total:,} queries; no run was stored."
 _URL_LENGTH = 2000  # Document.url
 
 
@@ -113,16 +123,36 @@ def system_fetch_cancel(*, job: ImportJob) -> None:
 class _Asked:
     """What the queries asked so far gave."""
 
-    hits: dict[str, list[search_answers.Hit]]
     failures: dict[str, SearchFailed]
+    # qid -> its ranking, packed once its documents have ids; before: (docno, score, rank)
+    packed: dict[str, PackedRanking] = field(default_factory=dict)
+    unpacked: dict[str, list[tuple[str, float | None, int | None]]] = field(default_factory=dict)
+    empty: int = 0  # queries the engine found nothing for
+    documents: dict[str, int] = field(default_factory=dict)  # docno -> id, written
+    waiting: dict[str, search_answers.Hit] = field(default_factory=dict)  # not written yet
+    changed: int = 0  # documents created or given their texts
     in_a_row: int = 0
     last: str = ""
+
+    @property
+    def answered(self) -> int:
+        return len(self.packed) + len(self.unpacked) + self.empty
+
+    def add(self, qid: str, hits: list[search_answers.Hit]) -> None:
+        self.in_a_row = 0
+        if not hits:
+            self.empty += 1
+            return
+        self.unpacked[qid] = [(hit.docno, hit.score, place) for place, hit in enumerate(hits, 1)]
+        for hit in hits:
+            if hit.docno not in self.documents:
+                self.waiting.setdefault(hit.docno, hit)
 
 
 def system_fetch_run(*, job_id: int) -> str:
     """Run a queued fetch (a worker's task); its final state. Claimed first (queued ->
     running), so a task delivered twice runs it once; the claim's time names this attempt,
-    so an attempt outlived by its job's failure (and perhaps a Retry) stores nothing."""
+    so an attempt outlived by its job's failure (and perhaps a Retry) stores no run."""
     now = timezone.now()
     claimed = ImportJob.objects.filter(
         id=job_id, kind=ImportJob.FETCH, state=ImportJob.QUEUED
@@ -144,7 +174,7 @@ def system_fetch_run(*, job_id: int) -> str:
         )  # fmt: skip
         mine.update(
             state=ImportJob.FAILED, stage="", finished=timezone.now(),
-            error=f"{message}; nothing was stored. Press Retry to fetch again.",
+            error=f"{message}; no run was stored. Press Retry to fetch again.",
         )  # fmt: skip
         return ImportJob.FAILED
 
@@ -157,9 +187,9 @@ def _fetched(job: ImportJob) -> str:
     total = len(queries)
     held = ImportJob.objects.filter(id=job.id, state=ImportJob.RUNNING, started=job.started)
     held.update(lines_total=total, lines_done=0, stage="")
-    asked = _Asked(hits={}, failures={})
+    asked = _Asked(failures={})
     stopped = _ask_all(system, queries, asked, held)
-    done = len(asked.hits) + len(asked.failures)
+    done = asked.answered + len(asked.failures)
     if stopped == "gone":
         return ImportJob.FAILED
     if stopped == "cancelled":
@@ -168,15 +198,15 @@ def _fetched(job: ImportJob) -> str:
         return _failed(
             job, held, asked,
             f"The engine gave no answer for {FAILURES_IN_A_ROW} queries in a row (the last: "
-            f"{asked.last}); the queries after them were not asked and nothing was stored. "
+            f"{asked.last}); the queries after them were not asked and no run was stored. "
             "Press Retry once the engine answers again.",
         )  # fmt: skip
-    if not any(asked.hits.values()):
+    if not asked.packed:
         why = (
             f"no query got an answer ({len(asked.failures)} failed, listed below)"
             if asked.failures else "the engine found nothing for any query"
         )  # fmt: skip
-        return _failed(job, held, asked, f"{why.capitalize()}; nothing was stored.")
+        return _failed(job, held, asked, f"{why.capitalize()}; no run was stored.")
     return _store(job, system, held, asked, total)
 
 
@@ -191,9 +221,10 @@ def _ask_all(
     flight: dict[Future[list[search_answers.Hit]], QueryText] = {}
     written = time.monotonic()
     stop = ""
+    ahead = system.concurrency + QUEUED_AHEAD
     with client_for(system) as http, ThreadPoolExecutor(max_workers=system.concurrency) as pool:
         while True:
-            while not stop and len(flight) < 2 * system.concurrency:
+            while not stop and len(flight) < ahead:
                 query = next(waiting, None)
                 if query is None:
                     break
@@ -205,21 +236,25 @@ def _ask_all(
             for future in finished:
                 query = flight.pop(future)
                 try:
-                    asked.hits[query.qid] = future.result()
-                    asked.in_a_row = 0
+                    asked.add(query.qid, future.result())
                 except SearchFailed as failed:
                     asked.failures[query.qid] = failed
                     asked.in_a_row += 1
                     asked.last = str(failed)
             if asked.in_a_row >= FAILURES_IN_A_ROW and not stop:
                 stop = "failing"
+            if not stop and (len(asked.waiting) >= DOCUMENTS_PER_WRITE or not flight):
+                _documents_write(system.collection, asked)
             if time.monotonic() - written >= PROGRESS_SECONDS or not flight:
                 written = time.monotonic()
-                count = len(asked.hits) + len(asked.failures)
+                count = asked.answered + len(asked.failures)
                 if not held.update(lines_done=count, heartbeat=timezone.now()):
                     stop = "gone"
                 elif not stop and held.filter(cancel_requested=True).exists():
                     stop = "cancelled"
+            if stop:  # the queries not started yet are not asked
+                for future in [future for future in flight if future.cancel()]:
+                    del flight[future]
     return stop
 
 
@@ -238,42 +273,33 @@ def _failed(job: ImportJob, held: QuerySet[ImportJob], asked: _Asked, error: str
     return ImportJob.FAILED
 
 
-def _documents_store(job: ImportJob, hits: dict[str, list[search_answers.Hit]]) -> int:
-    """Create the documents the answers named with the texts the mapping read; a document
-    the collection holds keeps its texts, unless it has none yet (created by a run or qrels
-    file). The number created or filled."""
-    first: dict[str, search_answers.Hit] = {}
-    for found in hits.values():
-        for hit in found:
-            first.setdefault(hit.docno, hit)
-    held = set(
-        Document.objects.filter(collection=job.collection, docno__in=list(first))
-        .exclude(title="", text="", url="")
-        .values_list("docno", flat=True)
+def _documents_write(collection: Collection, asked: _Asked) -> None:
+    """Write the documents waiting: those the collection did not hold created with the
+    texts the mapping read, those it held without any text given theirs, the others left
+    as they are (`ids.document_ids_filled`); then pack the rankings whose documents all
+    have ids now."""
+    waiting = asked.waiting
+
+    def texts(docno: str) -> tuple[str, str, str]:
+        hit = waiting[docno]
+        return hit.title, hit.snippet, hit.url[:_URL_LENGTH]
+
+    ids, changed = document_ids_filled(
+        collection_id=collection.id, docnos=list(waiting), texts=texts
     )
-    records = [
-        trec.DocumentRecord(hit.docno, hit.title, hit.snippet, hit.url[:_URL_LENGTH], line=0)
-        for docno, hit in first.items()
-        if docno not in held
-    ]
-    changed = 0
-    for start in range(0, len(records), 1000):
-        created, updated, _ = documents_upsert(job.collection, records[start : start + 1000])
-        changed += created + updated
-    return changed
+    asked.documents.update(ids)
+    asked.changed += changed
+    asked.waiting.clear()
+    for qid, results in asked.unpacked.items():
+        asked.packed[qid] = ranking_packed(results, asked.documents)
+    asked.unpacked.clear()
 
 
 def _store(
     job: ImportJob, system: SearchSystem, held: QuerySet[ImportJob], asked: _Asked, total: int
 ) -> str:
     held.update(stage=ImportJob.STORING, heartbeat=timezone.now())
-    results = {
-        qid: [(hit.docno, hit.score, place) for place, hit in enumerate(found, start=1)]
-        for qid, found in sorted(asked.hits.items())
-        if found
-    }
-    missing = len(asked.failures)
-    empty = len(asked.hits) - len(results)
+    missing, empty = len(asked.failures), asked.empty
     description = job.description
     if missing:
         description += (
@@ -281,21 +307,20 @@ def _store(
             f"(fetch {job.id} lists them)."
         )
     with transaction.atomic():
-        documents = _documents_store(job, asked.hits)
-        run, count = run_store(
+        run, count = run_store_packed(
             collection=job.collection,
             run_name=job.run_name,
-            results=results,
+            rankings=dict(sorted(asked.packed.items())),
             owner=job.created_by,
             description=description,
         )
         Run.objects.filter(id=run.id).update(system=system)  # its place in the history
-        parts = [f"run: {run.name}, {len(results)} queries, {count} results"]
+        parts = [f"run: {run.name}, {len(asked.packed)} queries, {count} results"]
         if empty:
             parts.append(f"{empty} queries found nothing")
         if missing:
             parts.append(f"{missing} queries failed (listed) and are missing from the run")
-        parts.append(f"{documents} documents added or given their texts")
+        parts.append(f"{asked.changed} documents added or given their texts")
         finished = timezone.now()
         marked = held.update(
             state=ImportJob.DONE, stage="", summary="; ".join(parts), lines_done=total,

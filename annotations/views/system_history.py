@@ -17,7 +17,8 @@ from django.views.decorators.http import require_GET, require_POST
 from annotations import selectors
 from annotations.formats import charts
 from annotations.metrics.measure_names import format_measure
-from annotations.models import Collection, ImportJob, Pool, Run, SearchSystem
+from annotations.metrics.measures import Measure
+from annotations.models import Collection, ImportJob, Pool, QrelsVersion, Run, SearchSystem
 from annotations.selectors.measure_values import UnknownMeasure, kept_measure
 from annotations.selectors.system_history import (
     History,
@@ -50,43 +51,64 @@ def _run(system: SearchSystem, name: str | None) -> Run | None:
 
 def forest_of_history(history: History) -> charts.ForestPlot | None:
     """The history drawn with the leaderboard's CI plot: one row per scored run, oldest at
-    the top, the reference line at the latest run's mean."""
-    rows = [
-        charts.ForestRow(
-            label=f"{point.fetched:%Y-%m-%d %H:%M} {point.run.name}",
-            mean=point.mean,
-            low=point.ci_low,
-            high=point.ci_high,
-            letters="",
-            below_best=False,
+    the top, the reference line at the latest run's mean; on the qrels version's judgements
+    when one was asked for (the same judgements for every run)."""
+    rows = []
+    for point in history.points:
+        shown = point.on_version if history.version is not None else point
+        if shown is None or shown.mean is None:
+            continue
+        rows.append(
+            charts.ForestRow(
+                label=f"{point.fetched:%Y-%m-%d %H:%M} {point.run.name}",
+                mean=shown.mean,
+                low=shown.ci_low,
+                high=shown.ci_high,
+                letters="",
+                below_best=False,
+            )
         )
-        for point in history.scored
-        if point.mean is not None
-    ]
     if not rows:
         return None
     return charts.forest_plot(rows, best=rows[-1])
+
+
+def _measure_asked(collection: Collection, request: HttpRequest) -> tuple[Measure | None, str]:
+    """The kept measure `measure=` names (None: nDCG@k), and why not if it names none (said
+    on the page: a read stores no message)."""
+    chosen = request.GET.get("measure") or NDCG
+    if chosen == NDCG:
+        return None, ""
+    try:
+        return kept_measure(collection, chosen), ""
+    except UnknownMeasure as error:
+        return None, str(error)
 
 
 def _history_context(request: HttpRequest, slug: str, name: str) -> dict[str, Any]:
     collection = organised_collection(request, slug)
     system = _system(collection, name)
     k = selectors.cutoff_from(collection, request.GET.get("k") or str(main_cutoff(collection)))
-    chosen = request.GET.get("measure") or NDCG
-    measure, problem = None, ""
-    if chosen != NDCG:
-        try:
-            measure = kept_measure(collection, chosen)
-        except UnknownMeasure as error:
-            problem = str(error)  # said on the page: a read stores no message
-    history = system_history(system=system, k=k, measure=measure)
+    measure, unknown = _measure_asked(collection, request)
+    problems = [f"{unknown} Showing nDCG@k."] if unknown else []
+    versions = list(QrelsVersion.objects.filter(collection=collection).order_by("-created", "-id"))
+    asked = request.GET.get("version") or ""
+    version = next((tagged for tagged in versions if tagged.name == asked), None)
+    if asked and version is None:
+        problems.append(f"No qrels version named {asked!r}: showing the current judgements alone.")
+    elif version is not None and measure is not None:
+        problems.append(
+            f"A qrels version is scored by nDCG@k: {format_measure(measure)} is shown alone."
+        )
+    history = system_history(system=system, k=k, measure=measure, version=version)
     active = ImportJob.objects.filter(system=system, state__in=ImportJob.ACTIVE).exists()
     return {
         "collection": collection, "system": system, "history": history, "k": k,
         "measure": format_measure(measure) if measure is not None else NDCG,
         "measures": [format_measure(kept) for kept in collection.kept_measures],
+        "versions": versions, "version": history.version,
         "forest": forest_of_history(history), "active": active or history.pending,
-        "points": list(reversed(history.points)), "problem": problem,
+        "points": list(reversed(history.points)), "problem": " ".join(problems),
     }  # fmt: skip
 
 
@@ -111,7 +133,8 @@ def system_history_state(request: HttpRequest, slug: str, name: str) -> JsonResp
 @require_GET
 def system_changes(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     """What changed from one run of the system to another (default: its latest run against
-    the one before): scores per query, the top k's documents, the paired test."""
+    the one before) on nDCG@k or a kept measure: scores per query, the top k's documents,
+    the paired test."""
     collection = organised_collection(request, slug)
     system = _system(collection, name)
     new = _run(system, request.GET.get("run")) or (
@@ -121,11 +144,17 @@ def system_changes(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         previous_run(new) if new is not None else None
     )
     k = selectors.cutoff_from(collection, request.GET.get("k") or str(main_cutoff(collection)))
-    change = runs_changed(old=old, new=new, k=k) if new and old and new != old else None
+    measure, problem = _measure_asked(collection, request)
+    change = (
+        runs_changed(old=old, new=new, k=k, measure=measure) if new and old and new != old else None
+    )
     context = {
         "collection": collection, "system": system, "new": new, "old": old, "k": k,
         "change": change, "runs": Run.objects.filter(system=system).order_by("-created", "-id"),
         "pools": Pool.objects.filter(collection=collection).order_by("name"),
+        "measure": format_measure(measure) if measure is not None else NDCG,
+        "measures": [format_measure(kept) for kept in collection.kept_measures],
+        "problem": problem,
     }  # fmt: skip
     return render(request, "annotations/systems/changes.html", context)
 

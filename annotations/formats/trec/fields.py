@@ -26,6 +26,10 @@ def id_problem(value: str) -> str | None:
     """Why `value` cannot be an id (qid, docno, run name), or None: ids are 1 to
     MAX_ID_LENGTH characters of printable UTF-8, with no whitespace and no control character
     (what TREC files hold; anything else is refused at the door by every path)."""
+    # The common case at C speed: printable text holds no control character and no
+    # whitespace but the space.
+    if 0 < len(value) <= MAX_ID_LENGTH and value.isprintable() and " " not in value:
+        return None
     if not value:
         return "must not be empty"
     # split() is the fast whitespace test: a single piece means none inside (imports check
