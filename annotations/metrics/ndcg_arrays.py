@@ -2,15 +2,12 @@
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from annotations.metrics.ndcg import check_cutoffs, discounts, gain_function, idcgs_for
-
-if TYPE_CHECKING:
-    from annotations.metrics.qrels_ranks import QrelsRanks
 
 __all__ = ["MEASURES", "ordered_means", "ranks_score_matrix", "score_matrix"]
 
@@ -249,8 +246,26 @@ def score_matrix(
     return runs, scores
 
 
+class Ranks(Protocol):
+    """What ``ranks_score_matrix`` reads of ``qrels_ranks.QrelsRanks``: named here, not
+    imported, since that module builds on this one."""
+
+    @property
+    def documents(self) -> NDArray[np.int64]: ...
+    @property
+    def lengths(self) -> NDArray[np.int64]: ...
+    @property
+    def rows(self) -> NDArray[np.int64]: ...
+    @property
+    def positions(self) -> NDArray[np.int64]: ...
+    @property
+    def indices(self) -> NDArray[np.int64]: ...
+    @property
+    def runs(self) -> int: ...
+
+
 def ranks_score_matrix(
-    ranks: "QrelsRanks",
+    ranks: Ranks,
     grades: Mapping[int, int],
     ks: Sequence[int],
     scheme: str,
